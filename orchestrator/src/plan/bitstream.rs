@@ -1,0 +1,114 @@
+//! Bitstream manifests (`bitstreams/<name>.yaml`): what an FPGA image is and how to program it.
+//! Images are not committed; the manifest says where the file goes and its sha256 proves it.
+
+use std::path::{Path, PathBuf};
+
+use super::yaml::{Decoder, Node};
+use crate::digest;
+
+/// How an image is written to the card.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Programming {
+    /// `xbflash2 program --spi` into the QSPI flash, then a reboot of the FPGA.
+    Qspi,
+    /// `vivado` hardware manager over JTAG (volatile).
+    Jtag,
+}
+
+/// A decoded bitstream manifest.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Bitstream {
+    /// Manifest file.
+    pub manifest: PathBuf,
+    /// Safe name of the bitstream.
+    pub name: String,
+    /// Where the image file belongs (resolved against the manifest's folder).
+    pub file: PathBuf,
+    /// Expected sha256 of the image, lowercase hex.
+    pub sha256: String,
+    /// Whether the image file is present locally (its checksum was then verified).
+    pub present: bool,
+    /// Board, e.g. `au280`.
+    pub board: String,
+    /// Shell the image was built on (e.g. `open-nic-shell@<commit>`).
+    pub shell: String,
+    /// Pipeline clock in MHz.
+    pub clock_mhz: f64,
+    /// Vendor worst-case pipeline latency in clock cycles (absent for null images).
+    pub vendor_bound_cycles: Option<u32>,
+    /// Whether this image bypasses the pipeline on both ports (calibration).
+    pub null: bool,
+    /// How the card is programmed with it.
+    pub programming: Programming,
+}
+
+const KEYS: &[&str] =
+    &["name", "file", "sha256", "board", "shell", "clock_mhz", "vendor_bound_cycles", "null", "programming"];
+
+/// Decode a manifest; the image's checksum is verified when the image is present.
+pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
+    let mut m = d.map(root, "bitstream manifest")?;
+    let name = m.req(d, "name").and_then(|n| d.ident(n));
+    let file_node = m.req(d, "file");
+    let file = file_node.and_then(|n| d.path(n, false));
+    let sha256 = m.req(d, "sha256").and_then(|n| sha256_field(d, n));
+    let board = m.req(d, "board").and_then(|n| d.string(n));
+    let shell = m.req(d, "shell").and_then(|n| d.string(n));
+    let clock_mhz = m.req(d, "clock_mhz").and_then(|n| d.number(n, 1.0..=1000.0));
+    let null = match m.get("null") {
+        Some(n) => d.boolean(n),
+        None => Some(false),
+    };
+    let vendor = match m.get("vendor_bound_cycles") {
+        Some(n) => d.int(n, 1..=100_000).map(|v| Some(v as u32)),
+        None => Some(None),
+    };
+    if let (Some(false), Some(None)) = (null, vendor) {
+        d.error(m.pos, "missing key `vendor_bound_cycles` (required unless `null: true`)");
+    }
+    let programming =
+        m.req(d, "programming").and_then(|n| d.choice(n, &[("qspi", Programming::Qspi), ("jtag", Programming::Jtag)]));
+    m.finish(d, KEYS);
+
+    let (file, sha256) = (file?, sha256?);
+    let present = file.is_file();
+    if present {
+        check_sha256(d, file_node?, &file, &sha256);
+    }
+    Some(Bitstream {
+        manifest: d.file().to_path_buf(),
+        name: name?,
+        file,
+        sha256,
+        present,
+        board: board?,
+        shell: shell?,
+        clock_mhz: clock_mhz?,
+        vendor_bound_cycles: vendor?,
+        null: null?,
+        programming: programming?,
+    })
+}
+
+/// A `sha256` value: 64 hex digits, returned lowercase.
+pub fn sha256_field(d: &mut Decoder, n: &Node) -> Option<String> {
+    let s = d.string(n)?;
+    if s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit()) {
+        Some(s.to_ascii_lowercase())
+    } else {
+        d.error(n.pos, "sha256 must be 64 hexadecimal digits");
+        None
+    }
+}
+
+/// Report a checksum mismatch of `file` at the node that names it.
+pub fn check_sha256(d: &mut Decoder, at: &Node, file: &Path, expected: &str) {
+    match digest::sha256_file(file) {
+        Ok(actual) if actual == expected => {}
+        Ok(actual) => {
+            d.error(at.pos, format!("sha256 mismatch for {}: expected {expected}, file has {actual}", file.display()))
+        }
+        Err(e) => d.error(at.pos, format!("cannot read {}: {e}", file.display())),
+    }
+}

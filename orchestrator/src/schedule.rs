@@ -1,0 +1,311 @@
+//! Expansion of a plan into the ordered schedule of sessions, steps and runs that the engine walks
+//! and that `orchestrate plan` shows.
+//!
+//! Order: each program's sessions in plan order, then the null sessions of each trace (in order of
+//! first use), so that with `flash: on_change` the null image is written once.
+
+use serde::Serialize;
+
+use crate::plan::inventory::{Action, Role, StepContext};
+use crate::plan::{Bitstream, FlashPolicy, Inventory, Plan, ProbeFormat, TraceSource};
+
+/// The whole study, in execution order.
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedule {
+    /// Study name.
+    pub study: String,
+    /// Testbed: `sim` or the inventory name.
+    pub testbed: String,
+    /// Sessions in execution order.
+    pub sessions: Vec<Session>,
+    /// Predicted duration.
+    pub predicted_seconds: Predicted,
+}
+
+/// What a session measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionKind {
+    /// A program under test.
+    Program,
+    /// The null image with a program's trace (calibration).
+    Null,
+}
+
+/// One bring-up followed by its runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Session {
+    /// Position in the schedule, from 0.
+    pub index: usize,
+    /// Program or null calibration.
+    pub kind: SessionKind,
+    /// Program name, or `null-<trace>` for calibration sessions.
+    pub program: String,
+    /// Session number within the program, from 1.
+    pub session: u32,
+    /// Bitstream name.
+    pub bitstream: String,
+    /// Trace name.
+    pub trace: String,
+    /// Probes per run.
+    pub probes: u64,
+    /// Bring-up steps.
+    pub steps: Vec<Step>,
+    /// Runs.
+    pub runs: Vec<Run>,
+    /// Steps after the last run.
+    pub teardown: Vec<Step>,
+}
+
+impl Session {
+    /// `program_sN`, used for paths on hosts.
+    pub fn name(&self) -> String {
+        format!("{}_s{}", self.program, self.session)
+    }
+}
+
+/// One host action, rendered.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    /// `sender`, `receiver`, or `sim`.
+    pub host: String,
+    /// Action.
+    pub action: Action,
+    /// The command exactly as it would be executed (absent on the simulated testbed).
+    pub command: Option<String>,
+    /// Expected duration, seconds.
+    pub estimate_s: f64,
+}
+
+/// One replay of the trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// Run number within the session, from 1.
+    pub run: u32,
+    /// Steps of the run.
+    pub steps: Vec<Step>,
+    /// Replay time, seconds (probes / pacing).
+    pub replay_s: f64,
+}
+
+/// Predicted duration of the study, by term.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Predicted {
+    /// Pure replay time: probes / pacing, summed over runs.
+    pub replay: f64,
+    /// Idle gaps between runs.
+    pub idle_gaps: f64,
+    /// Bring-up steps (flash, PCIe, drivers, tables, registers, agent).
+    pub bring_up: f64,
+    /// Per-run steps other than the replay (captures) and teardown.
+    pub run_steps: f64,
+    /// Sum of the terms.
+    pub total: f64,
+}
+
+/// A session group before rendering: one program or one null/trace pair.
+struct Group<'a> {
+    kind: SessionKind,
+    name: String,
+    bitstream: &'a Bitstream,
+    trace: usize,
+    table: Option<String>,
+}
+
+/// Expand `plan` for `inventory` (`None` = simulated testbed). Fails only if a pcap trace cannot be
+/// read to count its probes.
+pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, String> {
+    let mut groups: Vec<Group<'_>> = plan
+        .programs
+        .iter()
+        .map(|p| Group {
+            kind: SessionKind::Program,
+            name: p.name.clone(),
+            bitstream: &p.bitstream,
+            trace: p.trace,
+            table: p.table.as_ref().and_then(|t| t.file_name()).map(|f| format!("{}/{}", p.name, f.to_string_lossy())),
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for p in &plan.programs {
+        if !seen.contains(&p.trace) {
+            seen.push(p.trace);
+            groups.push(Group {
+                kind: SessionKind::Null,
+                name: format!("null-{}", plan.traces[p.trace].name),
+                bitstream: &p.null,
+                trace: p.trace,
+                table: None,
+            });
+        }
+    }
+    let probes: Vec<u64> =
+        plan.traces
+            .iter()
+            .map(|t| match &t.source {
+                TraceSource::Generate { count, .. } => Ok(u64::from(*count)),
+                TraceSource::Pcap { path, .. } => crate::pcap::count_packets(path)
+                    .map_err(|e| format!("{}: cannot count probes: {e}", path.display())),
+            })
+            .collect::<Result<_, _>>()?;
+
+    let proto = &plan.protocol;
+    let mut sessions = Vec::new();
+    let mut predicted = Predicted::default();
+    let mut on_card: Option<&str> = None;
+    for g in &groups {
+        let trace = &plan.traces[g.trace];
+        let probe_format = match &trace.source {
+            TraceSource::Generate { probe_id: ProbeFormat::Compact, .. } => "compact",
+            _ => "latencylab",
+        };
+        let replay_s = probes[g.trace] as f64 / f64::from(proto.pacing_pps);
+        for s in 1..=proto.sessions {
+            let session_name = format!("{}_s{s}", g.name);
+            let bitstream_file =
+                g.bitstream.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            let trace_file = trace.file_name();
+            let ctx = |run: Option<u32>| StepContext {
+                program: &g.name,
+                session: s,
+                session_name: &session_name,
+                run,
+                bitstream_file: &bitstream_file,
+                bitstream_sha256: &g.bitstream.sha256,
+                table: g.table.as_deref(),
+                trace_file: &trace_file,
+                pacing_pps: proto.pacing_pps,
+                probe_format,
+            };
+            let render = |action: Action, run: Option<u32>| -> Step {
+                match inventory {
+                    None => Step {
+                        host: "sim".into(),
+                        action,
+                        command: None,
+                        estimate_s: crate::plan::inventory::default_estimate(action),
+                    },
+                    Some(inv) => {
+                        let vars = inv.vars(&ctx(run));
+                        let command = inv.actions[&action].render(&vars).map_err(|e| e.0);
+                        Step {
+                            host: action.role().name().into(),
+                            action,
+                            // Templates were checked against the variable catalogue when loaded.
+                            command: Some(command.unwrap_or_else(|e| format!("<unrenderable: {e}>"))),
+                            estimate_s: inv.estimates_s[&action],
+                        }
+                    }
+                }
+            };
+            let reflash = proto.flash == FlashPolicy::EverySession || on_card != Some(g.bitstream.name.as_str());
+            on_card = Some(g.bitstream.name.as_str());
+            let steps: Vec<Step> = Action::ALL
+                .into_iter()
+                .filter(|a| a.role() == Role::Receiver && *a != Action::AgentStop)
+                .filter(|a| reflash || !matches!(a, Action::Flash | Action::Boot))
+                .filter(|a| g.table.is_some() || *a != Action::TableLoad)
+                .map(|a| render(a, None))
+                .collect();
+            let runs: Vec<Run> = (1..=proto.runs)
+                .map(|r| {
+                    let steps = [Action::CaptureStart, Action::Replay, Action::CaptureStop]
+                        .into_iter()
+                        .filter(|a| proto.reflect || *a == Action::Replay)
+                        .map(|a| render(a, Some(r)))
+                        .collect();
+                    Run { run: r, steps, replay_s }
+                })
+                .collect();
+            let teardown = vec![render(Action::AgentStop, None)];
+
+            predicted.bring_up += steps.iter().map(|s| s.estimate_s).sum::<f64>();
+            predicted.replay += replay_s * f64::from(proto.runs);
+            predicted.idle_gaps += proto.idle_gap_s * f64::from(proto.runs.saturating_sub(1));
+            predicted.run_steps += runs
+                .iter()
+                .flat_map(|r| &r.steps)
+                .filter(|s| s.action != Action::Replay)
+                .chain(&teardown)
+                .map(|s| s.estimate_s)
+                .sum::<f64>();
+            sessions.push(Session {
+                index: sessions.len(),
+                kind: g.kind,
+                program: g.name.clone(),
+                session: s,
+                bitstream: g.bitstream.name.clone(),
+                trace: trace.name.clone(),
+                probes: probes[g.trace],
+                steps,
+                runs,
+                teardown,
+            });
+        }
+    }
+    predicted.total = predicted.replay + predicted.idle_gaps + predicted.bring_up + predicted.run_steps;
+    Ok(Schedule {
+        study: plan.study.clone(),
+        testbed: inventory.map_or_else(|| "sim".to_string(), |i| i.name.clone()),
+        sessions,
+        predicted_seconds: predicted,
+    })
+}
+
+/// `h m s` rendering of a duration.
+pub fn hms(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, sec) => format!("{h}h{m:02}m{sec:02}s"),
+    }
+}
+
+/// Human-readable dry run.
+pub fn describe(s: &Schedule) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let runs: usize = s.sessions.iter().map(|x| x.runs.len()).sum();
+    let p = &s.predicted_seconds;
+    let _ = writeln!(out, "study {} on {}: {} sessions, {} runs", s.study, s.testbed, s.sessions.len(), runs);
+    let _ = writeln!(
+        out,
+        "predicted: replay {:.0} s ({}), idle gaps {:.0} s, bring-up {:.0} s, run steps {:.0} s, total {}\n",
+        p.replay,
+        hms(p.replay),
+        p.idle_gaps,
+        p.bring_up,
+        p.run_steps,
+        hms(p.total)
+    );
+    let step_line = |out: &mut String, indent: &str, st: &Step| {
+        let cmd = st.command.as_deref().unwrap_or("(simulated)");
+        let _ = writeln!(out, "{indent}[{}] {}: {cmd}", st.host, st.action.name());
+    };
+    for se in &s.sessions {
+        let _ = writeln!(
+            out,
+            "session {}/{} {}: bitstream {}, trace {} ({} probes)",
+            se.index + 1,
+            s.sessions.len(),
+            se.name(),
+            se.bitstream,
+            se.trace,
+            se.probes
+        );
+        for st in &se.steps {
+            step_line(&mut out, "  ", st);
+        }
+        for r in &se.runs {
+            let _ = writeln!(out, "  run {} ({:.0} s replay)", r.run, r.replay_s);
+            for st in &r.steps {
+                step_line(&mut out, "    ", st);
+            }
+        }
+        for st in &se.teardown {
+            step_line(&mut out, "  ", st);
+        }
+    }
+    out
+}

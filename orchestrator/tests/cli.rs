@@ -1,0 +1,183 @@
+//! Black-box tests of the `orchestrate` binary: exact diagnostics and exit codes for broken plans,
+//! and the dry run of the paper's study.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn orchestrate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run orchestrate")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_invalid(plan: &str, expected: &[&str]) {
+    let o = orchestrate(&["validate", plan]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let mut want = expected.join("\n");
+    want.push_str(&format!("\n{} problems found\n", expected.len()));
+    assert_eq!(stderr(&o), want);
+}
+
+#[test]
+fn wrong_types_ranges_and_unknown_keys_are_all_reported() {
+    assert_invalid(
+        "tests/fixtures/bad/types.yaml",
+        &[
+            "tests/fixtures/bad/types.yaml:4:13: 0 is out of range (1..=1000)",
+            "tests/fixtures/bad/types.yaml:5:9: expected an integer, found a string",
+            "tests/fixtures/bad/types.yaml:7:3: unknown key `idle_gap` (did you mean `idle_gap_s`?)",
+            "tests/fixtures/bad/types.yaml:17:14: quantiles must be strictly increasing",
+            "tests/fixtures/bad/types.yaml:18:24: -1 is out of range (0..=1000000)",
+            "tests/fixtures/bad/types.yaml:19:1: unknown key `reprot` (did you mean `report`?)",
+        ],
+    );
+}
+
+#[test]
+fn references_files_checksums_names_and_calibration_are_all_reported() {
+    assert_invalid(
+        "tests/fixtures/bad/references.yaml",
+        &[
+            "tests/fixtures/bad/references.yaml:8:11: sha256 mismatch for tests/fixtures/good/abc.pcap: expected 0d00000000000000000000000000000000000000000000000000000000000000, file has ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "tests/fixtures/bad/references.yaml:11:11: file not found: missing.pcap (looked for tests/fixtures/bad/missing.pcap)",
+            "tests/fixtures/bad/references.yaml:17:11: duplicate program name `p`",
+            "tests/fixtures/bad/references.yaml:22:12: undefined trace `t9` (did you mean `t1`?)",
+            "tests/fixtures/bad/references.yaml:24:5: program `r`: its trace `t2` has no null calibration (add `null: <null bitstream manifest>`)",
+            "tests/fixtures/bad/references.yaml:27:11: `bad name` is not a safe name: use letters, digits, `_` and `-`, starting with a letter (at most 64)",
+            "tests/fixtures/bad/references.yaml:28:16: file not found: ../good/missing.yaml (looked for tests/fixtures/good/missing.yaml)",
+            "tests/fixtures/bad/references.yaml:31:16: invalid bitstream manifest tests/fixtures/good/tiny.yaml",
+            "tests/fixtures/bad/references.yaml:33:11: tests/fixtures/good/prog.yaml is not a null bitstream (`null: true` in its manifest)",
+            "tests/fixtures/good/tiny.yaml:2:7: sha256 mismatch for tests/fixtures/good/tiny.bit: expected 0c00000000000000000000000000000000000000000000000000000000000000, file has ca54818eec0411d702142a26092e8e698bf0ec5dfe765f0e9fdb3810ce90c66c",
+        ],
+    );
+}
+
+#[test]
+fn inventory_problems_name_the_inventory_file() {
+    assert_invalid(
+        "tests/fixtures/bad/uses-inventory.yaml",
+        &[
+            "tests/fixtures/bad/inventory.yaml:7:34: 70000 is out of range (1..=65535)",
+            "tests/fixtures/bad/inventory.yaml:8:13: `3b:00.0` is not a PCI address (DDDD:BB:DD.F)",
+            "tests/fixtures/bad/inventory.yaml:12:17: `poller_cores` needs one core per port (2), found 1",
+            "tests/fixtures/bad/inventory.yaml:14:10: template of `flash` uses unknown variable `bitstrem` (did you mean `bitstream`?)",
+            "tests/fixtures/bad/inventory.yaml:15:3: unknown action `reboot` (did you mean `boot`?)",
+            "tests/fixtures/bad/inventory.yaml:16:11: template of `replay`: unclosed `{{` in template at `{{ trace`",
+        ],
+    );
+}
+
+#[test]
+fn yaml_syntax_errors_have_a_position() {
+    let o = orchestrate(&["validate", "tests/fixtures/bad/syntax.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "tests/fixtures/bad/syntax.yaml:3:1: YAML syntax error: while parsing a flow sequence, expected ',' or ']'\n1 problem found\n"
+    );
+}
+
+#[test]
+fn missing_plan_file_is_invalid_input() {
+    let o = orchestrate(&["validate", "no/such/plan.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("no/such/plan.yaml:1:1: cannot read: "), "{}", stderr(&o));
+}
+
+#[test]
+fn shipped_plans_validate() {
+    let o = orchestrate(&["validate", "../plans/paper.yaml", "../plans/smoke.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+fn paper_plan_json(testbed: Option<&str>) -> serde_json::Value {
+    let mut args = vec!["plan", "../plans/paper.yaml", "--json"];
+    if let Some(t) = testbed {
+        args.extend(["--testbed", t]);
+    }
+    let o = orchestrate(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("plan --json prints JSON")
+}
+
+#[test]
+fn paper_plan_has_40_sessions_400_runs_and_16000_s_of_replay() {
+    let v = paper_plan_json(None);
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 40);
+    let runs: usize = sessions.iter().map(|s| s["runs"].as_array().unwrap().len()).sum();
+    assert_eq!(runs, 400);
+    assert_eq!(v["predicted_seconds"]["replay"].as_f64(), Some(16_000.0));
+    for key in ["idle_gaps", "bring_up", "total"] {
+        assert!(v["predicted_seconds"][key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    // 4 programs x 5 sessions, then the null image with each of the 4 traces x 5 sessions.
+    let nulls: Vec<&str> = sessions[20..].iter().map(|s| s["program"].as_str().unwrap()).collect();
+    assert!(nulls.iter().all(|p| p.starts_with("null-")));
+    let null_traces: std::collections::BTreeSet<&str> =
+        sessions[20..].iter().map(|s| s["trace"].as_str().unwrap()).collect();
+    assert_eq!(null_traces.len(), 4);
+    for s in sessions {
+        for key in ["program", "bitstream", "trace"] {
+            assert!(s[key].is_string(), "{key}");
+        }
+        let steps = s["steps"].as_array().unwrap();
+        assert!(!steps.is_empty());
+        let run_steps = s["runs"].as_array().unwrap().iter().flat_map(|r| r["steps"].as_array().unwrap().iter());
+        for st in steps.iter().chain(run_steps) {
+            let cmd = st["command"].as_str().unwrap();
+            assert!(!cmd.is_empty() && !cmd.contains("{{") && !cmd.contains("unrenderable"), "{cmd}");
+            assert!(st["host"] == "sender" || st["host"] == "receiver");
+        }
+    }
+}
+
+#[test]
+fn paper_plan_renders_the_documented_oct_commands() {
+    let v = paper_plan_json(None);
+    let first = &v["sessions"][0];
+    let cmd = |action: &str| -> String {
+        first["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["action"] == action)
+            .map(|s| s["command"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no {action}"))
+    };
+    assert!(
+        cmd("flash")
+            .contains("xbflash2 program --spi --image /var/tmp/latency/bitstreams/forward.mcs -d 3b:00.0 --bar 2")
+    );
+    assert!(cmd("pcie_remove").contains("echo 1 > /sys/bus/pci/devices/$d/remove"));
+    assert_eq!(cmd("reset_method_clear"), "echo '' > /sys/bus/pci/devices/0000:3b:00.0/reset_method");
+    assert!(cmd("driver_bind").ends_with("-b vfio-pci 0000:3b:00.0 0000:3b:00.1"));
+    let replay = first["runs"][0]["steps"][0]["command"].as_str().unwrap();
+    assert_eq!(
+        replay,
+        "taskset -c 2 tcpreplay -q -T nano -i enp134s0np0 --pps=500 /var/tmp/latency/traces/forward_20k.pcap"
+    );
+}
+
+#[test]
+fn plan_on_sim_has_no_commands_and_the_same_replay_time() {
+    let v = paper_plan_json(Some("sim"));
+    assert_eq!(v["sessions"].as_array().unwrap().len(), 40);
+    assert_eq!(v["predicted_seconds"]["replay"].as_f64(), Some(16_000.0));
+    assert!(v["sessions"][0]["steps"][0]["command"].is_null());
+    assert_eq!(v["sessions"][0]["steps"][0]["host"], "sim");
+}
+
+#[test]
+fn help_documents_exit_codes() {
+    let o = orchestrate(&["--help"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("2    invalid input"), "{out}");
+    assert!(Path::new(env!("CARGO_BIN_EXE_orchestrate")).exists());
+}
