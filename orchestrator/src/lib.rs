@@ -6,3 +6,8 @@ pub mod digest;
 pub mod pcap;
 pub mod plan;
 pub mod schedule;
+pub mod probes;
+pub mod testbed;
+pub mod results;
+pub mod analysis;
+pub mod engine;

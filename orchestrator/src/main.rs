@@ -20,16 +20,40 @@ Exit status:
 
 /// Declarative orchestrator for FPGA SmartNIC latency studies.
 #[derive(Parser)]
-#[command(name = "orchestrate", version, after_help = EXIT_CODES, args_conflicts_with_subcommands = true)]
+#[command(name = "orchestrate", version, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
-    command: Option<Command>,
-    /// Plan to run (shorthand for `orchestrate run PLAN`).
-    plan: Option<PathBuf>,
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Plan file.
+    plan: PathBuf,
+    /// `sim` or an inventory file (overrides the plan's `testbed`).
+    #[arg(long)]
+    testbed: Option<String>,
+    /// Results folder (default: results/<study>/<UTC time>-<plan hash>/).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue the study in --out: keep verified runs, redo the rest.
+    #[arg(long, requires = "out")]
+    resume: bool,
+    /// Seed of the simulator and resampling (default: the plan's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Simulated testbed: YAML file overriding model parameters.
+    #[arg(long)]
+    sim_model: Option<PathBuf>,
+    /// Simulated testbed: take the modelled wall time of every step and replay.
+    #[arg(long)]
+    realtime: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a study (`orchestrate PLAN` is the same).
+    Run(RunArgs),
     /// Check plans and everything they reference; report every problem at once.
     Validate {
         /// Plan files.
@@ -52,20 +76,36 @@ enum Command {
 enum Failure {
     Invalid(Vec<Diagnostic>),
     Usage(String),
+    Exit(u8, String),
+}
+
+/// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
+fn args() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let known = ["run", "validate", "plan", "help"];
+    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
+        if !first.starts_with('-') && !known.contains(&first) {
+            args.insert(1, "run".into());
+        }
+    }
+    args
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args());
     let result = match cli.command {
-        Some(Command::Validate { plans }) => validate(&plans),
-        Some(Command::Plan { plan, testbed, json }) => show_plan(&plan, testbed.as_deref(), json),
-        None => match cli.plan {
-            Some(_) => Err(Failure::Usage("`orchestrate run` is not available in this build yet".into())),
-            None => Err(Failure::Usage("no plan given; see `orchestrate --help`".into())),
-        },
+        Command::Run(args) => run(&args),
+        Command::Validate { plans } => validate(&plans),
+        Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Exit(code, msg)) => {
+            if !msg.is_empty() {
+                eprintln!("error: {msg}");
+            }
+            ExitCode::from(code)
+        }
         Err(Failure::Invalid(diags)) => {
             print_diagnostics(&diags);
             ExitCode::from(2)
@@ -116,4 +156,85 @@ fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failu
         print!("{}", orchestrator::schedule::describe(&s));
     }
     Ok(())
+}
+
+fn run(args: &RunArgs) -> Result<(), Failure> {
+    use orchestrator::engine::{self, EngineError, Options, events};
+    use orchestrator::results::{self, ResultsDir};
+    use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed};
+
+    let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
+    if let Some(inv) = &inventory {
+        return Err(Failure::Usage(format!(
+            "testbed `{}` ({}) is driven over SSH, which this build cannot do yet; run the study on the simulated testbed with `--testbed sim`",
+            inv.name,
+            inv.path.display()
+        )));
+    }
+    let schedule = schedule::expand(&plan, None).map_err(Failure::Usage)?;
+    let seed = args.seed.unwrap_or(plan.protocol.seed);
+    let model = match &args.sim_model {
+        Some(p) => {
+            let mut diags = Vec::new();
+            plan::load_file(p, &mut diags, model::decode).ok_or(Failure::Invalid(diags))?
+        }
+        None => model::SimModel::default(),
+    };
+    let mut testbed = SimTestbed::new(&plan, model, args.realtime).with_seed(seed);
+
+    let results_err = |e: results::ResultsError| Failure::Exit(4, e.to_string());
+    let dir = match &args.out {
+        Some(out) if args.resume => ResultsDir::open(out).map_err(|e| Failure::Usage(e.to_string()))?,
+        Some(out) => ResultsDir::create(out).map_err(|e| Failure::Usage(e.to_string()))?,
+        None => {
+            let name = format!("{}-{}", results::utc(results::now_secs()).replace(':', ""), &plan.hash[..12]);
+            ResultsDir::create(&Path::new("results").join(&plan.study).join(name)).map_err(results_err)?
+        }
+    };
+    if !args.resume {
+        results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false).map_err(results_err)?;
+    }
+    engine::provenance::write_start(&dir, &plan, &schedule, &testbed, seed).map_err(results_err)?;
+
+    let cancel = Cancel::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while stopping exits at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, cancel.flag());
+        let _ = signal_hook::flag::register(sig, cancel.flag());
+    }
+    let mut observers: Vec<Box<dyn events::Observer>> =
+        vec![Box::new(events::Progress::new()), Box::new(events::Log::open(&dir.root().join("orchestrate.log")))];
+    let outcome = engine::run_study(
+        &engine::Study { plan: &plan, inventory: None, schedule: &schedule },
+        &mut testbed as &mut dyn Testbed,
+        &dir,
+        &Options { resume: args.resume, seed },
+        &cancel,
+        &mut observers,
+    );
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(EngineError::Results(e)) => return Err(results_err(e)),
+        Err(EngineError::Resume(msg)) => return Err(Failure::Usage(msg)),
+        Err(e @ EngineError::Testbed { .. }) => {
+            return Err(Failure::Exit(3, format!("{e}\nresults so far: {}", dir.root().display())));
+        }
+    };
+    if outcome.interrupted {
+        eprintln!("interrupted; continue with: orchestrate run {} --out {} --resume", args.plan.display(), dir.root().display());
+        println!("{}", dir.root().display());
+        return Err(Failure::Exit(130, String::new()));
+    }
+    engine::provenance::write_end(&dir).map_err(results_err)?;
+    eprintln!(
+        "{} runs stored ({} kept from before), {} failed",
+        outcome.complete,
+        outcome.skipped,
+        outcome.failed.len()
+    );
+    for f in &outcome.failed {
+        eprintln!("failed: {f}");
+    }
+    println!("{}", dir.root().display());
+    if outcome.failed.is_empty() { Ok(()) } else { Err(Failure::Exit(1, String::new())) }
 }

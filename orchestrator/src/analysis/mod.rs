@@ -1,0 +1,3 @@
+//! The statistical pipeline over collected runs.
+
+pub mod pairs;

@@ -1,0 +1,313 @@
+//! Typed events of a study run, and their consumers: progress bars, the log. (The journal is
+//! written by the engine itself, since a journal failure must stop the study.)
+
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+use crate::analysis::pairs::Counts;
+
+/// Something that happened during a study.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The study (or its resumption) started.
+    StudyStarted {
+        /// Study name.
+        study: String,
+        /// Plan hash.
+        plan_hash: String,
+        /// Seed in use.
+        seed: u64,
+        /// Testbed name.
+        testbed: String,
+        /// Sessions in the schedule.
+        sessions: usize,
+        /// Runs in the schedule.
+        runs: usize,
+        /// Runs already complete (resume).
+        complete: usize,
+        /// Whether this is a resumption.
+        resumed: bool,
+    },
+    /// A session's bring-up starts.
+    SessionStarted {
+        /// Session index in the schedule.
+        index: usize,
+        /// `program_sN`.
+        name: String,
+        /// Runs still to do in it.
+        pending_runs: usize,
+        /// Steps of its bring-up.
+        steps: usize,
+    },
+    /// Every run of the session is already complete (resume).
+    SessionSkipped {
+        /// Session index.
+        index: usize,
+        /// `program_sN`.
+        name: String,
+    },
+    /// A step starts.
+    StepStarted {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: &'static str,
+        /// Host.
+        host: String,
+        /// Attempt, from 1.
+        attempt: u32,
+    },
+    /// A step succeeded.
+    StepFinished {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: &'static str,
+        /// Seconds it took (modelled on the simulator).
+        seconds: f64,
+    },
+    /// A step failed and will be retried.
+    StepRetried {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: &'static str,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Why.
+        error: String,
+    },
+    /// A step failed after all its retries.
+    StepFailed {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: &'static str,
+        /// Why.
+        error: String,
+    },
+    /// A run starts.
+    RunStarted {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+        /// Attempt, from 1.
+        attempt: u32,
+    },
+    /// A run passed its checks and its data is stored.
+    RunFinished {
+        /// Session index.
+        index: usize,
+        /// Program or null group.
+        program: String,
+        /// Session number.
+        session: u32,
+        /// Run number.
+        run: u32,
+        /// Attempt that succeeded.
+        attempt: u32,
+        /// Data file, relative to the results folder.
+        path: String,
+        /// sha256 of the data file.
+        sha256: String,
+        /// Records stored.
+        records: u64,
+        /// Copy counts.
+        counts: Counts,
+        /// Seconds the run took on the testbed.
+        seconds: f64,
+    },
+    /// A complete, verified run was kept from an earlier attempt of the study (resume).
+    RunSkipped {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+    },
+    /// A run failed or did not pass its checks and will be redone.
+    RunRetried {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A run failed all its attempts.
+    RunFailed {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A session ended.
+    SessionFinished {
+        /// Session index.
+        index: usize,
+    },
+    /// A file that could not be trusted was moved aside.
+    Quarantined {
+        /// Original path, relative.
+        path: String,
+        /// Where it went.
+        to: String,
+        /// Why.
+        reason: String,
+    },
+    /// The user stopped the study.
+    Interrupted,
+    /// The study ended.
+    StudyFinished {
+        /// Runs stored (in total, including earlier attempts of the study).
+        complete: usize,
+        /// Runs that failed all attempts.
+        failed: usize,
+    },
+}
+
+/// A consumer of events.
+pub trait Observer {
+    /// Handle one event.
+    fn event(&mut self, e: &Event);
+}
+
+/// Progress bars: study (runs, with ETA) → session → current step or run. Hidden when stderr is
+/// not a terminal.
+pub struct Progress {
+    multi: MultiProgress,
+    study: ProgressBar,
+    session: ProgressBar,
+    current: ProgressBar,
+}
+
+impl Progress {
+    /// Bars drawn on stderr (nothing is drawn if it is not a terminal).
+    pub fn new() -> Self {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let bar = |template: &str| {
+            let pb = multi.add(ProgressBar::new(0));
+            pb.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+            pb
+        };
+        let study = bar("{prefix:>8} [{bar:30}] {pos}/{len} runs  {elapsed_precise} ETA {eta_precise}");
+        let session = bar("{prefix:>8} [{bar:30}] {pos}/{len} {msg}");
+        let current = bar("{prefix:>8} {spinner} {msg}");
+        study.set_prefix("study");
+        session.set_prefix("session");
+        current.set_prefix("step");
+        Progress { multi, study, session, current }
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer for Progress {
+    fn event(&mut self, e: &Event) {
+        match e {
+            Event::StudyStarted { runs, complete, .. } => {
+                self.study.set_length(*runs as u64);
+                self.study.set_position(*complete as u64);
+                self.study.reset_eta();
+            }
+            Event::SessionStarted { name, pending_runs, steps, .. } => {
+                self.session.set_length((*pending_runs + *steps) as u64);
+                self.session.set_position(0);
+                self.session.set_message(name.clone());
+            }
+            Event::StepStarted { action, host, attempt, .. } => {
+                let retry = if *attempt > 1 { format!(" (attempt {attempt})") } else { String::new() };
+                self.current.set_message(format!("{host}: {action}{retry}"));
+                self.current.tick();
+            }
+            Event::StepFinished { .. } => self.session.inc(1),
+            Event::RunStarted { run, attempt, .. } => {
+                let retry = if *attempt > 1 { format!(" (attempt {attempt})") } else { String::new() };
+                self.current.set_message(format!("run {run}{retry}"));
+                self.current.tick();
+            }
+            Event::RunFinished { .. } | Event::RunFailed { .. } => {
+                self.session.inc(1);
+                self.study.inc(1);
+            }
+            Event::StepRetried { action, error, .. } => {
+                let _ = self.multi.println(format!("retrying {action}: {error}"));
+            }
+            Event::RunRetried { run, reason, .. } => {
+                let _ = self.multi.println(format!("retrying run {run}: {reason}"));
+            }
+            Event::StudyFinished { .. } | Event::Interrupted => {
+                self.current.finish_and_clear();
+                self.session.finish_and_clear();
+                self.study.finish_and_clear();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The human-readable log: every event as a line in `orchestrate.log`, and session-level lines on
+/// stderr when it is not a terminal (where the progress bars would be).
+pub struct Log {
+    file: Option<File>,
+    stderr_lines: bool,
+}
+
+impl Log {
+    /// Append to `path`.
+    pub fn open(path: &Path) -> Self {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
+        Log { file, stderr_lines: !std::io::stderr().is_terminal() }
+    }
+}
+
+impl Observer for Log {
+    fn event(&mut self, e: &Event) {
+        let line = match e {
+            Event::StudyStarted { study, testbed, sessions, runs, complete, resumed, .. } => format!(
+                "{} study {study} on {testbed}: {sessions} sessions, {runs} runs ({complete} already complete)",
+                if *resumed { "resuming" } else { "starting" }
+            ),
+            Event::SessionStarted { index, name, pending_runs, .. } => {
+                format!("session {} {name}: bring-up, then {pending_runs} runs", index + 1)
+            }
+            Event::SessionSkipped { index, name } => format!("session {} {name}: complete, skipped", index + 1),
+            Event::StepRetried { index, action, attempt, error } => {
+                format!("session {}: {action} attempt {attempt} failed, retrying: {error}", index + 1)
+            }
+            Event::StepFailed { index, action, error } => format!("session {}: {action} failed: {error}", index + 1),
+            Event::RunRetried { index, run, attempt, reason } => {
+                format!("session {} run {run}: attempt {attempt} rejected, retrying: {reason}", index + 1)
+            }
+            Event::RunFailed { index, run, reason } => format!("session {} run {run}: failed: {reason}", index + 1),
+            Event::Quarantined { path, to, reason } => format!("{path}: {reason}; moved to {to}"),
+            Event::Interrupted => "interrupted; cleaning up".to_string(),
+            Event::StudyFinished { complete, failed } => format!("study finished: {complete} runs stored, {failed} failed"),
+            other => {
+                if let Some(f) = &mut self.file {
+                    let _ = writeln!(f, "{}", serde_json::to_string(other).unwrap_or_default());
+                }
+                return;
+            }
+        };
+        if let Some(f) = &mut self.file {
+            let _ = writeln!(f, "{line}");
+        }
+        if self.stderr_lines {
+            eprintln!("{line}");
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! The run engine: walks a schedule on a testbed (bring-up steps, runs, teardown), with timeouts,
+//! retries and run validation, stores each accepted run atomically, and records every event in
+//! the journal so that an interrupted study resumes exactly where it stopped.
+
+pub mod events;
+pub mod provenance;
+
+use std::collections::BTreeMap;
+
+use crate::analysis::pairs::{self, Counts};
+use crate::digest;
+use crate::plan::inventory::{Action, Inventory};
+use crate::plan::{Plan, StepPolicy, TraceSource, default_policy};
+use crate::probes;
+use crate::results::journal::{self, Journal};
+use crate::results::{ResultsDir, ResultsError, runfile};
+use crate::schedule::{Run, Schedule, Session, SessionKind, Step};
+use crate::testbed::{Cancel, Testbed, TestbedError};
+use events::{Event, Observer};
+
+/// Why a study stopped before its end.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The results folder could not be written or read.
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+    /// A step failed after all its retries.
+    #[error("session {session}: {error}")]
+    Testbed {
+        /// `program_sN`.
+        session: String,
+        /// The failure (names host and step).
+        error: TestbedError,
+    },
+    /// Resuming is not possible with these inputs.
+    #[error("{0}")]
+    Resume(String),
+}
+
+/// How a study ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Runs stored, including those kept from earlier attempts of the study.
+    pub complete: usize,
+    /// Runs skipped because they were already complete.
+    pub skipped: usize,
+    /// Runs that failed all their attempts (`program_sN run R: reason`).
+    pub failed: Vec<String>,
+    /// Whether the user stopped the study.
+    pub interrupted: bool,
+}
+
+/// Engine settings.
+pub struct Options {
+    /// Continue the study already in the results folder.
+    pub resume: bool,
+    /// Seed (the plan's unless overridden).
+    pub seed: u64,
+}
+
+/// Engine state for one study.
+struct Engine<'a> {
+    plan: &'a Plan,
+    inventory: Option<&'a Inventory>,
+    dir: &'a ResultsDir,
+    journal: Journal,
+    observers: &'a mut [Box<dyn Observer>],
+    cancel: &'a Cancel,
+}
+
+impl Engine<'_> {
+    fn emit(&mut self, e: Event) -> Result<(), ResultsError> {
+        let value = serde_json::to_value(&e).unwrap_or_default();
+        self.journal.append(&value)?;
+        for o in self.observers.iter_mut() {
+            o.event(&e);
+        }
+        Ok(())
+    }
+
+    fn policy(&self, a: Action) -> StepPolicy {
+        self.plan
+            .protocol
+            .steps
+            .get(&a)
+            .or_else(|| self.inventory.and_then(|i| i.steps.get(&a)))
+            .copied()
+            .unwrap_or_else(|| default_policy(a))
+    }
+
+    /// Run one step with its retries. `Ok(false)` = interrupted.
+    fn step(&mut self, tb: &mut dyn Testbed, s: &Session, st: &Step) -> Result<bool, EngineError> {
+        let policy = self.policy(st.action);
+        let action = st.action.name();
+        for attempt in 1..=policy.retries + 1 {
+            self.emit(Event::StepStarted { index: s.index, action, host: st.host.clone(), attempt })?;
+            match tb.step(s, st, attempt, self.cancel) {
+                Ok(seconds) => {
+                    self.emit(Event::StepFinished { index: s.index, action, seconds })?;
+                    return Ok(true);
+                }
+                Err(TestbedError::Interrupted) => return Ok(false),
+                Err(e) if attempt <= policy.retries => {
+                    self.emit(Event::StepRetried { index: s.index, action, attempt, error: e.to_string() })?;
+                }
+                Err(e) => {
+                    self.emit(Event::StepFailed { index: s.index, action, error: e.to_string() })?;
+                    return Err(EngineError::Testbed { session: s.name(), error: e });
+                }
+            }
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    /// Probes of a run that should be matched on both ports, when the trace tells.
+    fn expected_matched(&self, s: &Session) -> Option<u64> {
+        let trace = self.plan.traces.iter().find(|t| t.name == s.trace)?;
+        match (&trace.source, s.kind) {
+            (_, SessionKind::Null) => Some(s.probes),
+            (TraceSource::Generate { template, .. }, SessionKind::Program) => {
+                Some(probes::ids(s.probes).filter(|&i| probes::forwarded(*template, i)).count() as u64)
+            }
+            (TraceSource::Pcap { .. }, SessionKind::Program) => None,
+        }
+    }
+
+    /// Why a run's counts are not acceptable, if they are not.
+    fn check_run(&self, s: &Session, c: &Counts) -> Option<String> {
+        let checks = &self.plan.protocol.run_checks;
+        let frac = checks.min_matched_fraction;
+        let bypass = c.matched + c.bypass_only;
+        if (bypass as f64) < frac * s.probes as f64 {
+            return Some(format!("bypass port saw {bypass} of {} probes (minimum {:.1} %)", s.probes, frac * 100.0));
+        }
+        if let Some(expected) = self.expected_matched(s) {
+            if (c.matched as f64) < frac * expected as f64 {
+                return Some(format!(
+                    "{} of {expected} forwarded probes matched on both ports (minimum {:.1} %)",
+                    c.matched,
+                    frac * 100.0
+                ));
+            }
+        }
+        if c.duplicates > checks.max_duplicates {
+            return Some(format!("{} duplicated copies (maximum {})", c.duplicates, checks.max_duplicates));
+        }
+        None
+    }
+
+    fn run_metadata(&self, s: &Session, r: &Run, attempt: u32, tb: &dyn Testbed, seed: u64) -> Vec<(String, String)> {
+        let bitstream = self
+            .plan
+            .programs
+            .iter()
+            .flat_map(|p| [&p.bitstream, &p.null])
+            .find(|b| b.name == s.bitstream)
+            .map(|b| b.sha256.clone())
+            .unwrap_or_default();
+        [
+            ("study", self.plan.study.clone()),
+            ("plan_hash", self.plan.hash.clone()),
+            ("program", s.program.clone()),
+            ("kind", format!("{:?}", s.kind).to_lowercase()),
+            ("session", s.session.to_string()),
+            ("run", r.run.to_string()),
+            ("attempt", attempt.to_string()),
+            ("bitstream", s.bitstream.clone()),
+            ("bitstream_sha256", bitstream),
+            ("trace", s.trace.clone()),
+            ("probes", s.probes.to_string()),
+            ("testbed", tb.name()),
+            ("seed", seed.to_string()),
+            ("tsc_hz", tb.tsc_hz().to_string()),
+            ("tool_version", env!("CARGO_PKG_VERSION").to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("latency.{k}"), v))
+        .collect()
+    }
+
+    /// Perform one run until it is stored or out of attempts. `Ok(false)` = interrupted.
+    fn run(
+        &mut self,
+        tb: &mut dyn Testbed,
+        s: &Session,
+        r: &Run,
+        seed: u64,
+        outcome: &mut Outcome,
+    ) -> Result<bool, EngineError> {
+        let max = self.plan.protocol.run_checks.max_attempts;
+        let mut reason = String::new();
+        for attempt in 1..=max {
+            if self.cancel.is_cancelled() {
+                return Ok(false);
+            }
+            self.emit(Event::RunStarted { index: s.index, run: r.run, attempt })?;
+            let data = match tb.run(s, r, attempt, self.cancel) {
+                Ok(d) => d,
+                Err(TestbedError::Interrupted) => return Ok(false),
+                Err(e) => {
+                    reason = e.to_string();
+                    if attempt < max {
+                        self.emit(Event::RunRetried { index: s.index, run: r.run, attempt, reason: reason.clone() })?;
+                    }
+                    continue;
+                }
+            };
+            let counts = pairs::pair(&data.batches).counts;
+            if let Some(why) = self.check_run(s, &counts) {
+                reason = why;
+                if attempt < max {
+                    self.emit(Event::RunRetried { index: s.index, run: r.run, attempt, reason: reason.clone() })?;
+                }
+                continue;
+            }
+            let rel = ResultsDir::run_rel_path(&s.program, s.session, r.run);
+            let path = self.dir.root().join(&rel);
+            runfile::write(&path, &data.batches, &self.run_metadata(s, r, attempt, tb, seed))?;
+            let sha256 = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+            let records = data.batches.iter().map(|b| b.num_rows() as u64).sum();
+            self.emit(Event::RunFinished {
+                index: s.index,
+                program: s.program.clone(),
+                session: s.session,
+                run: r.run,
+                attempt,
+                path: rel.to_string_lossy().into_owned(),
+                sha256,
+                records,
+                counts,
+                seconds: data.seconds,
+            })?;
+            outcome.complete += 1;
+            return Ok(true);
+        }
+        self.emit(Event::RunFailed { index: s.index, run: r.run, reason: reason.clone() })?;
+        outcome.failed.push(format!("{} run {}: {reason}", s.name(), r.run));
+        Ok(true)
+    }
+}
+
+/// Runs already complete in a results folder: (program, session, run) → data sha256 recorded in
+/// the journal.
+pub fn completed_runs(dir: &ResultsDir) -> Result<BTreeMap<(String, u32, u32), String>, ResultsError> {
+    let mut done = BTreeMap::new();
+    for e in journal::read(&dir.journal_path())? {
+        if e["event"] == "run_finished" {
+            let (Some(p), Some(s), Some(r), Some(h)) =
+                (e["program"].as_str(), e["session"].as_u64(), e["run"].as_u64(), e["sha256"].as_str())
+            else {
+                continue;
+            };
+            done.insert((p.to_string(), s as u32, r as u32), h.to_string());
+        }
+    }
+    Ok(done)
+}
+
+/// Check the results folder against a resumed study's inputs; returns the runs that are complete
+/// and verified, after moving aside every run file that is not.
+fn prepare_resume(
+    engine: &mut Engine<'_>,
+    schedule: &Schedule,
+    seed: u64,
+) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
+    let lines = journal::read(&engine.dir.journal_path())?;
+    if let Some(start) = lines.iter().find(|e| e["event"] == "study_started") {
+        if start["plan_hash"].as_str() != Some(engine.plan.hash.as_str()) {
+            return Err(EngineError::Resume(format!(
+                "{} was started with a different plan (hash {}); resume it with the same plan file",
+                engine.dir.root().display(),
+                start["plan_hash"].as_str().unwrap_or("?")
+            )));
+        }
+        if start["seed"].as_u64() != Some(seed) {
+            return Err(EngineError::Resume(format!(
+                "{} was started with seed {}; resume it with the same seed",
+                engine.dir.root().display(),
+                start["seed"]
+            )));
+        }
+    }
+    engine.dir.remove_partial_files()?;
+    let recorded = completed_runs(engine.dir)?;
+    let mut verified = BTreeMap::new();
+    for s in &schedule.sessions {
+        for r in &s.runs {
+            let k = (s.program.clone(), s.session, r.run);
+            let path = engine.dir.run_path(&s.program, s.session, r.run);
+            if !path.exists() {
+                continue;
+            }
+            let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+            match recorded.get(&k) {
+                Some(h) if *h == actual => {
+                    verified.insert(k, actual);
+                }
+                other => {
+                    let reason = if other.is_some() {
+                        "checksum differs from the journal (corrupt or truncated)"
+                    } else {
+                        "not recorded as complete in the journal"
+                    };
+                    let to = engine.dir.quarantine(&path)?;
+                    let rel = |p: &std::path::Path| {
+                        p.strip_prefix(engine.dir.root()).unwrap_or(p).to_string_lossy().into_owned()
+                    };
+                    engine.emit(Event::Quarantined { path: rel(&path), to: rel(&to), reason: reason.into() })?;
+                }
+            }
+        }
+    }
+    Ok(verified)
+}
+
+/// What a study runs: the plan, its inventory (none on the simulator) and its schedule.
+pub struct Study<'a> {
+    /// The plan.
+    pub plan: &'a Plan,
+    /// The inventory of a real testbed.
+    pub inventory: Option<&'a Inventory>,
+    /// The expanded schedule.
+    pub schedule: &'a Schedule,
+}
+
+/// Run (or resume) a study. The testbed's cleanup runs on every path out of here.
+pub fn run_study(
+    study: &Study<'_>,
+    testbed: &mut dyn Testbed,
+    dir: &ResultsDir,
+    options: &Options,
+    cancel: &Cancel,
+    observers: &mut [Box<dyn Observer>],
+) -> Result<Outcome, EngineError> {
+    let journal = Journal::open(&dir.journal_path())?;
+    let mut engine = Engine { plan: study.plan, inventory: study.inventory, dir, journal, observers, cancel };
+    let result = walk(&mut engine, study.schedule, testbed, options);
+    testbed.cleanup();
+    if let Ok(o) = &result {
+        if o.interrupted {
+            engine.emit(Event::Interrupted)?;
+        } else {
+            engine.emit(Event::StudyFinished { complete: o.complete, failed: o.failed.len() })?;
+        }
+    }
+    result
+}
+
+fn walk(
+    engine: &mut Engine<'_>,
+    schedule: &Schedule,
+    tb: &mut dyn Testbed,
+    options: &Options,
+) -> Result<Outcome, EngineError> {
+    let done = if options.resume { prepare_resume(engine, schedule, options.seed)? } else { BTreeMap::new() };
+    let mut outcome = Outcome::default();
+    let total_runs = schedule.sessions.iter().map(|s| s.runs.len()).sum();
+    engine.emit(Event::StudyStarted {
+        study: schedule.study.clone(),
+        plan_hash: engine.plan.hash.clone(),
+        seed: options.seed,
+        testbed: tb.name(),
+        sessions: schedule.sessions.len(),
+        runs: total_runs,
+        complete: done.len(),
+        resumed: options.resume,
+    })?;
+    for s in &schedule.sessions {
+        let pending: Vec<&Run> =
+            s.runs.iter().filter(|r| !done.contains_key(&(s.program.clone(), s.session, r.run))).collect();
+        outcome.skipped += s.runs.len() - pending.len();
+        outcome.complete += s.runs.len() - pending.len();
+        if pending.is_empty() {
+            engine.emit(Event::SessionSkipped { index: s.index, name: s.name() })?;
+            continue;
+        }
+        if engine.cancel.is_cancelled() {
+            outcome.interrupted = true;
+            return Ok(outcome);
+        }
+        engine.emit(Event::SessionStarted {
+            index: s.index,
+            name: s.name(),
+            pending_runs: pending.len(),
+            steps: s.steps.len(),
+        })?;
+        for r in s.runs.iter().filter(|r| !pending.iter().any(|p| p.run == r.run)) {
+            engine.emit(Event::RunSkipped { index: s.index, run: r.run })?;
+        }
+        let mut live = true;
+        for st in &s.steps {
+            live = engine.step(tb, s, st)?;
+            if !live {
+                break;
+            }
+        }
+        for r in pending.iter().filter(|_| live) {
+            if !engine.run(tb, s, r, options.seed, &mut outcome)? {
+                live = false;
+                break;
+            }
+        }
+        // Teardown runs even when interrupted; its failures are reported but do not stop the study.
+        for st in &s.teardown {
+            let interrupted = engine.cancel.is_cancelled();
+            match tb.step(s, st, 1, &Cancel::new()) {
+                Ok(seconds) => engine.emit(Event::StepFinished { index: s.index, action: st.action.name(), seconds })?,
+                Err(e) => engine.emit(Event::StepFailed { index: s.index, action: st.action.name(), error: e.to_string() })?,
+            }
+            if interrupted {
+                live = false;
+            }
+        }
+        if !live {
+            outcome.interrupted = true;
+            return Ok(outcome);
+        }
+        engine.emit(Event::SessionFinished { index: s.index })?;
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,223 @@
+//! The results folder of a study: the plan copy, provenance, the append-only journal, the run
+//! data as Parquet in a hive-style tree, the summary and the reports.
+//!
+//! ```text
+//! <dir>/plan.yaml  provenance.json  journal.jsonl  orchestrate.log
+//! <dir>/data/program=<p>/session=<s>/run=<r>.parquet
+//! <dir>/quarantine/            files found corrupt or unaccounted for on resume (never deleted)
+//! ```
+//!
+//! Every file is written atomically (temporary file, fsync, rename, fsync of the folder) and a
+//! run file that exists is never overwritten.
+
+pub mod journal;
+pub mod runfile;
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Errors of the results store.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// An I/O operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A Parquet or Arrow operation failed.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The folder cannot be used as asked.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Attach the path to an I/O error.
+pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
+    move |source| ResultsError::Io { path: path.to_path_buf(), source }
+}
+
+/// A study's results folder.
+#[derive(Clone, Debug)]
+pub struct ResultsDir {
+    root: PathBuf,
+}
+
+impl ResultsDir {
+    /// Use `root` for a new study: it must not exist or be empty.
+    pub fn create(root: &Path) -> Result<ResultsDir, ResultsError> {
+        if root.exists() && fs::read_dir(root).map_err(io_err(root))?.next().is_some() {
+            return Err(ResultsError::Refused(format!(
+                "{} already holds results; use --resume to continue that study, or choose another --out",
+                root.display()
+            )));
+        }
+        fs::create_dir_all(root.join("data")).map_err(io_err(root))?;
+        Ok(ResultsDir { root: root.to_path_buf() })
+    }
+
+    /// Open an existing results folder (to resume, analyse or report).
+    pub fn open(root: &Path) -> Result<ResultsDir, ResultsError> {
+        if !root.join("journal.jsonl").is_file() {
+            return Err(ResultsError::Refused(format!("{} is not a results folder (no journal.jsonl)", root.display())));
+        }
+        Ok(ResultsDir { root: root.to_path_buf() })
+    }
+
+    /// The folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path of the journal.
+    pub fn journal_path(&self) -> PathBuf {
+        self.root.join("journal.jsonl")
+    }
+
+    /// Path of a run's data, relative to the folder.
+    pub fn run_rel_path(program: &str, session: u32, run: u32) -> PathBuf {
+        PathBuf::from(format!("data/program={program}/session={session}/run={run}.parquet"))
+    }
+
+    /// Absolute path of a run's data.
+    pub fn run_path(&self, program: &str, session: u32, run: u32) -> PathBuf {
+        self.root.join(Self::run_rel_path(program, session, run))
+    }
+
+    /// Move a file that must not be trusted into `quarantine/` (nothing is deleted).
+    pub fn quarantine(&self, path: &Path) -> Result<PathBuf, ResultsError> {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        let flat = rel.to_string_lossy().replace('/', "__");
+        let dir = self.root.join("quarantine");
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let mut target = dir.join(&flat);
+        let mut n = 1;
+        while target.exists() {
+            n += 1;
+            target = dir.join(format!("{flat}.{n}"));
+        }
+        fs::rename(path, &target).map_err(io_err(path))?;
+        Ok(target)
+    }
+
+    /// Remove temporary files left by an interrupted write (they are partial by construction).
+    pub fn remove_partial_files(&self) -> Result<usize, ResultsError> {
+        fn walk(dir: &Path, n: &mut usize) -> io::Result<()> {
+            for e in fs::read_dir(dir)? {
+                let e = e?;
+                let p = e.path();
+                if e.file_type()?.is_dir() {
+                    walk(&p, n)?;
+                } else if p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with('.') && f.ends_with(".tmp")) {
+                    fs::remove_file(&p)?;
+                    *n += 1;
+                }
+            }
+            Ok(())
+        }
+        let mut n = 0;
+        let data = self.root.join("data");
+        if data.exists() {
+            walk(&data, &mut n).map_err(io_err(&data))?;
+        }
+        Ok(n)
+    }
+}
+
+/// Write `path` atomically: a hidden temporary file in the same folder, fsync, rename over the
+/// target, fsync of the folder. With `overwrite: false` an existing target is an error.
+pub fn write_atomic(path: &Path, overwrite: bool, write: impl FnOnce(&mut File) -> io::Result<()>) -> Result<(), ResultsError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    if !overwrite && path.exists() {
+        return Err(ResultsError::Refused(format!("{} exists and is never overwritten", path.display())));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        write(&mut f)?;
+        f.flush()?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(io_err(path))
+}
+
+/// Write bytes atomically (see [`write_atomic`]).
+pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), ResultsError> {
+    write_atomic(path, overwrite, |f| f.write_all(bytes))
+}
+
+/// Format a Unix time (seconds) as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formatting_matches_known_dates() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc(1_796_000_000), "2026-11-30T00:53:20Z");
+    }
+
+    #[test]
+    fn atomic_writes_never_overwrite_unless_asked() {
+        let dir = std::env::temp_dir().join(format!("results-atomic-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let p = dir.join("a/b.txt");
+        write_file(&p, b"one", false).unwrap();
+        assert!(matches!(write_file(&p, b"two", false), Err(ResultsError::Refused(_))));
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        write_file(&p, b"three", true).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"three");
+        let leftovers: Vec<_> = fs::read_dir(dir.join("a")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_with_results_is_not_reused_without_resume() {
+        let dir = std::env::temp_dir().join(format!("results-create-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        ResultsDir::create(&dir).unwrap();
+        fs::write(dir.join("journal.jsonl"), "").unwrap();
+        assert!(matches!(ResultsDir::create(&dir), Err(ResultsError::Refused(_))));
+        assert!(ResultsDir::open(&dir).is_ok());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,98 @@
+//! The testbed boundary: every side effect of a study (hosts, processes, hardware, or their
+//! simulation) sits behind [`Testbed`]. The engine only sees steps that succeed or fail and runs
+//! that return records.
+
+pub mod model;
+pub mod sim;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use arrow_array::RecordBatch;
+
+use crate::schedule::{Run, Session, Step};
+
+/// Set when the user asks to stop (Ctrl-C, SIGTERM); long operations poll it.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A flag that is not set.
+    pub fn new() -> Self {
+        Cancel::default()
+    }
+
+    /// The shared flag, for signal handlers.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+
+    /// Ask every holder to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A step or run that did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    /// The step failed; it may succeed when retried.
+    #[error("{host}: {action}: {message}")]
+    Failed {
+        /// Host the step ran on.
+        host: String,
+        /// Action name.
+        action: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The step exceeded its timeout.
+    #[error("{host}: {action}: timed out after {seconds} s")]
+    Timeout {
+        /// Host the step ran on.
+        host: String,
+        /// Action name.
+        action: String,
+        /// The timeout.
+        seconds: f64,
+    },
+    /// The user asked to stop.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunData {
+    /// Records in the agent's schema, in arrival order.
+    pub batches: Vec<RecordBatch>,
+    /// Seconds the run took on the testbed (modelled on the simulator).
+    pub seconds: f64,
+}
+
+/// A testbed the engine can drive.
+pub trait Testbed {
+    /// Short description for logs and provenance (`sim`, inventory name).
+    fn name(&self) -> String;
+
+    /// Facts about the hosts (or the model) for provenance.
+    fn facts(&self) -> serde_json::Value;
+
+    /// TSC ticks per second of the receiver's stamps.
+    fn tsc_hz(&self) -> f64;
+
+    /// Execute one bring-up or teardown step (`attempt` counts from 1); returns the seconds it took.
+    fn step(&mut self, session: &Session, step: &Step, attempt: u32, cancel: &Cancel) -> Result<f64, TestbedError>;
+
+    /// Execute one run (capture start, replay, capture stop) and collect its records. `attempt`
+    /// counts from 1.
+    fn run(&mut self, session: &Session, run: &Run, attempt: u32, cancel: &Cancel) -> Result<RunData, TestbedError>;
+
+    /// Stop whatever the testbed left running (agents, captures). Called on every exit path.
+    fn cleanup(&mut self);
+}

@@ -1,0 +1,264 @@
+//! Parameters of the simulated testbed (the digital twin of the U280 testbed).
+//!
+//! | parameter | default | meaning |
+//! |---|---|---|
+//! | `tsc_hz` | 2.89e9 | receiver TSC rate (the OCT receiver's 2.890 GHz) |
+//! | `poll_phase_ns` | 6 | each copy waits U(0, x) ns for its busy-polling loop |
+//! | `dma_jitter_ns` | 2 | σ of the per-copy DMA/PCIe timing noise (normal) |
+//! | `outlier_prob` | 0.0002 | probability that a copy is delayed by an outlier |
+//! | `outlier_ns` | [100, 800] | range of outlier delays (uniform) |
+//! | `first_probe_ns` | [20, 60] | extra delay of the pipeline copy of the first probe after an idle gap |
+//! | `loss` | 0 | probability that a copy is lost |
+//! | `session_delta_spread_ns` | 1 | session-to-session spread (range) of the port asymmetry δ |
+//! | `pacing_jitter_ns` | 2000 | σ of the sender's departure-time jitter |
+//! | `reflect_channel_ns` | 4 | σ of the hardware-clock channel noise per reflected copy |
+//! | `step_failure_prob` | 0 | probability that a bring-up step attempt fails (exercises retries) |
+//! | `mode_change_prob` | 0.5 | multi-mode programs: probability that a bring-up lands in each non-first mode |
+//! | `delta_ns` | per trace template | port asymmetry δ of each trace: forward 24, five_tuple 18, remove_header 28, checksum 14; other traces 20 |
+//! | `programs` | per bitstream | latency quantiles (p5 p25 p50 p75 p95 p99, ns) of each mode: the paper's Table I |
+//!
+//! The packet-dependent part of a probe's latency is drawn once per (bitstream, probe id) by
+//! inverting the piecewise-linear CDF through the program's quantiles, so it repeats across runs
+//! and sessions; the other terms are drawn per run. A bitstream without an entry gets one mode
+//! centred at 68 % of its vendor bound; a null bitstream has zero pipeline latency.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::plan::yaml::{Decoder, Node};
+
+/// The quantile levels (in percent) of [`ProgramModel`] tables.
+pub const LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
+
+/// Latency model of one program: one quantile table per reset mode.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProgramModel {
+    /// Quantiles at [`LEVELS`], ns, per mode (first = most likely).
+    pub modes: Vec<[f64; 6]>,
+}
+
+impl ProgramModel {
+    /// The latency at cumulative probability `u` in mode `mode`: piecewise-linear between the
+    /// quantiles, with tails extended by half the neighbouring interval to p0 and p100.
+    pub fn inverse_cdf(&self, mode: usize, u: f64) -> f64 {
+        let q = &self.modes[mode];
+        let p0 = q[0] - (q[1] - q[0]) / 2.0;
+        let p100 = q[5] + (q[5] - q[4]) / 2.0;
+        let knots = [(0.0, p0), (0.05, q[0]), (0.25, q[1]), (0.5, q[2]), (0.75, q[3]), (0.95, q[4]), (0.99, q[5]), (1.0, p100)];
+        for w in knots.windows(2) {
+            let ((u0, x0), (u1, x1)) = (w[0], w[1]);
+            if u <= u1 {
+                return x0 + (x1 - x0) * (u - u0) / (u1 - u0);
+            }
+        }
+        p100
+    }
+
+    /// The true median of mode `mode`.
+    pub fn median(&self, mode: usize) -> f64 {
+        self.modes[mode][2]
+    }
+}
+
+/// All parameters of the simulated testbed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SimModel {
+    /// Receiver TSC rate.
+    pub tsc_hz: f64,
+    /// Busy-poll phase range per copy, ns.
+    pub poll_phase_ns: f64,
+    /// DMA/PCIe jitter σ per copy, ns.
+    pub dma_jitter_ns: f64,
+    /// Outlier probability per copy.
+    pub outlier_prob: f64,
+    /// Outlier delay range, ns.
+    pub outlier_ns: [f64; 2],
+    /// Extra delay of the first probe after an idle gap, ns.
+    pub first_probe_ns: [f64; 2],
+    /// Loss probability per copy.
+    pub loss: f64,
+    /// Range of the per-session δ offset, ns.
+    pub session_delta_spread_ns: f64,
+    /// Sender departure jitter σ, ns.
+    pub pacing_jitter_ns: f64,
+    /// Hardware-clock channel noise σ per reflected copy, ns.
+    pub reflect_channel_ns: f64,
+    /// Probability of a non-first mode at a bring-up.
+    pub mode_change_prob: f64,
+    /// Probability that a step attempt fails.
+    pub step_failure_prob: f64,
+    /// δ per trace template name, ns.
+    pub delta_ns: BTreeMap<String, f64>,
+    /// Latency model per bitstream name.
+    pub programs: BTreeMap<String, ProgramModel>,
+}
+
+impl Default for SimModel {
+    fn default() -> Self {
+        let programs = [
+            ("five_tuple", vec![[92.0, 101.0, 107.0, 112.0, 120.0, 127.0], [124.0, 131.0, 137.0, 143.0, 152.0, 159.0]]),
+            ("forward", vec![[138.0, 145.0, 149.0, 154.0, 163.0, 169.0]]),
+            ("remove_header", vec![[157.0, 171.0, 177.0, 181.0, 188.0, 192.0]]),
+            ("checksum", vec![[349.0, 358.0, 364.0, 370.0, 377.0, 381.0]]),
+        ]
+        .into_iter()
+        .map(|(k, modes)| (k.to_string(), ProgramModel { modes }))
+        .collect();
+        let delta_ns = [("forward", 24.0), ("five_tuple", 18.0), ("remove_header", 28.0), ("checksum", 14.0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        SimModel {
+            tsc_hz: 2.89e9,
+            poll_phase_ns: 6.0,
+            dma_jitter_ns: 2.0,
+            outlier_prob: 2e-4,
+            outlier_ns: [100.0, 800.0],
+            first_probe_ns: [20.0, 60.0],
+            loss: 0.0,
+            session_delta_spread_ns: 1.0,
+            pacing_jitter_ns: 2000.0,
+            reflect_channel_ns: 4.0,
+            mode_change_prob: 0.5,
+            step_failure_prob: 0.0,
+            delta_ns,
+            programs,
+        }
+    }
+}
+
+impl SimModel {
+    /// δ of a trace template (20 ns when not listed).
+    pub fn delta(&self, template: &str) -> f64 {
+        self.delta_ns.get(template).copied().unwrap_or(20.0)
+    }
+
+    /// The model of a bitstream: its table entry, or one mode centred at 68 % of the vendor bound
+    /// (`period_ns` × `bound_cycles`), or zero latency for a null bitstream.
+    pub fn program(&self, name: &str, null: bool, bound_cycles: Option<u32>, period_ns: f64) -> ProgramModel {
+        if null {
+            return ProgramModel { modes: vec![[0.0; 6]] };
+        }
+        if let Some(m) = self.programs.get(name) {
+            return m.clone();
+        }
+        let c = 0.68 * f64::from(bound_cycles.unwrap_or(50)) * period_ns;
+        ProgramModel { modes: vec![[0.93 * c, 0.97 * c, c, 1.03 * c, 1.09 * c, 1.13 * c]] }
+    }
+}
+
+/// Decode overrides of the defaults from a model file.
+pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
+    let mut out = SimModel::default();
+    let mut m = d.map(root, "simulator model")?;
+    let num = |d: &mut Decoder, m: &mut crate::plan::yaml::MapReader<'_>, key: &str, target: &mut f64, max: f64| {
+        if let Some(v) = m.get(key).and_then(|v| d.number(v, 0.0..=max)) {
+            *target = v;
+        }
+    };
+    num(d, &mut m, "tsc_hz", &mut out.tsc_hz, 1e11);
+    num(d, &mut m, "poll_phase_ns", &mut out.poll_phase_ns, 1e6);
+    num(d, &mut m, "dma_jitter_ns", &mut out.dma_jitter_ns, 1e6);
+    num(d, &mut m, "outlier_prob", &mut out.outlier_prob, 1.0);
+    num(d, &mut m, "loss", &mut out.loss, 1.0);
+    num(d, &mut m, "session_delta_spread_ns", &mut out.session_delta_spread_ns, 1e6);
+    num(d, &mut m, "pacing_jitter_ns", &mut out.pacing_jitter_ns, 1e9);
+    num(d, &mut m, "reflect_channel_ns", &mut out.reflect_channel_ns, 1e6);
+    num(d, &mut m, "mode_change_prob", &mut out.mode_change_prob, 1.0);
+    num(d, &mut m, "step_failure_prob", &mut out.step_failure_prob, 1.0);
+    for (key, target) in [("outlier_ns", &mut out.outlier_ns), ("first_probe_ns", &mut out.first_probe_ns)] {
+        if let Some(v) = m.get(key) {
+            if let Some(pair) = number_list(d, v).filter(|l| l.len() == 2 && l[0] <= l[1]) {
+                *target = [pair[0], pair[1]];
+            } else {
+                d.error(v.pos, format!("`{key}` must be [low, high]"));
+            }
+        }
+    }
+    if let Some(v) = m.get("delta_ns") {
+        if let Some(mut dm) = d.map(v, "δ per trace template") {
+            for (_, k, x) in dm.entries() {
+                if let Some(x) = d.number(x, -1e6..=1e6) {
+                    out.delta_ns.insert(k.clone(), x);
+                }
+            }
+        }
+    }
+    if let Some(v) = m.get("programs") {
+        if let Some(mut pm) = d.map(v, "models per bitstream") {
+            for (_, k, x) in pm.entries() {
+                if let Some(modes) = decode_modes(d, x) {
+                    out.programs.insert(k.clone(), ProgramModel { modes });
+                }
+            }
+        }
+    }
+    m.finish(
+        d,
+        &[
+            "tsc_hz",
+            "poll_phase_ns",
+            "dma_jitter_ns",
+            "outlier_prob",
+            "outlier_ns",
+            "first_probe_ns",
+            "loss",
+            "session_delta_spread_ns",
+            "pacing_jitter_ns",
+            "reflect_channel_ns",
+            "mode_change_prob",
+            "step_failure_prob",
+            "delta_ns",
+            "programs",
+        ],
+    );
+    Some(out)
+}
+
+fn number_list(d: &mut Decoder, n: &Node) -> Option<Vec<f64>> {
+    let items = d.seq(n)?;
+    items.iter().map(|i| d.number(i, -1e9..=1e9)).collect::<Vec<_>>().into_iter().collect()
+}
+
+fn decode_modes(d: &mut Decoder, n: &Node) -> Option<Vec<[f64; 6]>> {
+    let items = d.seq(n)?;
+    let mut modes = Vec::new();
+    for item in items {
+        let q = number_list(d, item)?;
+        if q.len() != 6 || q.windows(2).any(|w| w[0] > w[1]) {
+            d.error(item.pos, "a mode is 6 increasing quantiles: [p5, p25, p50, p75, p95, p99]");
+            return None;
+        }
+        modes.push([q[0], q[1], q[2], q[3], q[4], q[5]]);
+    }
+    if modes.is_empty() {
+        d.error(n.pos, "at least one mode is needed");
+        return None;
+    }
+    Some(modes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inverse_cdf_passes_through_the_quantiles() {
+        let m = SimModel::default().programs["forward"].clone();
+        for (level, q) in LEVELS.iter().zip(m.modes[0]) {
+            assert!((m.inverse_cdf(0, level / 100.0) - q).abs() < 1e-9);
+        }
+        assert_eq!(m.inverse_cdf(0, 0.0), 138.0 - 3.5);
+        assert_eq!(m.inverse_cdf(0, 1.0), 169.0 + 3.0);
+        // Halfway between p25 (145) and p50 (149).
+        assert!((m.inverse_cdf(0, 0.375) - 147.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn unknown_programs_scale_with_the_vendor_bound() {
+        let m = SimModel::default().program("custom", false, Some(100), 4.0);
+        assert!((m.median(0) - 272.0).abs() < 1e-9);
+        assert_eq!(SimModel::default().program("x", true, None, 4.0).median(0), 0.0);
+    }
+}

@@ -1,0 +1,325 @@
+//! The simulated testbed: a digital twin of the U280 testbed that produces, per run, the records
+//! the receiver agent would write, in the agent's schema, through the same engine and results
+//! store as a real testbed. See [`super::model`] for the model and its parameters.
+//!
+//! Every random draw is keyed by (seed, program, session, run, attempt), never by the order in
+//! which runs happen, so an interrupted and resumed study produces exactly the same data.
+
+use std::collections::BTreeMap;
+
+use latency_agent::{Port, RecordBuilder};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::model::{ProgramModel, SimModel};
+use super::{Cancel, RunData, Testbed, TestbedError};
+use crate::plan::{Plan, TraceSource};
+use crate::probes;
+use crate::schedule::{Run, Session, SessionKind, Step};
+
+/// Records per Arrow batch, as the agent flushes them.
+const BATCH: usize = 8192;
+/// TSC value at the start of the study (the receiver has been up for a while).
+const TSC_BASE: u64 = 1_000_000_000_000;
+/// Sender-to-receiver propagation of both copies (switch + cables + MAC), ns.
+const WIRE_NS: f64 = 1500.0;
+/// Reflected copies: receiver-to-sender path, ns.
+const REFLECT_NS: f64 = 5000.0;
+/// Length of a generated probe frame, bytes.
+const FRAME_LEN: u16 = 128;
+
+/// What the simulator needs to know of a bitstream.
+struct BitstreamInfo {
+    null: bool,
+    bound_cycles: Option<u32>,
+    period_ns: f64,
+}
+
+/// The simulated testbed.
+pub struct SimTestbed {
+    model: SimModel,
+    seed: u64,
+    pacing_pps: u32,
+    idle_gap_s: f64,
+    reflect: bool,
+    realtime: bool,
+    bitstreams: BTreeMap<String, BitstreamInfo>,
+    /// Trace name → template name (for δ and the forwarded destinations).
+    templates: BTreeMap<String, Option<crate::plan::TraceTemplate>>,
+    /// Packet-dependent latency per (bitstream, mode), indexed by probe id.
+    packet_part: BTreeMap<(String, usize), Vec<f64>>,
+}
+
+/// A stable 64-bit key of `parts` (FNV-1a, then a SplitMix64 finaliser).
+pub fn key(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.iter().chain(&[0xff]) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+fn rng(parts: &[&[u8]]) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(key(parts))
+}
+
+/// Standard normal draw (Box–Muller).
+fn normal(r: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - r.random::<f64>();
+    let u2: f64 = r.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+impl SimTestbed {
+    /// A simulator for `plan` with `model`. `realtime` makes steps and replays take their modelled
+    /// wall time.
+    pub fn new(plan: &Plan, model: SimModel, realtime: bool) -> Self {
+        let mut bitstreams = BTreeMap::new();
+        for p in &plan.programs {
+            for b in [&p.bitstream, &p.null] {
+                bitstreams.insert(
+                    b.name.clone(),
+                    BitstreamInfo { null: b.null, bound_cycles: b.vendor_bound_cycles, period_ns: 1e3 / b.clock_mhz },
+                );
+            }
+        }
+        let templates = plan
+            .traces
+            .iter()
+            .map(|t| {
+                let template = match t.source {
+                    TraceSource::Generate { template, .. } => Some(template),
+                    TraceSource::Pcap { .. } => None,
+                };
+                (t.name.clone(), template)
+            })
+            .collect();
+        SimTestbed {
+            model,
+            seed: plan.protocol.seed,
+            pacing_pps: plan.protocol.pacing_pps,
+            idle_gap_s: plan.protocol.idle_gap_s,
+            reflect: plan.protocol.reflect,
+            realtime,
+            bitstreams,
+            templates,
+            packet_part: BTreeMap::new(),
+        }
+    }
+
+    /// Override the seed (the `--seed` flag).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self.packet_part.clear();
+        self
+    }
+
+    /// The latency model of a session's bitstream.
+    pub fn program_model(&self, bitstream: &str) -> ProgramModel {
+        match self.bitstreams.get(bitstream) {
+            Some(b) => self.model.program(bitstream, b.null, b.bound_cycles, b.period_ns),
+            None => self.model.program(bitstream, false, None, 4.0),
+        }
+    }
+
+    /// The reset mode a session's bring-up lands in.
+    pub fn session_mode(&self, session: &Session, modes: usize) -> usize {
+        if modes < 2 {
+            return 0;
+        }
+        let mut r = rng(&[&self.seed.to_le_bytes(), b"mode", session.program.as_bytes(), &session.session.to_le_bytes()]);
+        if r.random::<f64>() < self.model.mode_change_prob { 1 + r.random_range(0..modes - 1) } else { 0 }
+    }
+
+    /// The port asymmetry δ of a session, ns.
+    pub fn session_delta(&self, session: &Session) -> f64 {
+        let template = self.template_name(&session.trace);
+        let mut r = rng(&[&self.seed.to_le_bytes(), b"delta", session.program.as_bytes(), &session.session.to_le_bytes()]);
+        self.model.delta(&template) + self.model.session_delta_spread_ns * (r.random::<f64>() - 0.5)
+    }
+
+    fn template_name(&self, trace: &str) -> String {
+        match self.templates.get(trace).copied().flatten() {
+            Some(t) => serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            None => trace.to_string(),
+        }
+    }
+
+    /// Packet-dependent latency of every probe id (index = id) for a bitstream and mode.
+    fn packet_part(&mut self, bitstream: &str, mode: usize, probes: u64) -> &[f64] {
+        let model = self.program_model(bitstream);
+        let seed = self.seed;
+        let entry = self.packet_part.entry((bitstream.to_string(), mode)).or_default();
+        if entry.len() as u64 <= probes {
+            *entry = (0..=probes)
+                .map(|id| {
+                    let u = (key(&[&seed.to_le_bytes(), b"packet", bitstream.as_bytes(), &id.to_le_bytes()]) >> 11) as f64
+                        / (1u64 << 53) as f64;
+                    model.inverse_cdf(mode, u)
+                })
+                .collect();
+        }
+        entry
+    }
+
+    /// Generate the records of one run.
+    pub fn generate(&mut self, session: &Session, run: &Run, attempt: u32) -> RunData {
+        let m = self.model.clone();
+        let template = self.templates.get(&session.trace).copied().flatten();
+        let modes = self.program_model(&session.bitstream).modes.len();
+        let mode = self.session_mode(session, modes);
+        let delta = self.session_delta(session);
+        let n = session.probes;
+        let lat = self.packet_part(&session.bitstream, mode, n).to_vec();
+        let mut r = rng(&[
+            &self.seed.to_le_bytes(),
+            b"run",
+            session.program.as_bytes(),
+            &session.session.to_le_bytes(),
+            &run.run.to_le_bytes(),
+            &attempt.to_le_bytes(),
+        ]);
+        let interval = 1e9 / f64::from(self.pacing_pps);
+        // Times are ns from the run's start (f64 keeps sub-ns precision there); the run's place on
+        // the study's TSC time line is added in integer ticks.
+        let run_span_s = (run.replay_s + self.idle_gap_s).ceil() as u64 + 1;
+        let start_s = session.index as u64 * 1_000_000 + u64::from(run.run) * run_span_s;
+        let tsc_start = TSC_BASE + (start_s as f64 * m.tsc_hz) as u64;
+        let pipeline_len = if session.kind == SessionKind::Program
+            && template == Some(crate::plan::TraceTemplate::RemoveHeader)
+        {
+            FRAME_LEN - 4
+        } else {
+            FRAME_LEN
+        };
+
+        let copy = |r: &mut ChaCha8Rng, t: f64| -> Option<f64> {
+            if m.loss > 0.0 && r.random::<f64>() < m.loss {
+                return None;
+            }
+            let mut x = t + m.poll_phase_ns * r.random::<f64>() + m.dma_jitter_ns * normal(r);
+            if r.random::<f64>() < m.outlier_prob {
+                x += r.random_range(m.outlier_ns[0]..=m.outlier_ns[1]);
+            }
+            Some(x)
+        };
+        let mut pipe: Vec<(f64, u64)> = Vec::with_capacity(n as usize);
+        let mut byp: Vec<(f64, u64)> = Vec::with_capacity(n as usize);
+        for id in probes::ids(n) {
+            let jitter = (m.pacing_jitter_ns * normal(&mut r)).clamp(-interval / 3.0, interval / 3.0);
+            let arrive = (id - 1) as f64 * interval + jitter + WIRE_NS;
+            if let Some(t) = copy(&mut r, arrive) {
+                byp.push((t, id));
+            }
+            let forwards = session.kind == SessionKind::Null || template.is_none_or(|t| probes::forwarded(t, id));
+            if forwards {
+                let mut t = arrive + lat[id as usize] + delta;
+                if id == 1 {
+                    t += r.random_range(m.first_probe_ns[0]..=m.first_probe_ns[1]);
+                }
+                if let Some(t) = copy(&mut r, t) {
+                    pipe.push((t, id));
+                }
+            }
+        }
+        pipe.sort_by(|a, b| a.0.total_cmp(&b.0));
+        byp.sort_by(|a, b| a.0.total_cmp(&b.0));
+
+        let ticks_per_ns = m.tsc_hz / 1e9;
+        let mut batches = Vec::new();
+        let mut b = RecordBuilder::with_capacity(BATCH);
+        let (mut i, mut j) = (0, 0);
+        while i < pipe.len() || j < byp.len() {
+            let take_pipe = j >= byp.len() || (i < pipe.len() && pipe[i].0 <= byp[j].0);
+            let (t, id, port, seq, len) = if take_pipe {
+                i += 1;
+                (pipe[i - 1].0, pipe[i - 1].1, Port::Pipeline, i - 1, pipeline_len)
+            } else {
+                j += 1;
+                (byp[j - 1].0, byp[j - 1].1, Port::Bypass, j - 1, FRAME_LEN)
+            };
+            let hw_start = start_s as i64 * 1_000_000_000;
+            let hw = self.reflect.then(|| hw_start + (t + REFLECT_NS + m.reflect_channel_ns * normal(&mut r)).round() as i64);
+            b.push(id, port, tsc_start + (t * ticks_per_ns).round() as u64, seq as u64, len, hw);
+            if b.len() == BATCH {
+                batches.extend(b.finish().ok());
+            }
+        }
+        if !b.is_empty() {
+            batches.extend(b.finish().ok());
+        }
+        RunData { batches, seconds: run.replay_s }
+    }
+
+    fn step_fails(&self, session: &Session, what: &str, attempt: u32) -> bool {
+        let u = key(&[
+            &self.seed.to_le_bytes(),
+            b"fault",
+            session.program.as_bytes(),
+            &session.session.to_le_bytes(),
+            what.as_bytes(),
+            &attempt.to_le_bytes(),
+        ]) as f64
+            / u64::MAX as f64;
+        u < self.model.step_failure_prob
+    }
+
+    fn pause(&self, seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {
+        if self.realtime {
+            let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+            while std::time::Instant::now() < end {
+                if cancel.is_cancelled() {
+                    return Err(TestbedError::Interrupted);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20).min(end - std::time::Instant::now()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Testbed for SimTestbed {
+    fn name(&self) -> String {
+        "sim".into()
+    }
+
+    fn facts(&self) -> serde_json::Value {
+        serde_json::json!({ "kind": "simulated", "model": self.model, "seed": self.seed })
+    }
+
+    fn tsc_hz(&self) -> f64 {
+        self.model.tsc_hz
+    }
+
+    fn step(&mut self, session: &Session, step: &Step, attempt: u32, cancel: &Cancel) -> Result<f64, TestbedError> {
+        if cancel.is_cancelled() {
+            return Err(TestbedError::Interrupted);
+        }
+        self.pause(step.estimate_s, cancel)?;
+        if self.step_fails(session, step.action.name(), attempt) {
+            return Err(TestbedError::Failed {
+                host: "sim".into(),
+                action: step.action.name().into(),
+                message: "simulated fault".into(),
+            });
+        }
+        Ok(step.estimate_s)
+    }
+
+    fn run(&mut self, session: &Session, run: &Run, attempt: u32, cancel: &Cancel) -> Result<RunData, TestbedError> {
+        if cancel.is_cancelled() {
+            return Err(TestbedError::Interrupted);
+        }
+        self.pause(run.replay_s, cancel)?;
+        Ok(self.generate(session, run, attempt))
+    }
+
+    fn cleanup(&mut self) {}
+}
