@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build test lint fmt-check clippy doc unit run-sim bench-sim clean
+.PHONY: build test fmt-check clippy doc unit run-sim bench-sim clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -25,6 +25,16 @@ unit:
 ## The whole paper study on the built-in simulated testbed.
 run-sim: build
 	./target/release/orchestrate run $(PLAN) --testbed sim
+
+## Paper-scale study (400 runs, ~16 M records) on the simulated testbed: wall time and peak memory.
+bench-sim: build
+	@out=$$(mktemp -d)/results; \
+	/usr/bin/time -f '%e %M' -o $$out.time ./target/release/orchestrate run plans/paper.yaml --testbed sim --out $$out >/dev/null 2>&1 || { cat $$out.time; exit 1; }; \
+	read wall rss < $$out.time; \
+	records=$$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc); \
+	echo "bench-sim: plans/paper.yaml on sim: $$records records in $$(ls -R $$out/data | grep -c parquet) run files"; \
+	echo "bench-sim: wall $$wall s (target <= 15 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB), $$(du -sh $$out/data | cut -f1) of Parquet"; \
+	rm -rf $$(dirname $$out)
 
 clean:
 	$(CARGO) clean

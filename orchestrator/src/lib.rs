@@ -2,12 +2,12 @@
 //!
 //! The binary `orchestrate` is a thin layer over this library.
 
+pub mod analysis;
 pub mod digest;
+pub mod engine;
 pub mod pcap;
 pub mod plan;
-pub mod schedule;
 pub mod probes;
-pub mod testbed;
 pub mod results;
-pub mod analysis;
-pub mod engine;
+pub mod schedule;
+pub mod testbed;

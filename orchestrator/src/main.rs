@@ -33,7 +33,7 @@ struct RunArgs {
     /// `sim` or an inventory file (overrides the plan's `testbed`).
     #[arg(long)]
     testbed: Option<String>,
-    /// Results folder (default: results/<study>/<UTC time>-<plan hash>/).
+    /// Results folder (default: results/STUDY/UTCTIME-PLANHASH/).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Continue the study in --out: keep verified runs, redo the rest.
@@ -83,10 +83,11 @@ enum Failure {
 fn args() -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let known = ["run", "validate", "plan", "help"];
-    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
-        if !first.starts_with('-') && !known.contains(&first) {
-            args.insert(1, "run".into());
-        }
+    if let Some(first) = args.get(1).and_then(|a| a.to_str())
+        && !first.starts_with('-')
+        && !known.contains(&first)
+    {
+        args.insert(1, "run".into());
     }
     args
 }
@@ -221,7 +222,11 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         }
     };
     if outcome.interrupted {
-        eprintln!("interrupted; continue with: orchestrate run {} --out {} --resume", args.plan.display(), dir.root().display());
+        eprintln!(
+            "interrupted; continue with: orchestrate run {} --out {} --resume",
+            args.plan.display(),
+            dir.root().display()
+        );
         println!("{}", dir.root().display());
         return Err(Failure::Exit(130, String::new()));
     }

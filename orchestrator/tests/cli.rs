@@ -1,6 +1,8 @@
 //! Black-box tests of the `orchestrate` binary: exact diagnostics and exit codes for broken plans,
 //! and the dry run of the paper's study.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -63,11 +63,8 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
                 counts.unknown_port += 1;
                 continue;
             }
-            let slot = if dense {
-                &mut first[port][ids[k] as usize]
-            } else {
-                sparse[port].entry(ids[k]).or_insert(NONE)
-            };
+            let slot =
+                if dense { &mut first[port][ids[k] as usize] } else { sparse[port].entry(ids[k]).or_insert(NONE) };
             if *slot == NONE {
                 *slot = tscs[k];
             } else {
@@ -86,8 +83,8 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
         (false, false) => {}
     };
     if dense {
-        for id in 0..n {
-            visit(id as u64, first[0][id], first[1][id]);
+        for (id, (&p, &b)) in first[0].iter().zip(&first[1]).enumerate() {
+            visit(id as u64, p, b);
         }
     } else {
         let mut ids: Vec<u64> = sparse[0].keys().chain(sparse[1].keys()).copied().collect();
@@ -121,10 +118,7 @@ mod tests {
         b.push(5, Port::Bypass, 5040, 4, 64, None);
         let p = pair(&[b.finish().unwrap()]);
         assert_eq!(p.diffs, vec![(1, 300), (4, 250), (5, -40)]);
-        assert_eq!(
-            p.counts,
-            Counts { matched: 3, pipeline_only: 1, bypass_only: 1, duplicates: 1, unknown_port: 0 }
-        );
+        assert_eq!(p.counts, Counts { matched: 3, pipeline_only: 1, bypass_only: 1, duplicates: 1, unknown_port: 0 });
     }
 
     #[test]

@@ -295,7 +295,9 @@ impl Observer for Log {
             Event::RunFailed { index, run, reason } => format!("session {} run {run}: failed: {reason}", index + 1),
             Event::Quarantined { path, to, reason } => format!("{path}: {reason}; moved to {to}"),
             Event::Interrupted => "interrupted; cleaning up".to_string(),
-            Event::StudyFinished { complete, failed } => format!("study finished: {complete} runs stored, {failed} failed"),
+            Event::StudyFinished { complete, failed } => {
+                format!("study finished: {complete} runs stored, {failed} failed")
+            }
             other => {
                 if let Some(f) = &mut self.file {
                     let _ = writeln!(f, "{}", serde_json::to_string(other).unwrap_or_default());

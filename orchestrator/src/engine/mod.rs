@@ -132,14 +132,14 @@ impl Engine<'_> {
         if (bypass as f64) < frac * s.probes as f64 {
             return Some(format!("bypass port saw {bypass} of {} probes (minimum {:.1} %)", s.probes, frac * 100.0));
         }
-        if let Some(expected) = self.expected_matched(s) {
-            if (c.matched as f64) < frac * expected as f64 {
-                return Some(format!(
-                    "{} of {expected} forwarded probes matched on both ports (minimum {:.1} %)",
-                    c.matched,
-                    frac * 100.0
-                ));
-            }
+        if let Some(expected) = self.expected_matched(s)
+            && (c.matched as f64) < frac * expected as f64
+        {
+            return Some(format!(
+                "{} of {expected} forwarded probes matched on both ports (minimum {:.1} %)",
+                c.matched,
+                frac * 100.0
+            ));
         }
         if c.duplicates > checks.max_duplicates {
             return Some(format!("{} duplicated copies (maximum {})", c.duplicates, checks.max_duplicates));
@@ -404,8 +404,12 @@ fn walk(
         for st in &s.teardown {
             let interrupted = engine.cancel.is_cancelled();
             match tb.step(s, st, 1, &Cancel::new()) {
-                Ok(seconds) => engine.emit(Event::StepFinished { index: s.index, action: st.action.name(), seconds })?,
-                Err(e) => engine.emit(Event::StepFailed { index: s.index, action: st.action.name(), error: e.to_string() })?,
+                Ok(seconds) => {
+                    engine.emit(Event::StepFinished { index: s.index, action: st.action.name(), seconds })?
+                }
+                Err(e) => {
+                    engine.emit(Event::StepFailed { index: s.index, action: st.action.name(), error: e.to_string() })?
+                }
             }
             if interrupted {
                 live = false;

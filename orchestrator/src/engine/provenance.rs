@@ -11,7 +11,13 @@ use crate::testbed::Testbed;
 pub const GIT_COMMIT: &str = env!("LATENCY_GIT_COMMIT");
 
 /// Write the provenance at the start of a study (or of its resumption).
-pub fn write_start(dir: &ResultsDir, plan: &Plan, schedule: &Schedule, tb: &dyn Testbed, seed: u64) -> Result<(), ResultsError> {
+pub fn write_start(
+    dir: &ResultsDir,
+    plan: &Plan,
+    schedule: &Schedule,
+    tb: &dyn Testbed,
+    seed: u64,
+) -> Result<(), ResultsError> {
     let path = dir.root().join("provenance.json");
     let previous: Option<Value> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let now = utc(now_secs());
@@ -36,8 +42,7 @@ pub fn write_start(dir: &ResultsDir, plan: &Plan, schedule: &Schedule, tb: &dyn 
             (t.name.clone(), v)
         })
         .collect();
-    let mut resumed: Vec<Value> =
-        previous.as_ref().and_then(|p| p["resumed"].as_array().cloned()).unwrap_or_default();
+    let mut resumed: Vec<Value> = previous.as_ref().and_then(|p| p["resumed"].as_array().cloned()).unwrap_or_default();
     if previous.is_some() {
         resumed.push(json!(now));
     }

@@ -53,10 +53,8 @@ pub fn read(path: &Path) -> Result<Vec<serde_json::Value>, ResultsError> {
         .lines()
         .enumerate()
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ResultsError::Format {
-                path: path.to_path_buf(),
-                message: format!("line {}: {e}", i + 1),
-            })
+            serde_json::from_str(l)
+                .map_err(|e| ResultsError::Format { path: path.to_path_buf(), message: format!("line {}: {e}", i + 1) })
         })
         .collect()
 }

@@ -68,7 +68,10 @@ impl ResultsDir {
     /// Open an existing results folder (to resume, analyse or report).
     pub fn open(root: &Path) -> Result<ResultsDir, ResultsError> {
         if !root.join("journal.jsonl").is_file() {
-            return Err(ResultsError::Refused(format!("{} is not a results folder (no journal.jsonl)", root.display())));
+            return Err(ResultsError::Refused(format!(
+                "{} is not a results folder (no journal.jsonl)",
+                root.display()
+            )));
         }
         Ok(ResultsDir { root: root.to_path_buf() })
     }
@@ -117,7 +120,11 @@ impl ResultsDir {
                 let p = e.path();
                 if e.file_type()?.is_dir() {
                     walk(&p, n)?;
-                } else if p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with('.') && f.ends_with(".tmp")) {
+                } else if p
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .is_some_and(|f| f.starts_with('.') && f.ends_with(".tmp"))
+                {
                     fs::remove_file(&p)?;
                     *n += 1;
                 }
@@ -135,7 +142,11 @@ impl ResultsDir {
 
 /// Write `path` atomically: a hidden temporary file in the same folder, fsync, rename over the
 /// target, fsync of the folder. With `overwrite: false` an existing target is an error.
-pub fn write_atomic(path: &Path, overwrite: bool, write: impl FnOnce(&mut File) -> io::Result<()>) -> Result<(), ResultsError> {
+pub fn write_atomic(
+    path: &Path,
+    overwrite: bool,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), ResultsError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     if !overwrite && path.exists() {

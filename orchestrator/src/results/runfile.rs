@@ -9,8 +9,8 @@ use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
 
 use super::{ResultsError, write_atomic};
 
@@ -19,10 +19,10 @@ use super::{ResultsError, write_atomic};
 pub fn write(path: &Path, batches: &[RecordBatch], metadata: &[(String, String)]) -> Result<(), ResultsError> {
     let fmt = |e: parquet::errors::ParquetError| std::io::Error::other(e.to_string());
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).map_err(|e| ResultsError::Format {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?))
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(1)
+                .map_err(|e| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() })?,
+        ))
         .set_dictionary_enabled(false)
         .set_max_row_group_row_count(Some(1 << 20))
         .set_key_value_metadata(Some(
@@ -39,8 +39,11 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &[(String, String)]
     })
 }
 
+/// A run file's records and its key-value metadata.
+pub type RunFile = (Vec<RecordBatch>, Vec<(String, String)>);
+
 /// Read a run file back: its batches (in the record schema) and its key-value metadata.
-pub fn read(path: &Path) -> Result<(Vec<RecordBatch>, Vec<(String, String)>), ResultsError> {
+pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let fmt = |e: &dyn std::fmt::Display| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() };
     let f = File::open(path).map_err(super::io_err(path))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| fmt(&e))?;

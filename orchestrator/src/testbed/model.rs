@@ -45,7 +45,8 @@ impl ProgramModel {
         let q = &self.modes[mode];
         let p0 = q[0] - (q[1] - q[0]) / 2.0;
         let p100 = q[5] + (q[5] - q[4]) / 2.0;
-        let knots = [(0.0, p0), (0.05, q[0]), (0.25, q[1]), (0.5, q[2]), (0.75, q[3]), (0.95, q[4]), (0.99, q[5]), (1.0, p100)];
+        let knots =
+            [(0.0, p0), (0.05, q[0]), (0.25, q[1]), (0.5, q[2]), (0.75, q[3]), (0.95, q[4]), (0.99, q[5]), (1.0, p100)];
         for w in knots.windows(2) {
             let ((u0, x0), (u1, x1)) = (w[0], w[1]);
             if u <= u1 {
@@ -176,21 +177,21 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             }
         }
     }
-    if let Some(v) = m.get("delta_ns") {
-        if let Some(mut dm) = d.map(v, "δ per trace template") {
-            for (_, k, x) in dm.entries() {
-                if let Some(x) = d.number(x, -1e6..=1e6) {
-                    out.delta_ns.insert(k.clone(), x);
-                }
+    if let Some(v) = m.get("delta_ns")
+        && let Some(mut dm) = d.map(v, "δ per trace template")
+    {
+        for (_, k, x) in dm.entries() {
+            if let Some(x) = d.number(x, -1e6..=1e6) {
+                out.delta_ns.insert(k.clone(), x);
             }
         }
     }
-    if let Some(v) = m.get("programs") {
-        if let Some(mut pm) = d.map(v, "models per bitstream") {
-            for (_, k, x) in pm.entries() {
-                if let Some(modes) = decode_modes(d, x) {
-                    out.programs.insert(k.clone(), ProgramModel { modes });
-                }
+    if let Some(v) = m.get("programs")
+        && let Some(mut pm) = d.map(v, "models per bitstream")
+    {
+        for (_, k, x) in pm.entries() {
+            if let Some(modes) = decode_modes(d, x) {
+                out.programs.insert(k.clone(), ProgramModel { modes });
             }
         }
     }
