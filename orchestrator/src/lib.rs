@@ -3,11 +3,14 @@
 //! The binary `orchestrate` is a thin layer over this library.
 
 pub mod analysis;
+pub mod compare;
 pub mod digest;
 pub mod engine;
+pub mod import;
 pub mod pcap;
 pub mod plan;
 pub mod probes;
+pub mod report;
 pub mod results;
 pub mod schedule;
 pub mod testbed;

@@ -60,6 +60,52 @@ enum Command {
         #[arg(required = true)]
         plans: Vec<PathBuf>,
     },
+    /// Statistical pipeline over a results folder; writes RESULTS_DIR/summary.json.
+    Analyze {
+        /// Results folder.
+        dir: PathBuf,
+    },
+    /// Reports (HTML, Markdown) from a results folder (analysed first if needed).
+    Report {
+        /// Results folder.
+        dir: PathBuf,
+        /// Formats, comma-separated: html, md (default: the plan's).
+        #[arg(long, value_delimiter = ',')]
+        format: Vec<String>,
+    },
+    /// Regression check of CANDIDATE against BASELINE (results folders); exit 1 on regression.
+    Compare {
+        /// Baseline results folder.
+        baseline: PathBuf,
+        /// Candidate results folder.
+        candidate: PathBuf,
+        /// Write JUnit XML here (one test case per program).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Largest accepted median shift, ns (default: the candidate plan's, else 3).
+        #[arg(long)]
+        median_shift_ns: Option<f64>,
+        /// Largest accepted p99 shift, ns (default: the candidate plan's, else 10).
+        #[arg(long)]
+        p99_shift_ns: Option<f64>,
+        /// Largest accepted Kolmogorov–Smirnov distance (default: the candidate plan's, else 0.1).
+        #[arg(long)]
+        ks: Option<f64>,
+    },
+    /// Convert published data into a results folder.
+    Import {
+        /// Source format.
+        #[arg(value_parser = ["latencylab"])]
+        format: String,
+        /// Source folder (the LatencyLab repository, containing data/tsc/).
+        src: PathBuf,
+        /// Results folder to create.
+        #[arg(long)]
+        out: PathBuf,
+        /// Probes per trace (ids outside 1..=N are invalid).
+        #[arg(long, default_value_t = 20_000)]
+        probes: u64,
+    },
     /// Dry run: every session, step and run with its rendered command, and the predicted duration.
     Plan {
         /// Plan file.
@@ -82,7 +128,7 @@ enum Failure {
 /// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
 fn args() -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let known = ["run", "validate", "plan", "help"];
+    let known = ["run", "validate", "plan", "analyze", "report", "compare", "import", "help"];
     if let Some(first) = args.get(1).and_then(|a| a.to_str())
         && !first.starts_with('-')
         && !known.contains(&first)
@@ -98,6 +144,12 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Validate { plans } => validate(&plans),
         Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
+        Command::Analyze { dir } => analyze(&dir).map(|_| ()),
+        Command::Report { dir, format } => report(&dir, &format),
+        Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
+            compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
+        }
+        Command::Import { src, out, probes, .. } => import(&src, &out, probes),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -231,6 +283,10 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         return Err(Failure::Exit(130, String::new()));
     }
     engine::provenance::write_end(&dir).map_err(results_err)?;
+    if outcome.complete > 0 {
+        analyze(dir.root())?;
+        report(dir.root(), &[])?;
+    }
     eprintln!(
         "{} runs stored ({} kept from before), {} failed",
         outcome.complete,
@@ -242,4 +298,106 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     }
     println!("{}", dir.root().display());
     if outcome.failed.is_empty() { Ok(()) } else { Err(Failure::Exit(1, String::new())) }
+}
+
+fn open_results(dir: &Path) -> Result<orchestrator::results::ResultsDir, Failure> {
+    orchestrator::results::ResultsDir::open(dir).map_err(|e| Failure::Usage(e.to_string()))
+}
+
+fn analyze(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+    let rd = open_results(dir)?;
+    let summary = orchestrator::analysis::analyze_and_write(&rd).map_err(|e| match e {
+        orchestrator::analysis::AnalysisError::Results(e) => Failure::Exit(4, e.to_string()),
+        e => Failure::Exit(4, e.to_string()),
+    })?;
+    eprintln!("analysis: {}", rd.root().join("summary.json").display());
+    for (name, p) in &summary.programs {
+        let q = |k: &str| p.latency_ns.get(k).copied().unwrap_or(f64::NAN);
+        let modes = if p.modes.len() > 1 { format!(" ({} modes)", p.modes.len()) } else { String::new() };
+        eprintln!(
+            "  {name:<16} median {:>6.1} ns [{:.1}, {:.1}]  p5 {:>6.1}  p99 {:>6.1}{modes}",
+            q("p50"),
+            p.median_ci95_ns[0],
+            p.median_ci95_ns[1],
+            q("p5"),
+            q("p99")
+        );
+    }
+    Ok(summary)
+}
+
+/// The summary of a results folder, analysing it first when it has none.
+fn load_summary(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+    let path = dir.join("summary.json");
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Failure::Exit(4, format!("{}: {e}", path.display()))),
+        Err(_) => analyze(dir),
+    }
+}
+
+fn report(dir: &Path, formats: &[String]) -> Result<(), Failure> {
+    use orchestrator::plan::ReportFormat;
+    let summary = load_summary(dir)?;
+    let prov: serde_json::Value = std::fs::read(dir.join("provenance.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let spec: orchestrator::plan::ReportSpec = serde_json::from_value(prov["report"].clone()).unwrap_or_default();
+    let formats: Vec<ReportFormat> = if formats.is_empty() {
+        spec.formats.clone()
+    } else {
+        formats
+            .iter()
+            .map(|f| match f.as_str() {
+                "html" => Ok(ReportFormat::Html),
+                "md" | "markdown" => Ok(ReportFormat::Markdown),
+                other => Err(Failure::Usage(format!("unknown report format `{other}` (html, md)"))),
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let written = orchestrator::report::render(&summary, &formats, spec.template.as_deref(), dir)
+        .map_err(|e| Failure::Exit(4, e.to_string()))?;
+    for w in written {
+        eprintln!("report: {}", w.display());
+    }
+    Ok(())
+}
+
+fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
+    use orchestrator::compare::{self, Thresholds};
+    let b = load_summary(baseline)?;
+    let c = load_summary(candidate)?;
+    let prov: serde_json::Value = std::fs::read(candidate.join("provenance.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let plan_t = &prov["regression"];
+    let pick = |flag: Option<f64>, key: &str, default: f64| flag.or(plan_t[key].as_f64()).unwrap_or(default);
+    let t = Thresholds {
+        median_shift_ns: pick(flags[0], "median_shift_ns", 3.0),
+        p99_shift_ns: pick(flags[1], "p99_shift_ns", 10.0),
+        ks_distance: pick(flags[2], "ks_distance", 0.1),
+    };
+    let cmp = compare::compare(&b, &c, t);
+    print!("{}", compare::markdown(&cmp));
+    if let Some(path) = junit {
+        orchestrator::results::write_file(path, compare::junit(&cmp).as_bytes(), true)
+            .map_err(|e| Failure::Exit(4, e.to_string()))?;
+    }
+    if cmp.regressed() { Err(Failure::Exit(1, String::new())) } else { Ok(()) }
+}
+
+fn import(src: &Path, out: &Path, probes: u64) -> Result<(), Failure> {
+    let report =
+        orchestrator::import::import_latencylab(src, out, probes).map_err(|e| Failure::Usage(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+    eprintln!("{text}");
+    analyze(out)?;
+    report_all(out)?;
+    println!("{}", out.display());
+    Ok(())
+}
+
+fn report_all(dir: &Path) -> Result<(), Failure> {
+    report(dir, &[])
 }

@@ -4,7 +4,7 @@
 //! Order: each program's sessions in plan order, then the null sessions of each trace (in order of
 //! first use), so that with `flash: on_change` the null image is written once.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::inventory::{Action, Role, StepContext};
 use crate::plan::{Bitstream, FlashPolicy, Inventory, Plan, ProbeFormat, TraceSource};
@@ -23,7 +23,7 @@ pub struct Schedule {
 }
 
 /// What a session measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionKind {
     /// A program under test.

@@ -1,9 +1,9 @@
 //! Step 1 of the analysis, also used to validate a run before it counts: pair the pipeline and
 //! bypass copies of each probe within a run by probe id and take `D(i) = t_P − t_B`.
 
-use arrow_array::RecordBatch;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt8Type, UInt64Type};
+use arrow_array::types::{Int64Type, UInt8Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
 use latency_agent::schema::col;
 use serde::Serialize;
 
@@ -28,8 +28,15 @@ pub struct Counts {
 pub struct Paired {
     /// Matched probes and their differentials in ticks.
     pub diffs: Vec<(u64, i64)>,
+    /// Reflect mode: hardware-clock differential R = hw_P − hw_B (ns) of each matched probe, in
+    /// the order of `diffs` (empty without hardware stamps).
+    pub hw_diffs: Vec<i64>,
     /// Counts.
     pub counts: Counts,
+    /// Probe of the earliest record of the run: the first probe after the idle gap.
+    pub first_id: Option<u64>,
+    /// Bypass copies and the TSC span between the first and last of them (pacing check).
+    pub bypass_span: (u64, u64),
 }
 
 const NONE: u64 = u64::MAX;
@@ -47,8 +54,13 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
     let dense = n <= 1 << 27;
     let mut first: [Vec<u64>; 2] = if dense { [vec![NONE; n], vec![NONE; n]] } else { [Vec::new(), Vec::new()] };
     let mut sparse: [std::collections::HashMap<u64, u64>; 2] = Default::default();
+    let has_hw = batches.iter().any(|b| b.column_by_name(col::HW_NS).is_some_and(|c| c.null_count() < c.len()));
+    let mut hw_first: [std::collections::HashMap<u64, i64>; 2] = Default::default();
     let mut counts = Counts::default();
+    let mut earliest: Option<(u64, u64)> = None;
+    let (mut b_count, mut b_min, mut b_max) = (0u64, u64::MAX, 0u64);
     for b in batches {
+        let hws = b.column_by_name(col::HW_NS).filter(|_| has_hw).map(|c| c.as_primitive::<Int64Type>().clone());
         let (Some(ids), Some(ports), Some(tscs)) =
             (b.column_by_name(col::PROBE_ID), b.column_by_name(col::PORT), b.column_by_name(col::TSC))
         else {
@@ -67,16 +79,31 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
                 if dense { &mut first[port][ids[k] as usize] } else { sparse[port].entry(ids[k]).or_insert(NONE) };
             if *slot == NONE {
                 *slot = tscs[k];
+                if let Some(h) = hws.as_ref().filter(|h| h.is_valid(k)) {
+                    hw_first[port].insert(ids[k], h.value(k));
+                }
             } else {
                 counts.duplicates += 1;
+            }
+            if earliest.is_none_or(|(t, _)| tscs[k] < t) {
+                earliest = Some((tscs[k], ids[k]));
+            }
+            if port == 1 {
+                b_count += 1;
+                b_min = b_min.min(tscs[k]);
+                b_max = b_max.max(tscs[k]);
             }
         }
     }
     let mut diffs = Vec::new();
+    let mut hw_diffs = Vec::new();
     let mut visit = |id: u64, p: u64, b: u64| match (p != NONE, b != NONE) {
         (true, true) => {
             counts.matched += 1;
             diffs.push((id, p as i64 - b as i64));
+            if let (true, Some(hp), Some(hb)) = (has_hw, hw_first[0].get(&id), hw_first[1].get(&id)) {
+                hw_diffs.push(hp - hb);
+            }
         }
         (true, false) => counts.pipeline_only += 1,
         (false, true) => counts.bypass_only += 1,
@@ -94,7 +121,11 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
             visit(id, sparse[0].get(&id).copied().unwrap_or(NONE), sparse[1].get(&id).copied().unwrap_or(NONE));
         }
     }
-    Paired { diffs, counts }
+    if hw_diffs.len() != diffs.len() {
+        hw_diffs.clear();
+    }
+    let span = if b_count > 1 { b_max - b_min } else { 0 };
+    Paired { diffs, hw_diffs, counts, first_id: earliest.map(|(_, id)| id), bypass_span: (b_count, span) }
 }
 
 #[cfg(test)]
@@ -118,6 +149,9 @@ mod tests {
         b.push(5, Port::Bypass, 5040, 4, 64, None);
         let p = pair(&[b.finish().unwrap()]);
         assert_eq!(p.diffs, vec![(1, 300), (4, 250), (5, -40)]);
+        assert_eq!(p.first_id, Some(1));
+        assert_eq!(p.bypass_span, (5, 5040 - 1000));
+        assert!(p.hw_diffs.is_empty());
         assert_eq!(p.counts, Counts { matched: 3, pipeline_only: 1, bypass_only: 1, duplicates: 1, unknown_port: 0 });
     }
 

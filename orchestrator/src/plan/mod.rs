@@ -12,7 +12,7 @@ pub mod yaml;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use bitstream::Bitstream;
 pub use inventory::{Action, Inventory};
@@ -199,7 +199,7 @@ pub struct Program {
 }
 
 /// Statistical settings.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Analysis {
     /// Quantiles reported, in percent.
     pub quantiles: Vec<f64>,
@@ -218,7 +218,7 @@ pub struct Analysis {
 }
 
 /// The per-probe estimator over runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Estimator {
     /// Median over runs.
@@ -226,7 +226,7 @@ pub enum Estimator {
 }
 
 /// Reset-mode detection settings.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct ModeSettings {
     /// Whether modes are looked for at all.
     pub enabled: bool,
@@ -235,7 +235,7 @@ pub struct ModeSettings {
 }
 
 /// Report output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportFormat {
     /// One self-contained HTML file.
@@ -245,7 +245,7 @@ pub enum ReportFormat {
 }
 
 /// Report settings.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReportSpec {
     /// Formats produced.
     pub formats: Vec<ReportFormat>,

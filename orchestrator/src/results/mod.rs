@@ -232,3 +232,4 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+pub mod index;

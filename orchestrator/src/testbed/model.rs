@@ -9,7 +9,7 @@
 //! | `outlier_ns` | [100, 800] | range of outlier delays (uniform) |
 //! | `first_probe_ns` | [20, 60] | extra delay of the pipeline copy of the first probe after an idle gap |
 //! | `loss` | 0 | probability that a copy is lost |
-//! | `session_delta_spread_ns` | 1 | session-to-session spread (range) of the port asymmetry δ |
+//! | `session_delta_spread_ns` | 0.4 | session-to-session spread (range) of the port asymmetry δ |
 //! | `pacing_jitter_ns` | 2000 | σ of the sender's departure-time jitter |
 //! | `reflect_channel_ns` | 4 | σ of the hardware-clock channel noise per reflected copy |
 //! | `step_failure_prob` | 0 | probability that a bring-up step attempt fails (exercises retries) |
@@ -118,7 +118,7 @@ impl Default for SimModel {
             outlier_ns: [100.0, 800.0],
             first_probe_ns: [20.0, 60.0],
             loss: 0.0,
-            session_delta_spread_ns: 1.0,
+            session_delta_spread_ns: 0.4,
             pacing_jitter_ns: 2000.0,
             reflect_channel_ns: 4.0,
             mode_change_prob: 0.5,

@@ -1,0 +1,193 @@
+//! `summary.json`: the analysis result that reports, regression checks and other tools read.
+//! Its keys are stable (documented in README.md).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Quantiles keyed `p5`, `p25`, … (ns).
+pub type Quantiles = BTreeMap<String, f64>;
+
+/// The key of a quantile level: 5 → `p5`, 99.9 → `p99.9`.
+pub fn level_key(level: f64) -> String {
+    format!("p{level}")
+}
+
+/// Whole-study summary.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// Study name.
+    pub study: String,
+    /// Report title.
+    pub title: String,
+    /// Tool version that produced the summary.
+    pub tool_version: String,
+    /// TSC rate used to convert stamps to ns.
+    pub tsc_hz: f64,
+    /// Quantile levels reported (percent).
+    pub quantile_levels: Vec<f64>,
+    /// Definition of the quantiles (documented).
+    pub quantile_definition: String,
+    /// Per program under test.
+    pub programs: BTreeMap<String, ProgramSummary>,
+    /// Null calibration per trace.
+    pub nulls: BTreeMap<String, NullSummary>,
+    /// Run health over the whole study.
+    pub health: Health,
+    /// Selected provenance (plan hash, commit, hashes, testbed, seed, times).
+    pub provenance: serde_json::Value,
+}
+
+/// Results of one program.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ProgramSummary {
+    /// Trace name.
+    pub trace: String,
+    /// Bitstream name.
+    pub bitstream: String,
+    /// Calibrated latency quantiles over all probes and sessions (a single mode), or of the most
+    /// populated mode when the sessions fall into several (never an average between modes).
+    pub latency_ns: Quantiles,
+    /// Reset modes: clusters of session medians; one entry for single-clock programs.
+    pub modes: Vec<Mode>,
+    /// Per session.
+    pub sessions: Vec<SessionSummary>,
+    /// Pooled null offset δ̂ subtracted (ns).
+    pub null_offset_ns: f64,
+    /// Range (max − min) of the calibrated session medians within a mode, worst mode (ns).
+    pub reproducibility_ns: f64,
+    /// Vendor-bound check (absent when the manifest gives no bound).
+    pub vendor_bound: Option<VendorBound>,
+    /// Bootstrap 95 % confidence interval of the median (ns).
+    pub median_ci95_ns: [f64; 2],
+    /// Bootstrap 95 % confidence interval of p99 (ns).
+    pub p99_ci95_ns: [f64; 2],
+    /// Hardware-clock verification (null when no reflect data).
+    pub hw_check: Option<HwCheck>,
+    /// Probes with an estimate (all sessions).
+    pub probes: u64,
+    /// Probes excluded as first after an idle gap (all sessions).
+    pub excluded: u64,
+    /// Histogram of the calibrated per-probe estimates (for figures and distribution distances).
+    pub histogram: Histogram,
+}
+
+/// A reset mode.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Mode {
+    /// Sessions in this mode.
+    pub sessions: Vec<u32>,
+    /// Quantiles of the probes of these sessions.
+    pub latency_ns: Quantiles,
+}
+
+/// One session of a program.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SessionSummary {
+    /// Session number.
+    pub session: u32,
+    /// Median of the raw per-probe estimates (before null calibration).
+    pub raw_median_ns: f64,
+    /// Median after null calibration.
+    pub median_ns: f64,
+    /// Matched probes summed over the session's runs.
+    pub matched: u64,
+    /// Probes excluded (first after an idle gap) in this session.
+    pub excluded: u64,
+    /// Runs used.
+    pub runs: u32,
+}
+
+/// Null calibration of one trace.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NullSummary {
+    /// The null session group (`null-<trace>`).
+    pub group: String,
+    /// Pooled δ̂: median of all null per-probe estimates (ns).
+    pub offset_ns: f64,
+    /// δ̂ of each null session: (session, ns).
+    pub sessions: Vec<(u32, f64)>,
+    /// Range of the session offsets (ns).
+    pub spread_ns: f64,
+}
+
+/// Vendor worst-case bound check.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct VendorBound {
+    /// Pipeline clock, MHz.
+    pub clock_mhz: f64,
+    /// Bound in cycles.
+    pub cycles: u32,
+    /// Bound in ns.
+    pub ns: f64,
+    /// Median latency in cycles.
+    pub median_cycles: f64,
+    /// Bound minus median, cycles.
+    pub median_margin_cycles: f64,
+    /// Bound minus p99, cycles.
+    pub p99_margin_cycles: f64,
+    /// Probes whose estimate exceeds the bound.
+    pub violations: u64,
+}
+
+/// Hardware-clock verification.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HwCheck {
+    /// Per level: measured R quantile, synthesised (D ⊕ C) quantile, difference.
+    pub levels: Vec<HwLevel>,
+    /// Largest absolute difference (ns).
+    pub max_diff_ns: f64,
+    /// Accepted difference (plan).
+    pub tolerance_ns: f64,
+    /// Whether every difference is within tolerance.
+    pub pass: bool,
+    /// Pairs used.
+    pub pairs: u64,
+}
+
+/// One level of the hardware-clock check.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HwLevel {
+    /// Level (percent).
+    pub level: f64,
+    /// Quantile of the measured hardware-clock differentials R.
+    pub measured_ns: f64,
+    /// Quantile of the synthesised convolution D + C (random re-pairing).
+    pub synthesized_ns: f64,
+    /// synthesized − measured.
+    pub diff_ns: f64,
+}
+
+/// Fixed-width histogram.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Histogram {
+    /// Left edge of the first bin (ns).
+    pub start_ns: f64,
+    /// Bin width (ns).
+    pub bin_ns: f64,
+    /// Counts per bin.
+    pub counts: Vec<u64>,
+}
+
+/// Run health over the study.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Health {
+    /// Runs analysed.
+    pub runs: u64,
+    /// Matched probes.
+    pub matched: u64,
+    /// Pipeline-only probes.
+    pub pipeline_only: u64,
+    /// Bypass-only probes (includes probes the program drops).
+    pub bypass_only: u64,
+    /// Duplicated copies.
+    pub duplicates: u64,
+    /// Probes excluded as first after an idle gap.
+    pub excluded: u64,
+    /// Run and step retries (from the journal).
+    pub retries: u64,
+    /// Runs that failed all attempts (from the journal).
+    pub failed_runs: u64,
+    /// Achieved pacing per run, packets/s: min, median, max (from bypass inter-arrival times).
+    pub pacing_pps: [f64; 3],
+}

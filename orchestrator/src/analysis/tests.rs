@@ -1,0 +1,287 @@
+//! Tests of the pipeline against hand-computed numbers, properties, and the simulator's model.
+
+use super::*;
+use crate::plan::Analysis;
+use crate::results::index::Group;
+use latency_agent::{Port, RecordBuilder};
+use proptest::prelude::*;
+
+fn group(program: &str, kind: SessionKind, bound: Option<u32>) -> Group {
+    Group {
+        program: program.into(),
+        kind,
+        trace: "t".into(),
+        bitstream: program.into(),
+        clock_mhz: 250.0,
+        vendor_bound_cycles: bound,
+        probes: 4,
+    }
+}
+
+fn index(analysis: Analysis) -> Index {
+    Index {
+        study: "hand".into(),
+        groups: vec![group("p", SessionKind::Program, Some(55)), group("null-t", SessionKind::Null, None)],
+        analysis,
+        report: Default::default(),
+        tsc_hz: 1e9,
+        seed: 1,
+    }
+}
+
+/// A run whose probe k (from 1) arrives on the bypass port at 1000·k ns and on the pipeline port
+/// D[k] ns later (`None` = no pipeline copy).
+fn run(group: usize, session: u32, d: &[Option<i64>]) -> RunPairs {
+    let mut b = RecordBuilder::default();
+    for (k, d) in d.iter().enumerate() {
+        let id = k as u64 + 1;
+        let t = 1000 * id as i64 + 1_000_000;
+        b.push(id, Port::Bypass, t as u64, k as u64, 64, None);
+        if let Some(d) = d {
+            b.push(id, Port::Pipeline, (t + d) as u64, k as u64, 64, None);
+        }
+    }
+    pair_batches(group, session, &[b.finish().unwrap()], 1e9, true)
+}
+
+fn approx(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn hand_computed_study() {
+    // Null: probe 1 is the first after the gap (excluded); per-probe medians over 3 runs:
+    // probe 2: (10, 11, 12) → 11, probe 3: (12, 12, 30) → 12, probe 4: (20, 18, 19) → 19; δ̂ = 12.
+    // Program: probe 2: (150, 152, 151) → 151, probe 3: (160, 158, 170) → 160,
+    // probe 4: (140, 141, 139) → 140; raw session median 151; L̂ = 139, 148, 128.
+    let runs = vec![
+        run(1, 1, &[Some(100), Some(10), Some(12), Some(20)]),
+        run(1, 1, &[Some(100), Some(11), Some(12), Some(18)]),
+        run(1, 1, &[Some(100), Some(12), Some(30), Some(19)]),
+        run(0, 1, &[Some(500), Some(150), Some(160), Some(140)]),
+        run(0, 1, &[Some(500), Some(152), Some(158), Some(141)]),
+        run(0, 1, &[None, Some(151), Some(170), Some(139)]),
+    ];
+    let s = summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap();
+    let null = &s.nulls["t"];
+    assert_eq!(null.offset_ns, 12.0);
+    assert_eq!(null.sessions, vec![(1, 12.0)]);
+    let p = &s.programs["p"];
+    assert_eq!(p.null_offset_ns, 12.0);
+    assert_eq!(p.sessions.len(), 1);
+    assert_eq!((p.sessions[0].raw_median_ns, p.sessions[0].median_ns), (151.0, 139.0));
+    assert_eq!(p.sessions[0].excluded, 2, "probe 1 was matched in two of the three runs");
+    assert_eq!(p.sessions[0].matched, 11);
+    // Type-7 quantiles of [128, 139, 148].
+    for (k, want) in [("p5", 129.1), ("p25", 133.5), ("p50", 139.0), ("p75", 143.5), ("p95", 147.1), ("p99", 147.82)] {
+        assert!(approx(p.latency_ns[k], want), "{k}: {} vs {want}", p.latency_ns[k]);
+    }
+    assert_eq!(p.modes.len(), 1);
+    let vb = p.vendor_bound.as_ref().unwrap();
+    assert_eq!((vb.cycles, vb.ns), (55, 220.0));
+    assert!(approx(vb.median_margin_cycles, 55.0 - 139.0 / 4.0));
+    assert!(approx(vb.p99_margin_cycles, 55.0 - 147.82 / 4.0));
+    assert_eq!(vb.violations, 0);
+    assert_eq!(s.health.runs, 6);
+    assert_eq!(s.health.pipeline_only, 0);
+    assert_eq!(s.health.bypass_only, 1);
+    assert_eq!(s.health.excluded, 5);
+}
+
+#[test]
+fn violations_count_probes_above_the_bound() {
+    // Bound 55 cycles = 220 ns; calibrated estimates 230 and 200 → one violation.
+    let runs = vec![run(1, 1, &[Some(0), Some(0), Some(0)]), run(0, 1, &[Some(0), Some(230), Some(200)])];
+    let s = summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap();
+    assert_eq!(s.programs["p"].vendor_bound.as_ref().unwrap().violations, 1);
+}
+
+#[test]
+fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
+    // Sessions 1 and 3 around 107 ns, session 2 around 138 ns: two modes, 31 ns apart.
+    let mut runs = vec![run(1, 1, &[Some(0); 6])];
+    for (s, base) in [(1, 107), (2, 138), (3, 108)] {
+        runs.push(run(0, s, &[Some(0), Some(base - 1), Some(base), Some(base + 1), Some(base), Some(base + 2)]));
+    }
+    let s = summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap();
+    let p = &s.programs["p"];
+    assert_eq!(p.modes.len(), 2);
+    assert_eq!(p.modes[0].sessions, vec![1, 3]);
+    assert_eq!(p.modes[1].sessions, vec![2]);
+    // The headline is the most populated mode, not a mix.
+    assert!(p.latency_ns["p50"] < 110.0 && p.latency_ns["p99"] < 111.0);
+    assert!(approx(p.modes[1].latency_ns["p50"], 138.0));
+    assert!(approx(p.reproducibility_ns, 1.0), "{}", p.reproducibility_ns);
+    // Disabling mode detection gives one mode.
+    let mut a = Analysis::default();
+    a.modes.enabled = false;
+    let s = summarize(&index(a), &runs, &[], &serde_json::json!({})).unwrap();
+    assert_eq!(s.programs["p"].modes.len(), 1);
+}
+
+/// Study with per-probe latencies `lat`, per-session noise `noise`, null δ `delta`; `shift` is
+/// added to the pipeline stamps of the program's runs, `swap` exchanges the ports everywhere.
+fn synthetic(lat: &[i64], delta: i64, noise: &[i64], shift: i64, shift_null: bool, swap: bool) -> Summary {
+    let mut runs = Vec::new();
+    for (s, n) in noise.iter().enumerate() {
+        for r in 0..3 {
+            let d = |l: i64, extra: i64| -> Option<i64> {
+                let d = l + delta + n + (r as i64 - 1) + extra;
+                Some(if swap { -d } else { d })
+            };
+            let prog: Vec<Option<i64>> = lat.iter().map(|&l| d(l, shift)).collect();
+            let null: Vec<Option<i64>> = lat.iter().map(|_| d(0, if shift_null { shift } else { 0 })).collect();
+            runs.push(run(0, s as u32 + 1, &prog));
+            runs.push(run(1, s as u32 + 1, &null));
+        }
+    }
+    summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn a_constant_on_the_pipeline_stamps_shifts_every_quantile_by_it(
+        lat in proptest::collection::vec(80i64..400, 20..60),
+        delta in 0i64..40,
+        noise in proptest::collection::vec(-2i64..=2, 1..4),
+        shift in 0i64..300,
+    ) {
+        let a = synthetic(&lat, delta, &noise, 0, false, false);
+        let b = synthetic(&lat, delta, &noise, shift, false, false);
+        for (k, v) in &a.programs["p"].latency_ns {
+            prop_assert!((b.programs["p"].latency_ns[k] - v - shift as f64).abs() < 1e-9, "{}", k);
+        }
+        // The same constant on the null runs too is calibrated away.
+        let c = synthetic(&lat, delta, &noise, shift, true, false);
+        for (k, v) in &a.programs["p"].latency_ns {
+            prop_assert!((c.programs["p"].latency_ns[k] - v).abs() < 1e-9, "{}", k);
+        }
+    }
+
+    #[test]
+    fn swapping_the_ports_negates_the_distribution(
+        lat in proptest::collection::vec(80i64..400, 20..60),
+        delta in 0i64..40,
+        noise in proptest::collection::vec(-2i64..=2, 1..4),
+    ) {
+        let a = synthetic(&lat, delta, &noise, 0, false, false);
+        let b = synthetic(&lat, delta, &noise, 0, false, true);
+        for (lo, hi) in [("p5", "p95"), ("p25", "p75"), ("p50", "p50")] {
+            prop_assert!((b.programs["p"].latency_ns[lo] + a.programs["p"].latency_ns[hi]).abs() < 1e-9);
+        }
+        prop_assert!((b.nulls["t"].offset_ns + a.nulls["t"].offset_ns).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
+    let mut r = ChaCha8Rng::seed_from_u64(2);
+    let d: Vec<f64> = (0..20_000).map(|i| 150.0 + 10.0 * stats::normal(&mut r) + (i % 7) as f64).collect();
+    // R = D + C with C independent of D: the re-paired convolution matches R.
+    let indep: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 6.0 * stats::normal(&mut r))).collect();
+    let ok = hw_clock_check(&indep, 1.0, &mut r).unwrap();
+    assert!(ok.pass, "{:?}", ok.levels);
+    assert_eq!(ok.levels.len(), 6);
+    // C that grows with D (R stretched around its median): re-pairing breaks the dependence,
+    // so the synthesised tails are narrower than the measured ones.
+    let corr: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 0.8 * (x - 150.0) + 2.0 * stats::normal(&mut r))).collect();
+    let bad = hw_clock_check(&corr, 1.0, &mut r).unwrap();
+    assert!(!bad.pass && bad.max_diff_ns > 5.0, "{:?}", bad.levels);
+}
+
+/// One seed of the simulator check: returns, per program and mode, (recovered median, true median
+/// of the model latencies of the probes in the trace, found sessions, simulated sessions).
+type ModeCheck = (String, f64, f64, Vec<u32>, Vec<u32>);
+
+fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
+    use crate::testbed::model::SimModel;
+    use crate::testbed::sim::SimTestbed;
+    let (mut plan, _) = crate::plan::load(std::path::Path::new("../plans/paper.yaml"), Some("sim")).unwrap();
+    for t in &mut plan.traces {
+        if let crate::plan::TraceSource::Generate { count, .. } = &mut t.source {
+            *count = probes;
+        }
+    }
+    let schedule = crate::schedule::expand(&plan, None).unwrap();
+    let groups = crate::results::index::groups(&plan, &schedule);
+    let model = SimModel::default();
+    let mut sim = SimTestbed::new(&plan, model.clone(), false).with_seed(seed);
+    let mut runs = Vec::new();
+    for s in &schedule.sessions {
+        let gi = groups.iter().position(|g| g.program == s.program).unwrap();
+        for r in &s.runs {
+            let data = sim.generate(s, r, 1);
+            runs.push(pair_batches(gi, s.session, &data.batches, model.tsc_hz, true));
+        }
+    }
+    let index = Index {
+        study: "sim".into(),
+        groups: groups.clone(),
+        analysis: plan.analysis.clone(),
+        report: plan.report.clone(),
+        tsc_hz: model.tsc_hz,
+        seed,
+    };
+    let summary = summarize(&index, &runs, &[], &serde_json::json!({})).unwrap();
+    let mut out = Vec::new();
+    for (name, p) in &summary.programs {
+        let truth = sim.program_model(&p.bitstream);
+        let sessions: Vec<&crate::schedule::Session> =
+            schedule.sessions.iter().filter(|s| &s.program == name).collect();
+        let mode_of = |n: u32| sim.session_mode(sessions.iter().find(|s| s.session == n).unwrap(), truth.modes.len());
+        let mut simulated: Vec<Vec<u32>> = (0..truth.modes.len())
+            .map(|m| sessions.iter().map(|s| s.session).filter(|&n| mode_of(n) == m).collect::<Vec<u32>>())
+            .filter(|v| !v.is_empty())
+            .collect();
+        simulated.sort_by(|a, b| truth.median(mode_of(a[0])).total_cmp(&truth.median(mode_of(b[0]))));
+        for (m, want) in p.modes.iter().zip(simulated.iter().chain(std::iter::repeat(&Vec::new()))) {
+            // Ground truth: the model latency of every probe the program forwards (the first probe
+            // after the gap is excluded by the analysis, so from the truth too).
+            let mode = mode_of(m.sessions[0]);
+            let template = plan.traces.iter().find(|t| t.name == p.trace).and_then(|t| match t.source {
+                crate::plan::TraceSource::Generate { template, .. } => Some(template),
+                _ => None,
+            });
+            let mut lat: Vec<f64> = (2..=u64::from(probes))
+                .filter(|&id| template.is_none_or(|t| crate::probes::forwarded(t, id)))
+                .map(|id| sim.packet_latency(&p.bitstream, mode, id))
+                .collect();
+            out.push((name.clone(), m.latency_ns["p50"], median(&mut lat), m.sessions.clone(), want.clone()));
+        }
+        assert_eq!(p.modes.len(), simulated.len(), "seed {seed} {name}: modes found {:?}", p.modes);
+    }
+    out
+}
+
+#[test]
+fn simulator_medians_and_modes_are_recovered_for_20_seeds() {
+    // The paper's protocol (5 sessions x 10 runs, all four programs and their null sets) with
+    // 4,000-probe traces. The recovered median of each program (and of each FiveTuple mode) must be
+    // within 0.5 ns of the true median of the simulated probes' latencies, and the modes must hold
+    // exactly the sessions the simulator put in them.
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..2u64)
+            .map(|half| {
+                scope.spawn(move || {
+                    (0..10u64)
+                        .flat_map(|i| {
+                            let seed = 1000 + 2 * i + half;
+                            simulated_study(seed, 4000).into_iter().map(move |r| (seed, r))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results.len(), 20 * 4 + results.iter().filter(|(_, r)| r.0 == "five_tuple").count() - 20);
+    let mut worst: f64 = 0.0;
+    for (seed, (name, got, truth, found, simulated)) in &results {
+        assert_eq!(found, simulated, "seed {seed} {name}: mode sessions");
+        assert!((got - truth).abs() <= 0.5, "seed {seed} {name}: recovered {got:.3} vs true {truth:.3}");
+        worst = worst.max((got - truth).abs());
+    }
+    eprintln!("largest error over 20 seeds: {worst:.3} ns");
+}

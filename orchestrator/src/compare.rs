@@ -1,0 +1,193 @@
+//! Regression check between two analysed studies (nightly jobs): per program, the median shift
+//! with a confidence interval, quantile shifts, distribution distances (Kolmogorov–Smirnov and
+//! Wasserstein-1 on the per-probe estimates' histograms) and mode changes, judged against
+//! thresholds; rendered as Markdown and JUnit XML.
+
+use serde::Serialize;
+
+use crate::analysis::stats::histogram_distances;
+use crate::analysis::summary::{ProgramSummary, Summary, level_key};
+
+/// Regression thresholds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Thresholds {
+    /// Largest accepted |median shift|, ns (a shift also needs its 95 % CI to exclude zero).
+    pub median_shift_ns: f64,
+    /// Largest accepted |p99 shift|, ns.
+    pub p99_shift_ns: f64,
+    /// Largest accepted Kolmogorov–Smirnov distance.
+    pub ks_distance: f64,
+}
+
+/// Comparison of one program.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProgramComparison {
+    /// Program.
+    pub program: String,
+    /// Candidate − baseline median, ns.
+    pub median_shift_ns: f64,
+    /// 95 % CI of the median shift (from the two bootstrap intervals).
+    pub median_shift_ci95_ns: [f64; 2],
+    /// Candidate − baseline at every reported quantile.
+    pub quantile_shifts_ns: Vec<(String, f64)>,
+    /// Kolmogorov–Smirnov distance of the per-probe estimates.
+    pub ks_distance: Option<f64>,
+    /// Wasserstein-1 distance, ns.
+    pub wasserstein_ns: Option<f64>,
+    /// Modes in baseline and candidate.
+    pub modes: (usize, usize),
+    /// Reasons this program regressed (empty = passed).
+    pub failures: Vec<String>,
+}
+
+/// Comparison of two studies.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    /// Baseline study.
+    pub baseline: String,
+    /// Candidate study.
+    pub candidate: String,
+    /// Thresholds used.
+    pub thresholds: Thresholds,
+    /// Programs present in both.
+    pub programs: Vec<ProgramComparison>,
+    /// Programs in only one of the two.
+    pub unmatched: Vec<String>,
+}
+
+impl Comparison {
+    /// Whether any program regressed (or disappeared).
+    pub fn regressed(&self) -> bool {
+        self.programs.iter().any(|p| !p.failures.is_empty()) || !self.unmatched.is_empty()
+    }
+}
+
+fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thresholds) -> ProgramComparison {
+    let get = |s: &ProgramSummary, k: &str| s.latency_ns.get(k).copied().unwrap_or(f64::NAN);
+    let shift = get(c, "p50") - get(b, "p50");
+    let half = |ci: [f64; 2]| (ci[1] - ci[0]) / 2.0;
+    let h = half(b.median_ci95_ns).hypot(half(c.median_ci95_ns));
+    let ci = [shift - h, shift + h];
+    let quantile_shifts_ns: Vec<(String, f64)> = b
+        .latency_ns
+        .keys()
+        .filter(|k| c.latency_ns.contains_key(*k))
+        .map(|k| (k.clone(), get(c, k) - get(b, k)))
+        .collect();
+    let dist = histogram_distances(&b.histogram, &c.histogram);
+    let mut failures = Vec::new();
+    if shift.abs() > t.median_shift_ns && (ci[0] > 0.0 || ci[1] < 0.0) {
+        failures.push(format!(
+            "median moved {shift:+.1} ns (95 % CI [{:+.1}, {:+.1}]), threshold ±{} ns",
+            ci[0], ci[1], t.median_shift_ns
+        ));
+    }
+    let p99 = get(c, &level_key(99.0)) - get(b, &level_key(99.0));
+    if p99.abs() > t.p99_shift_ns {
+        failures.push(format!("p99 moved {p99:+.1} ns, threshold ±{} ns", t.p99_shift_ns));
+    }
+    if let Some((ks, _)) = dist.filter(|(ks, _)| *ks > t.ks_distance) {
+        failures.push(format!("distribution changed: KS distance {ks:.3} > {}", t.ks_distance));
+    }
+    if b.modes.len() != c.modes.len() {
+        failures.push(format!("reset modes changed: {} → {}", b.modes.len(), c.modes.len()));
+    }
+    ProgramComparison {
+        program: name.to_string(),
+        median_shift_ns: shift,
+        median_shift_ci95_ns: ci,
+        quantile_shifts_ns,
+        ks_distance: dist.map(|d| d.0),
+        wasserstein_ns: dist.map(|d| d.1),
+        modes: (b.modes.len(), c.modes.len()),
+        failures,
+    }
+}
+
+/// Compare a candidate study against a baseline.
+pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) -> Comparison {
+    let mut programs = Vec::new();
+    let mut unmatched = Vec::new();
+    for (name, b) in &baseline.programs {
+        match candidate.programs.get(name) {
+            Some(c) => programs.push(compare_program(name, b, c, &thresholds)),
+            None => unmatched.push(format!("{name}: missing from the candidate")),
+        }
+    }
+    for name in candidate.programs.keys().filter(|n| !baseline.programs.contains_key(*n)) {
+        unmatched.push(format!("{name}: not in the baseline"));
+    }
+    Comparison { baseline: baseline.study.clone(), candidate: candidate.study.clone(), thresholds, programs, unmatched }
+}
+
+/// Markdown summary.
+pub fn markdown(c: &Comparison) -> String {
+    use std::fmt::Write;
+    let mut s = format!(
+        "# Latency regression check\n\nBaseline `{}`, candidate `{}`: **{}**\n\n",
+        c.baseline,
+        c.candidate,
+        if c.regressed() { "REGRESSION" } else { "no regression" }
+    );
+    s.push_str("| program | median shift (ns) | 95 % CI | p99 shift (ns) | KS | W1 (ns) | modes | verdict |\n");
+    s.push_str("|---|---:|---|---:|---:|---:|---|---|\n");
+    for p in &c.programs {
+        let p99 = p.quantile_shifts_ns.iter().find(|(k, _)| k == "p99").map_or(f64::NAN, |x| x.1);
+        let opt = |x: Option<f64>, prec: usize| x.map_or("—".into(), |v| format!("{v:.prec$}"));
+        let _ = writeln!(
+            s,
+            "| {} | {:+.1} | [{:+.1}, {:+.1}] | {:+.1} | {} | {} | {} → {} | {} |",
+            p.program,
+            p.median_shift_ns,
+            p.median_shift_ci95_ns[0],
+            p.median_shift_ci95_ns[1],
+            p99,
+            opt(p.ks_distance, 3),
+            opt(p.wasserstein_ns, 1),
+            p.modes.0,
+            p.modes.1,
+            if p.failures.is_empty() { "pass".to_string() } else { format!("FAIL: {}", p.failures.join("; ")) }
+        );
+    }
+    for u in &c.unmatched {
+        let _ = writeln!(s, "\n- {u}");
+    }
+    s
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// JUnit XML: one test case per program.
+pub fn junit(c: &Comparison) -> String {
+    let failures = c.programs.iter().filter(|p| !p.failures.is_empty()).count() + c.unmatched.len();
+    let mut s = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"latency-regression\" tests=\"{}\" failures=\"{failures}\">\n",
+        c.programs.len() + c.unmatched.len()
+    );
+    for p in &c.programs {
+        s.push_str(&format!(
+            "    <testcase classname=\"{}\" name=\"{}\">\n",
+            xml_escape(&c.candidate),
+            xml_escape(&p.program)
+        ));
+        if !p.failures.is_empty() {
+            let msg = xml_escape(&p.failures.join("; "));
+            s.push_str(&format!("      <failure message=\"{msg}\">{msg}</failure>\n"));
+        }
+        s.push_str(&format!(
+            "      <system-out>median shift {:+.2} ns, CI [{:+.2}, {:+.2}]</system-out>\n    </testcase>\n",
+            p.median_shift_ns, p.median_shift_ci95_ns[0], p.median_shift_ci95_ns[1]
+        ));
+    }
+    for u in &c.unmatched {
+        let msg = xml_escape(u);
+        s.push_str(&format!(
+            "    <testcase classname=\"{}\" name=\"{msg}\">\n      <failure message=\"{msg}\">{msg}</failure>\n    </testcase>\n",
+            xml_escape(&c.candidate)
+        ));
+    }
+    s.push_str("  </testsuite>\n</testsuites>\n");
+    s
+}

@@ -1,0 +1,509 @@
+//! The template context: the summary turned into display-ready strings, so templates only lay
+//! things out and every number is formatted once, the same way in HTML and Markdown.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::figures::Figure;
+use crate::analysis::summary::{Mode, ProgramSummary, Quantiles, Summary, level_key};
+
+/// Placeholder for a missing value.
+pub(super) const NONE: &str = "—";
+
+/// One decimal, or the placeholder for NaN/∞; never `-0.0`.
+pub(super) fn ns(v: f64) -> String {
+    if v.is_finite() { format!("{:.1}", if v == 0.0 { 0.0 } else { v }) } else { NONE.to_string() }
+}
+
+/// A quantile of `q` at `level`, formatted.
+fn quantile(q: &Quantiles, level: f64) -> String {
+    q.get(&level_key(level)).map_or_else(|| NONE.to_string(), |v| ns(*v))
+}
+
+/// `1, 3, 5`; runs of three or more consecutive sessions shortened to `6–9`.
+pub(super) fn session_list(sessions: &[u32]) -> String {
+    let mut sorted = sessions.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        if j >= i + 2 {
+            parts.push(format!("{}–{}", sorted[i], sorted[j]));
+        } else {
+            parts.extend(sorted[i..=j].iter().map(u32::to_string));
+        }
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// The median of a mode (NaN when absent, sorting last).
+pub(super) fn mode_median(m: &Mode) -> f64 {
+    m.latency_ns.get(&level_key(50.0)).copied().unwrap_or(f64::NAN)
+}
+
+/// The program's modes, lowest median first.
+pub(super) fn ordered_modes(p: &ProgramSummary) -> Vec<&Mode> {
+    let mut modes: Vec<&Mode> = p.modes.iter().collect();
+    modes.sort_by(|a, b| mode_median(a).total_cmp(&mode_median(b)));
+    modes
+}
+
+/// Index (into [`ordered_modes`]) of the mode the program-wide figures describe: the one whose
+/// quantiles are the program's, else the one with the most matched probes.
+pub(super) fn dominant_mode(p: &ProgramSummary, modes: &[&Mode]) -> Option<usize> {
+    if let Some(i) = modes.iter().position(|m| m.latency_ns == p.latency_ns) {
+        return Some(i);
+    }
+    let matched =
+        |m: &Mode| -> u64 { p.sessions.iter().filter(|s| m.sessions.contains(&s.session)).map(|s| s.matched).sum() };
+    (0..modes.len()).max_by_key(|&i| matched(modes[i]))
+}
+
+/// Session → index into [`ordered_modes`].
+pub(super) fn session_modes(modes: &[&Mode]) -> BTreeMap<u32, usize> {
+    modes.iter().enumerate().flat_map(|(i, m)| m.sessions.iter().map(move |&s| (s, i))).collect()
+}
+
+/// Context handed to the templates (documented in the module docs of `report`).
+#[derive(Serialize)]
+pub(super) struct View {
+    title: String,
+    study: String,
+    tool_version: String,
+    provenance: Vec<Item>,
+    testbed_facts: Vec<Item>,
+    bitstreams: Vec<Item>,
+    traces: Vec<Item>,
+    quantile_columns: Vec<String>,
+    table: Vec<Row>,
+    has_hw: bool,
+    has_multi_mode: bool,
+    figures: Vec<FigureView>,
+    health: Vec<Item>,
+    programs: Vec<ProgramView>,
+    nulls: Vec<NullView>,
+    tsc_ghz: String,
+    quantile_definition: String,
+}
+
+/// A label and its value.
+#[derive(Serialize)]
+struct Item {
+    label: String,
+    value: String,
+    /// Show in a monospace font (hashes, commits).
+    mono: bool,
+}
+
+impl Item {
+    fn new(label: &str, value: String, mono: bool) -> Item {
+        Item { label: label.to_string(), value, mono }
+    }
+}
+
+/// One row of the Table I equivalent.
+#[derive(Serialize)]
+struct Row {
+    label: String,
+    program: String,
+    quantiles: Vec<String>,
+    median_ci: String,
+    bound_ns: String,
+    bound_cycles: String,
+    median_margin: String,
+    p99_margin: String,
+    violations: String,
+    hw_max_diff: String,
+    hw_pass: String,
+    /// `Some(pass)` when there is a hardware-clock verdict on this row (for styling).
+    hw_ok: Option<bool>,
+    /// First row of its program (for visual grouping).
+    first: bool,
+}
+
+#[derive(Serialize)]
+struct FigureView {
+    id: String,
+    number: usize,
+    title: String,
+    caption: String,
+    /// Inline SVG (no XML namespace; mark `|safe` in HTML templates).
+    svg: String,
+    /// Path of the SVG file relative to `report.md`.
+    file: String,
+}
+
+#[derive(Serialize)]
+struct ProgramView {
+    name: String,
+    trace: String,
+    bitstream: String,
+    null_offset: String,
+    reproducibility: String,
+    probes: u64,
+    excluded: u64,
+    multi_mode: bool,
+    modes: Vec<Item>,
+    /// `1: sessions 1, 3 (median 107.0 ns); 2: …`, or `—` for a single mode.
+    modes_text: String,
+    sessions: Vec<SessionView>,
+    hw: Option<HwView>,
+}
+
+#[derive(Serialize)]
+struct SessionView {
+    session: u32,
+    mode: String,
+    raw_median: String,
+    median: String,
+    matched: u64,
+    excluded: u64,
+    runs: u32,
+}
+
+#[derive(Serialize)]
+struct HwView {
+    pairs: u64,
+    max_diff: String,
+    tolerance: String,
+    pass: bool,
+    verdict: String,
+    levels: Vec<HwLevelView>,
+}
+
+#[derive(Serialize)]
+struct HwLevelView {
+    level: String,
+    measured: String,
+    synthesized: String,
+    diff: String,
+}
+
+#[derive(Serialize)]
+struct NullView {
+    trace: String,
+    group: String,
+    offset: String,
+    spread: String,
+    sessions: String,
+}
+
+/// Build the context.
+pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
+    let title = if s.title.trim().is_empty() { format!("Latency study {}", s.study) } else { s.title.clone() };
+    let (provenance, testbed_facts, bitstreams, traces) = provenance(s);
+    let mut table = Vec::new();
+    let mut programs = Vec::new();
+    for (name, p) in &s.programs {
+        rows(s, name, p, &mut table);
+        programs.push(program_view(name, p));
+    }
+    let h = &s.health;
+    let health = vec![
+        Item::new("Runs analysed", h.runs.to_string(), false),
+        Item::new("Matched probes", h.matched.to_string(), false),
+        Item::new("Pipeline-only probes", h.pipeline_only.to_string(), false),
+        Item::new("Bypass-only probes (incl. dropped)", h.bypass_only.to_string(), false),
+        Item::new("Duplicated copies", h.duplicates.to_string(), false),
+        Item::new("Excluded (first after idle gap)", h.excluded.to_string(), false),
+        Item::new("Retries", h.retries.to_string(), false),
+        Item::new("Failed runs", h.failed_runs.to_string(), false),
+        Item::new(
+            "Pacing achieved (min / median / max)",
+            format!("{} / {} / {} pps", ns(h.pacing_pps[0]), ns(h.pacing_pps[1]), ns(h.pacing_pps[2])),
+            false,
+        ),
+    ];
+    let nulls = s
+        .nulls
+        .iter()
+        .map(|(trace, n)| NullView {
+            trace: trace.clone(),
+            group: n.group.clone(),
+            offset: ns(n.offset_ns),
+            spread: ns(n.spread_ns),
+            sessions: n.sessions.iter().map(|(k, v)| format!("{k}: {}", ns(*v))).collect::<Vec<_>>().join(", "),
+        })
+        .collect();
+    View {
+        title,
+        study: s.study.clone(),
+        tool_version: s.tool_version.clone(),
+        provenance,
+        testbed_facts,
+        bitstreams,
+        traces,
+        quantile_columns: s.quantile_levels.iter().map(|&l| level_key(l)).collect(),
+        has_hw: s.programs.values().any(|p| p.hw_check.is_some()),
+        has_multi_mode: s.programs.values().any(|p| p.modes.len() > 1),
+        table,
+        figures: figures
+            .iter()
+            .enumerate()
+            .map(|(i, f)| FigureView {
+                id: f.id.to_string(),
+                number: i + 1,
+                title: f.title.clone(),
+                caption: f.caption.clone(),
+                svg: f.svg.clone(),
+                file: format!("figures/{}.svg", f.id),
+            })
+            .collect(),
+        health,
+        programs,
+        nulls,
+        tsc_ghz: if s.tsc_hz.is_finite() && s.tsc_hz > 0.0 {
+            format!("{:.3}", s.tsc_hz / 1e9)
+        } else {
+            NONE.to_string()
+        },
+        quantile_definition: s.quantile_definition.clone(),
+    }
+}
+
+/// Table rows of one program: one per reset mode.
+fn rows(s: &Summary, name: &str, p: &ProgramSummary, out: &mut Vec<Row>) {
+    let modes = ordered_modes(p);
+    let dominant = dominant_mode(p, &modes);
+    // A program without mode entries still gets its row.
+    let count = modes.len().max(1);
+    for i in 0..count {
+        let mode = modes.get(i).copied();
+        let is_dominant = dominant.is_none_or(|d| d == i);
+        let (label, q) = match mode {
+            Some(m) if modes.len() > 1 => (format!("{name} (sessions {})", session_list(&m.sessions)), &m.latency_ns),
+            _ => (name.to_string(), &p.latency_ns),
+        };
+        let quantiles = s.quantile_levels.iter().map(|&l| quantile(q, l)).collect();
+        let median_ci = if is_dominant && p.median_ci95_ns.iter().any(|v| v.is_finite()) {
+            format!("[{}, {}]", ns(p.median_ci95_ns[0]), ns(p.median_ci95_ns[1]))
+        } else {
+            NONE.to_string()
+        };
+        let (bound_ns, bound_cycles, median_margin, p99_margin, violations) = match &p.vendor_bound {
+            Some(b) if is_dominant => (
+                ns(b.ns),
+                b.cycles.to_string(),
+                ns(b.median_margin_cycles),
+                ns(b.p99_margin_cycles),
+                b.violations.to_string(),
+            ),
+            // Other modes: the margins follow from their own quantiles; violations are counted
+            // over all the program's probes and shown once.
+            Some(b) => {
+                let margin = |key: &str| {
+                    q.get(key).map_or_else(|| NONE.to_string(), |v| ns(f64::from(b.cycles) - v * b.clock_mhz / 1e3))
+                };
+                (ns(b.ns), b.cycles.to_string(), margin("p50"), margin("p99"), NONE.to_string())
+            }
+            None => (NONE.to_string(), NONE.to_string(), NONE.to_string(), NONE.to_string(), NONE.to_string()),
+        };
+        let (hw_max_diff, hw_pass, hw_ok) = match &p.hw_check {
+            Some(h) if is_dominant => {
+                (ns(h.max_diff_ns), if h.pass { "pass" } else { "FAIL" }.to_string(), Some(h.pass))
+            }
+            _ => (NONE.to_string(), NONE.to_string(), None),
+        };
+        out.push(Row {
+            label,
+            program: name.to_string(),
+            quantiles,
+            median_ci,
+            bound_ns,
+            bound_cycles,
+            median_margin,
+            p99_margin,
+            violations,
+            hw_max_diff,
+            hw_pass,
+            hw_ok,
+            first: i == 0,
+        });
+    }
+}
+
+fn program_view(name: &str, p: &ProgramSummary) -> ProgramView {
+    let modes = ordered_modes(p);
+    let of_session = session_modes(&modes);
+    let multi_mode = modes.len() > 1;
+    let modes_text = if multi_mode {
+        modes
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                format!("{}: sessions {} (median {} ns)", i + 1, session_list(&m.sessions), ns(mode_median(m)))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    } else {
+        NONE.to_string()
+    };
+    ProgramView {
+        name: name.to_string(),
+        modes_text,
+        trace: p.trace.clone(),
+        bitstream: p.bitstream.clone(),
+        null_offset: ns(p.null_offset_ns),
+        reproducibility: ns(p.reproducibility_ns),
+        probes: p.probes,
+        excluded: p.excluded,
+        multi_mode,
+        modes: modes
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                Item::new(
+                    &format!("mode {}", i + 1),
+                    format!("sessions {}; median {} ns", session_list(&m.sessions), ns(mode_median(m))),
+                    false,
+                )
+            })
+            .collect(),
+        sessions: p
+            .sessions
+            .iter()
+            .map(|s| SessionView {
+                session: s.session,
+                mode: of_session.get(&s.session).map_or_else(|| NONE.to_string(), |i| (i + 1).to_string()),
+                raw_median: ns(s.raw_median_ns),
+                median: ns(s.median_ns),
+                matched: s.matched,
+                excluded: s.excluded,
+                runs: s.runs,
+            })
+            .collect(),
+        hw: p.hw_check.as_ref().map(|h| HwView {
+            pairs: h.pairs,
+            max_diff: ns(h.max_diff_ns),
+            tolerance: ns(h.tolerance_ns),
+            pass: h.pass,
+            verdict: if h.pass { "pass" } else { "FAIL" }.to_string(),
+            levels: h
+                .levels
+                .iter()
+                .map(|l| HwLevelView {
+                    level: level_key(l.level),
+                    measured: ns(l.measured_ns),
+                    synthesized: ns(l.synthesized_ns),
+                    diff: ns(l.diff_ns),
+                })
+                .collect(),
+        }),
+    }
+}
+
+/// A JSON scalar as text; objects and arrays as compact JSON; null/missing as the placeholder.
+fn show(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => NONE.to_string(),
+        Some(Value::String(s)) if s.is_empty() => NONE.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+type ProvenanceParts = (Vec<Item>, Vec<Item>, Vec<Item>, Vec<Item>);
+
+/// Provenance essentials. Every key is optional: an older or partial provenance.json renders
+/// with placeholders.
+fn provenance(s: &Summary) -> ProvenanceParts {
+    let p = &s.provenance;
+    let get = |k: &str| p.get(k);
+    let mut tool = show(get("tool_version"));
+    if tool == NONE {
+        tool = s.tool_version.clone();
+    } else if !s.tool_version.is_empty() && tool != s.tool_version {
+        tool = format!("{tool} (analysed with {})", s.tool_version);
+    }
+    let tsc = if s.tsc_hz.is_finite() && s.tsc_hz > 0.0 {
+        Some(s.tsc_hz)
+    } else {
+        get("tsc_hz").and_then(Value::as_f64).filter(|v| *v > 0.0)
+    };
+    let mut items = vec![
+        Item::new("Study", s.study.clone(), false),
+        Item::new("Plan hash", show(get("plan_hash")), true),
+        Item::new("Git commit", show(get("git_commit")), true),
+        Item::new("Tool version", tool, false),
+        Item::new("Testbed", show(get("testbed").and_then(|t| t.get("name"))), false),
+        Item::new("Seed", show(get("seed")), true),
+        Item::new("TSC rate", tsc.map_or_else(|| NONE.to_string(), |hz| format!("{:.3} GHz", hz / 1e9)), false),
+        Item::new("Started", show(get("started")), false),
+        Item::new("Ended", show(get("ended")), false),
+    ];
+    if let (Some(sessions), Some(runs)) = (get("sessions"), get("runs")) {
+        items.push(Item::new(
+            "Sessions / runs planned",
+            format!("{} / {}", show(Some(sessions)), show(Some(runs))),
+            false,
+        ));
+    }
+    let facts = match get("testbed").and_then(|t| t.get("facts")) {
+        Some(Value::Object(m)) => m.iter().map(|(k, v)| Item::new(k, show(Some(v)), false)).collect(),
+        _ => Vec::new(),
+    };
+    let bitstreams = match get("bitstreams") {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(name, b)| {
+                let is_null = b.get("null").and_then(Value::as_bool).unwrap_or(false);
+                let role = if is_null && !name.contains("null") { " (null)" } else { "" };
+                Item::new(&format!("{name}{role}"), show(b.get("sha256")), true)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let traces = match get("traces") {
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(name, t)| match (t.get("sha256"), t.get("generate")) {
+                (Some(h), _) if !h.is_null() => Item::new(name, show(Some(h)), true),
+                (_, Some(g)) => Item::new(
+                    name,
+                    format!("generated: template {}, {} probes", show(g.get("template")), show(g.get("count"))),
+                    false,
+                ),
+                _ => Item::new(name, show(None), false),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    (items, facts, bitstreams, traces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_have_one_decimal_and_no_negative_zero() {
+        assert_eq!(ns(92.0), "92.0");
+        assert_eq!(ns(106.96), "107.0");
+        assert_eq!(ns(-0.0), "0.0");
+        assert_eq!(ns(f64::NAN), NONE);
+    }
+
+    #[test]
+    fn session_lists_shorten_runs() {
+        assert_eq!(session_list(&[3, 1]), "1, 3");
+        assert_eq!(session_list(&[1, 2, 3, 4, 5]), "1–5");
+        assert_eq!(session_list(&[1, 2, 4, 6, 7, 8, 10]), "1, 2, 4, 6–8, 10");
+        assert_eq!(session_list(&[]), "");
+    }
+
+    #[test]
+    fn show_handles_missing_and_scalars() {
+        assert_eq!(show(None), NONE);
+        assert_eq!(show(Some(&Value::Null)), NONE);
+        assert_eq!(show(Some(&serde_json::json!(42))), "42");
+        assert_eq!(show(Some(&serde_json::json!("abc"))), "abc");
+    }
+}

@@ -1,0 +1,65 @@
+//! What the analysis needs to know of a study besides its run files, stored in
+//! `provenance.json`: the session groups (programs and null calibrations) with their traces and
+//! bitstream facts, and the analysis and report settings. Importers write the same.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Analysis, Plan, ReportSpec};
+use crate::schedule::{Schedule, SessionKind};
+
+/// One program or null calibration group of a study.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Group {
+    /// Program name, or `null-<trace>`.
+    pub program: String,
+    /// Program or null calibration.
+    pub kind: SessionKind,
+    /// Trace name.
+    pub trace: String,
+    /// Bitstream name.
+    pub bitstream: String,
+    /// Pipeline clock, MHz.
+    pub clock_mhz: f64,
+    /// Vendor bound, cycles.
+    pub vendor_bound_cycles: Option<u32>,
+    /// Probes per run.
+    pub probes: u64,
+}
+
+/// The study index stored in provenance.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Index {
+    /// Study name.
+    pub study: String,
+    /// Session groups in schedule order.
+    pub groups: Vec<Group>,
+    /// Analysis settings.
+    pub analysis: Analysis,
+    /// Report settings.
+    pub report: ReportSpec,
+    /// TSC ticks per second of the stamps.
+    pub tsc_hz: f64,
+    /// Seed of resampling.
+    pub seed: u64,
+}
+
+/// The groups of a scheduled plan.
+pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for s in &schedule.sessions {
+        if out.iter().any(|g| g.program == s.program) {
+            continue;
+        }
+        let b = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).find(|b| b.name == s.bitstream);
+        out.push(Group {
+            program: s.program.clone(),
+            kind: s.kind,
+            trace: s.trace.clone(),
+            bitstream: s.bitstream.clone(),
+            clock_mhz: b.map_or(250.0, |b| b.clock_mhz),
+            vendor_bound_cycles: b.and_then(|b| b.vendor_bound_cycles),
+            probes: s.probes,
+        });
+    }
+    out
+}

@@ -1,0 +1,274 @@
+//! Import of the real LatencyLab sample (`../shared/fixtures/latencylab`, see its README) into a
+//! results folder: what is dropped and counted, the run files, the journal and the provenance,
+//! and the figures the fixture's README states, recomputed here from the imported data.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{UInt8Type, UInt64Type};
+use orchestrator::analysis::pairs;
+use orchestrator::import::{ImportError, import_latencylab};
+use orchestrator::results::index::{Group, Index};
+use orchestrator::results::{journal, runfile};
+use orchestrator::schedule::SessionKind;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/latencylab");
+const FWD_CSV: &str = "data/tsc/programs/FWD_s1/f_run04.csv";
+const NULL_CSV: &str = "data/tsc/null/NF_s1/f_run01.csv";
+const HEADER: &str = "pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency_rx2_ns,diff_latency_ns";
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("orchestrate-import-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// A CSV row as the test reads it, independently of the importer: (id, rx1, rx2, diff column).
+type Row = (u64, u64, u64, i64);
+
+fn csv_rows(rel: &str) -> Vec<Row> {
+    let text = std::fs::read_to_string(Path::new(FIXTURE).join(rel)).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(HEADER));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap(), f[6].parse().unwrap())
+        })
+        .collect()
+}
+
+/// The rows the fixture README says are sound: ids of the trace, minus the …78 ids with an odd
+/// hundreds digit (178, 378, …, 19978), which are probes 17, 37, … read with one digit too many.
+fn sound(rows: &[Row]) -> Vec<Row> {
+    let mut v: Vec<Row> = rows.iter().copied().filter(|r| (1..=20_000).contains(&r.0) && r.0 % 200 != 178).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Median with linear interpolation (numpy's default percentile definition).
+fn median(v: &[i64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let h = (s.len() - 1) as f64 * 0.5;
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    s[lo] as f64 + (h - lo as f64) * (s[hi] - s[lo]) as f64
+}
+
+fn meta<'a>(m: &'a [(String, String)], key: &str) -> &'a str {
+    m.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_else(|| panic!("no {key} in {m:?}"))
+}
+
+#[test]
+fn latencylab_sample_imports_with_every_quirk_counted() {
+    let out = tmp("sample");
+    let report = import_latencylab(Path::new(FIXTURE), &out, 20_000).unwrap();
+
+    // --- What was found, per file.
+    let [fwd, null] = &report.files[..] else { panic!("expected two files: {report:#?}") };
+    assert_eq!((fwd.source.as_str(), null.source.as_str()), (FWD_CSV, NULL_CSV));
+    assert_eq!((fwd.program.as_str(), fwd.session, fwd.run), ("forward", 1, 4));
+    assert_eq!((null.program.as_str(), null.session, null.run), ("null-forward_20k", 1, 1));
+    assert_eq!(fwd.path, "data/program=forward/session=1/run=4.parquet");
+    assert_eq!(null.path, "data/program=null-forward_20k/session=1/run=1.parquet");
+    for f in [fwd, null] {
+        let q = &f.quirks;
+        assert_eq!(q.rows, 14_900, "{}", f.source);
+        assert_eq!(q.invalid_ids, 900, "{}: ids 20178…199978", f.source);
+        assert_eq!(q.misparsed, 100, "{}: ids 178, 378, …, 19978", f.source);
+        assert_eq!(q.duplicates, 0, "{}", f.source);
+        assert_eq!(q.kept, 13_900, "{}", f.source);
+        assert_eq!(q.first_after_gap, 1, "{}", f.source);
+        assert_eq!(f.first_after_gap_id, Some(1), "{}", f.source);
+        assert_eq!(q.diff_mismatch_max_ns, 1, "{}: the diff column is rounded apart from the stamps", f.source);
+    }
+    // Negative differentials over all rows as the README counts them, and over the kept rows'
+    // stamps as the analysis sees them.
+    assert_eq!((fwd.quirks.negative_diffs, fwd.quirks.negative_diffs_kept), (3, 3));
+    assert_eq!((null.quirks.negative_diffs, null.quirks.negative_diffs_kept), (3_470, 3_267));
+    assert_eq!((fwd.quirks.diff_mismatch, null.quirks.diff_mismatch), (7_120, 7_751));
+    assert_eq!((fwd.first_after_gap_diff_ns, null.first_after_gap_diff_ns), (Some(148), Some(3_961)));
+    let t = &report.totals;
+    assert_eq!((t.rows, t.kept, t.invalid_ids, t.misparsed, t.negative_diffs), (29_800, 27_800, 1_800, 200, 3_473));
+    assert_eq!(report.ignored, Vec::<String>::new());
+    let text = report.to_string();
+    assert!(text.contains("dropped, misparsed   200") && text.contains("dropped, invalid id  1800"), "{text}");
+
+    // --- The run files give back exactly the sound rows, as (id, rx1 − rx2).
+    for (f, rel, program, kind) in [(fwd, FWD_CSV, "forward", "program"), (null, NULL_CSV, "null-forward_20k", "null")]
+    {
+        let (batches, m) = runfile::read(&out.join(&f.path)).unwrap();
+        let paired = pairs::pair(&batches);
+        let expected: Vec<(u64, i64)> = sound(&csv_rows(rel)).iter().map(|r| (r.0, r.1 as i64 - r.2 as i64)).collect();
+        assert_eq!(expected.len(), 13_900);
+        assert_eq!(paired.diffs, expected, "{rel}");
+        assert_eq!(paired.counts.matched, 13_900);
+        assert_eq!(paired.counts.pipeline_only + paired.counts.bypass_only + paired.counts.duplicates, 0);
+        // Records in stamp order, seq counting arrivals per port from 0.
+        let b = &batches[0];
+        let ports = b.column(1).as_primitive::<UInt8Type>().values();
+        let tscs = b.column(2).as_primitive::<UInt64Type>().values();
+        let seqs = b.column(3).as_primitive::<UInt64Type>().values();
+        assert!(tscs.windows(2).all(|w| w[0] <= w[1]), "{rel}: records not in stamp order");
+        for port in [0u8, 1] {
+            let s: Vec<u64> = (0..b.num_rows()).filter(|&k| ports[k] == port).map(|k| seqs[k]).collect();
+            assert_eq!(s, (0..13_900).collect::<Vec<u64>>(), "{rel} port {port}");
+        }
+        assert_eq!(meta(&m, "latency.source"), rel);
+        assert_eq!(meta(&m, "latency.program"), program);
+        assert_eq!(meta(&m, "latency.kind"), kind);
+        assert_eq!(meta(&m, "latency.tsc_hz"), "1000000000");
+        assert_eq!(meta(&m, "latency.study"), "latencylab-import");
+    }
+
+    // --- The README's figures. All rows, diff column: exactly as the README states (numpy, linear).
+    let all = |rel: &str| csv_rows(rel).iter().map(|r| r.3).collect::<Vec<i64>>();
+    assert_eq!(median(&all(FWD_CSV)), 166.0);
+    assert_eq!(median(&all(NULL_CSV)), 24.0);
+    // Kept rows, from the imported data (rx1 − rx2): the same within ±1 ns (it gives 166 and 24;
+    // the diff column over the same kept rows gives 166 and 23).
+    let imported = |path: &str| {
+        let (batches, _) = runfile::read(&out.join(path)).unwrap();
+        pairs::pair(&batches).diffs.iter().map(|d| d.1).collect::<Vec<i64>>()
+    };
+    let (m_fwd, m_null) = (median(&imported(&fwd.path)), median(&imported(&null.path)));
+    assert!((m_fwd - 166.0).abs() <= 1.0, "forward median {m_fwd}");
+    assert!((m_null - 24.0).abs() <= 1.0, "null median {m_null}");
+    let kept_column = |rel: &str| sound(&csv_rows(rel)).iter().map(|r| r.3).collect::<Vec<i64>>();
+    assert!((median(&kept_column(FWD_CSV)) - 166.0).abs() <= 1.0);
+    assert!((median(&kept_column(NULL_CSV)) - 24.0).abs() <= 1.0);
+
+    // --- Journal: the engine's event shapes.
+    let events = journal::read(&out.join("journal.jsonl")).unwrap();
+    let start = &events[0];
+    assert_eq!(start["event"], "study_started");
+    assert_eq!(start["study"], "latencylab-import");
+    assert_eq!(start["testbed"], "latencylab-import");
+    assert_eq!((start["seed"].as_u64(), start["resumed"].as_bool()), (Some(1), Some(false)));
+    let mut listing: Vec<(&str, String)> = [FWD_CSV, NULL_CSV]
+        .iter()
+        .map(|rel| (*rel, orchestrator::digest::sha256_file(&Path::new(FIXTURE).join(rel)).unwrap()))
+        .collect();
+    listing.sort();
+    let listing: String = listing.iter().map(|(rel, h)| format!("{h}  {rel}\n")).collect();
+    assert_eq!(start["plan_hash"].as_str().unwrap(), orchestrator::digest::sha256_hex(listing.as_bytes()));
+    let runs: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "run_finished").collect();
+    assert_eq!(runs.len(), 2);
+    for (e, f) in runs.iter().zip([fwd, null]) {
+        assert_eq!(e["path"], f.path.as_str());
+        assert_eq!(e["program"], f.program.as_str());
+        assert_eq!(
+            (e["session"].as_u64(), e["run"].as_u64(), e["attempt"].as_u64()),
+            (Some(1), Some(f.run.into()), Some(1))
+        );
+        assert_eq!(e["sha256"], orchestrator::digest::sha256_file(&out.join(&f.path)).unwrap().as_str());
+        assert_eq!(e["records"].as_u64(), Some(27_800));
+        assert_eq!(e["counts"]["matched"].as_u64(), Some(13_900));
+        assert!(e["seconds"].as_f64().unwrap() > 39.0, "20,000 probes at 500 pps");
+    }
+    assert_eq!((runs[0]["index"].as_u64(), runs[1]["index"].as_u64()), (Some(0), Some(1)));
+    let done = orchestrator::engine::completed_runs(&orchestrator::results::ResultsDir::open(&out).unwrap()).unwrap();
+    assert_eq!(done.len(), 2);
+    assert_eq!(events.last().unwrap()["event"], "study_finished");
+
+    // --- Provenance: what the analysis reads, and the import's counts.
+    let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("provenance.json")).unwrap()).unwrap();
+    let index: Index = serde_json::from_value(prov.clone()).unwrap();
+    assert_eq!(index.study, "latencylab-import");
+    assert_eq!((index.tsc_hz, index.seed), (1e9, 1));
+    assert_eq!(index.report.title, "LatencyLab data (imported)");
+    assert_eq!(
+        index.groups,
+        vec![
+            Group {
+                program: "forward".into(),
+                kind: SessionKind::Program,
+                trace: "forward_20k".into(),
+                bitstream: "forward".into(),
+                clock_mhz: 250.0,
+                vendor_bound_cycles: Some(55),
+                probes: 20_000,
+            },
+            Group {
+                program: "null-forward_20k".into(),
+                kind: SessionKind::Null,
+                trace: "forward_20k".into(),
+                bitstream: "golden_nic".into(),
+                clock_mhz: 250.0,
+                vendor_bound_cycles: None,
+                probes: 20_000,
+            },
+        ]
+    );
+    assert_eq!(prov["plan_hash"], start["plan_hash"]);
+    assert_eq!(prov["testbed"]["name"], "latencylab-import");
+    assert_eq!(prov["testbed"]["facts"]["files"].as_u64(), Some(2));
+    assert!(prov["git_commit"].is_string() && prov["started"].is_string() && prov["ended"].is_string());
+    assert_eq!(prov["import"]["totals"]["misparsed"].as_u64(), Some(200));
+    assert_eq!(prov["import"]["files"][1]["quirks"]["negative_diffs"].as_u64(), Some(3_470));
+
+    // A folder with results is never imported into again.
+    assert!(matches!(import_latencylab(Path::new(FIXTURE), &out, 20_000), Err(ImportError::Results(_))));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// A LatencyLab-like source folder with the given files (relative path, content).
+fn source(name: &str, files: &[(&str, String)]) -> PathBuf {
+    let dir = tmp(name);
+    for (rel, text) in files {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_malformed_csv_line_is_reported_with_path_and_line_and_nothing_is_written() {
+    let rel = "data/tsc/programs/FWD_s1/f_run01.csv";
+    let src = source("malformed", &[(rel, format!("{HEADER}\n1,0,148,0,0,0,148\n2,0,2000150,2000000,0,0\n"))]);
+    let out = tmp("malformed-out");
+    let e = import_latencylab(&src, &out, 20_000).unwrap_err();
+    assert_eq!(e.to_string(), format!("{}:3: expected 7 comma-separated fields, found 6", src.join(rel).display()));
+    assert!(!out.exists(), "nothing is written before every file is checked");
+    std::fs::remove_dir_all(&src).unwrap();
+}
+
+#[test]
+fn an_unknown_tag_names_its_folder() {
+    let src = source("unknown-tag", &[("data/tsc/programs/XYZ_s1/f_run01.csv", format!("{HEADER}\n"))]);
+    let e = import_latencylab(&src, &tmp("unknown-tag-out"), 20_000).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("{}: unknown LatencyLab tag `XYZ`", src.join("data/tsc/programs/XYZ_s1").display())),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&src).unwrap();
+}
+
+#[test]
+fn the_older_flat_layout_is_accepted_and_other_files_are_listed() {
+    let fwd = std::fs::read_to_string(Path::new(FIXTURE).join(FWD_CSV)).unwrap();
+    let null = std::fs::read_to_string(Path::new(FIXTURE).join(NULL_CSV)).unwrap();
+    let src = source(
+        "flat",
+        &[
+            ("data/tsc/FWD_s2/f_run07.csv", fwd),
+            ("data/tsc/NF_s3/f_run10.csv", null),
+            ("data/tsc/NF_s3/console.log", "log\n".into()),
+        ],
+    );
+    let out = tmp("flat-out");
+    let report = import_latencylab(&src, &out, 20_000).unwrap();
+    let paths: Vec<&str> = report.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["data/program=forward/session=2/run=7.parquet", "data/program=null-forward_20k/session=3/run=10.parquet"]
+    );
+    assert!(paths.iter().all(|p| out.join(p).is_file()));
+    assert_eq!(report.ignored, ["data/tsc/NF_s3/console.log"]);
+    assert_eq!(report.totals.misparsed, 200);
+    std::fs::remove_dir_all(&src).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+}

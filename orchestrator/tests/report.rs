@@ -1,0 +1,400 @@
+//! Report rendering from a hand-built summary: exact numbers in the Markdown table, a
+//! self-contained HTML file with one inline SVG per figure, template overrides, partial
+//! provenance, and a headless-Chromium render of the HTML without console errors.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use orchestrator::analysis::summary::{
+    Health, Histogram, HwCheck, HwLevel, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary, Summary,
+    VendorBound,
+};
+use orchestrator::plan::ReportFormat;
+use orchestrator::report::{ReportError, render};
+
+const LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("orchestrator-report-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn quantiles(values: [f64; 6]) -> Quantiles {
+    LEVELS.iter().zip(values).map(|(l, v)| (format!("p{l}"), v)).collect()
+}
+
+/// A bell of `n` probes around `centre` (1 ns bins starting at `start`).
+fn bell(counts: &mut [u64], start: f64, centre: f64, sigma: f64, n: f64) {
+    for (k, c) in counts.iter_mut().enumerate() {
+        let x = start + k as f64 + 0.5;
+        let z = (x - centre) / sigma;
+        *c += (n * (-0.5 * z * z).exp() / (sigma * (2.0 * std::f64::consts::PI).sqrt())).round() as u64;
+    }
+}
+
+fn session(session: u32, raw: f64, median: f64) -> SessionSummary {
+    SessionSummary { session, raw_median_ns: raw, median_ns: median, matched: 199_990, excluded: 10, runs: 10 }
+}
+
+fn summary() -> Summary {
+    let mut ft_counts = vec![0; 90];
+    bell(&mut ft_counts, 80.0, 107.0, 9.0, 400_000.0);
+    bell(&mut ft_counts, 80.0, 137.0, 9.0, 200_000.0);
+    let five_tuple = ProgramSummary {
+        trace: "imix".into(),
+        bitstream: "five_tuple".into(),
+        latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]),
+        modes: vec![
+            // Deliberately listed high mode first: the report orders modes by median.
+            Mode { sessions: vec![2], latency_ns: quantiles([124.0, 131.0, 137.0, 143.0, 152.0, 159.0]) },
+            Mode { sessions: vec![1, 3], latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]) },
+        ],
+        sessions: vec![session(1, 125.3, 107.1), session(2, 155.2, 137.0), session(3, 124.9, 106.7)],
+        null_offset_ns: 18.2,
+        reproducibility_ns: 0.4,
+        vendor_bound: Some(VendorBound {
+            clock_mhz: 250.0,
+            cycles: 53,
+            ns: 212.0,
+            median_cycles: 26.75,
+            median_margin_cycles: 26.25,
+            p99_margin_cycles: 21.25,
+            violations: 0,
+        }),
+        median_ci95_ns: [106.8, 107.2],
+        p99_ci95_ns: [126.1, 128.0],
+        hw_check: None,
+        probes: 599_970,
+        excluded: 30,
+        histogram: Histogram { start_ns: 80.0, bin_ns: 1.0, counts: ft_counts },
+    };
+    let mut ck_counts = vec![0; 60];
+    bell(&mut ck_counts, 335.0, 364.0, 8.0, 1_000_000.0);
+    let checksum_q = quantiles([349.0, 358.0, 364.0, 370.0, 377.0, 381.0]);
+    let hw_levels = [(5.0, 360.2, 361.0), (25.0, 369.8, 370.3), (50.0, 375.9, 375.1), (75.0, 381.7, 382.9)]
+        .into_iter()
+        .chain([(95.0, 389.0, 390.4), (99.0, 393.5, 395.2)])
+        .map(|(level, m, s)| HwLevel { level, measured_ns: m, synthesized_ns: s, diff_ns: s - m })
+        .collect();
+    let checksum = ProgramSummary {
+        trace: "udp64".into(),
+        bitstream: "checksum".into(),
+        latency_ns: checksum_q.clone(),
+        modes: vec![Mode { sessions: vec![1, 2, 3, 4, 5], latency_ns: checksum_q }],
+        sessions: vec![
+            session(1, 390.1, 364.2),
+            session(2, 389.6, 363.7),
+            session(3, 390.9, 365.0),
+            session(4, 389.8, 363.9),
+            session(5, 390.3, 364.4),
+        ],
+        null_offset_ns: 26.0,
+        reproducibility_ns: 1.3,
+        vendor_bound: Some(VendorBound {
+            clock_mhz: 250.0,
+            cycles: 109,
+            ns: 436.0,
+            median_cycles: 91.0,
+            median_margin_cycles: 18.0,
+            p99_margin_cycles: 13.75,
+            violations: 2,
+        }),
+        median_ci95_ns: [363.8, 364.3],
+        p99_ci95_ns: [380.2, 381.9],
+        hw_check: Some(HwCheck { levels: hw_levels, max_diff_ns: 1.7, tolerance_ns: 5.0, pass: true, pairs: 19_850 }),
+        probes: 999_950,
+        excluded: 50,
+        histogram: Histogram { start_ns: 335.0, bin_ns: 1.0, counts: ck_counts },
+    };
+    let nulls = BTreeMap::from([
+        (
+            "imix".to_string(),
+            NullSummary {
+                group: "null-imix".into(),
+                offset_ns: 18.2,
+                sessions: vec![(1, 18.0), (2, 18.6), (3, 17.9)],
+                spread_ns: 0.7,
+            },
+        ),
+        (
+            "udp64".to_string(),
+            NullSummary {
+                group: "null-udp64".into(),
+                offset_ns: 26.0,
+                sessions: vec![(1, 25.8), (2, 26.3), (3, 26.1), (4, 25.6), (5, 26.0)],
+                spread_ns: 0.7,
+            },
+        ),
+    ]);
+    Summary {
+        study: "u280-smoke".into(),
+        title: "U280 P4 latency (smoke test)".into(),
+        tool_version: "0.1.0".into(),
+        tsc_hz: 2_100_000_000.0,
+        quantile_levels: LEVELS.to_vec(),
+        quantile_definition: "Hyndman–Fan type 7 (linear interpolation between order statistics)".into(),
+        programs: BTreeMap::from([("checksum".to_string(), checksum), ("five_tuple".to_string(), five_tuple)]),
+        nulls,
+        health: Health {
+            runs: 90,
+            matched: 1_799_860,
+            pipeline_only: 3,
+            bypass_only: 11,
+            duplicates: 1,
+            excluded: 80,
+            retries: 2,
+            failed_runs: 0,
+            pacing_pps: [499.2, 500.0, 500.4],
+        },
+        provenance: serde_json::json!({
+            "plan_hash": "3f9a1c0d5e",
+            "git_commit": "9a4b58d-dirty",
+            "tool_version": "0.1.0",
+            "seed": 42,
+            "testbed": { "name": "oct-u280", "facts": { "nic": "Alveo U280", "cpu": "EPYC 7302P" } },
+            "tsc_hz": 2_100_000_000.0,
+            "bitstreams": {
+                "checksum": { "sha256": "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00", "null": false },
+                "five_tuple": { "sha256": "feedbeef", "null": false },
+                "null": { "sha256": null, "null": true }
+            },
+            "traces": {
+                "imix": { "pcap": "traces/imix.pcap", "sha256": "abcdef0123" },
+                "udp64": { "generate": { "template": "udp64", "count": 20000, "probe_id": "payload" } }
+            },
+            "started": "2025-05-01T10:00:00Z",
+            "ended": "2025-05-01T16:30:00Z"
+        }),
+    }
+}
+
+fn both() -> [ReportFormat; 2] {
+    [ReportFormat::Html, ReportFormat::Markdown]
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn markdown_table_has_the_exact_numbers() {
+    let dir = tmp("md");
+    let written = render(&summary(), &both(), None, &dir).unwrap();
+    assert!(written.contains(&dir.join("report.md")));
+    assert!(written.contains(&dir.join("report.html")));
+    let md = read(&dir.join("report.md"));
+    let rows = [
+        "| checksum | 349.0 | 358.0 | 364.0 | 370.0 | 377.0 | 381.0 | [363.8, 364.3] | 436.0 | 109 | 18.0 | 13.8 | 2 | 1.7 | pass |",
+        "| five_tuple (sessions 1, 3) | 92.0 | 101.0 | 107.0 | 112.0 | 120.0 | 127.0 | [106.8, 107.2] | 212.0 | 53 | 26.2 | 21.2 | 0 | — | — |",
+        // The other mode: margins from its own quantiles (53 − 137 × 0.25 = 18.75, 53 − 159 × 0.25 = 13.25).
+        "| five_tuple (sessions 2) | 124.0 | 131.0 | 137.0 | 143.0 | 152.0 | 159.0 | — | 212.0 | 53 | 18.8 | 13.2 | — | — | — |",
+    ];
+    for row in rows {
+        assert!(md.contains(row), "missing row {row}\n{md}");
+    }
+    // Modes sorted by median: the low mode's row comes first.
+    assert!(md.find(rows[1]).unwrap() < md.find(rows[2]).unwrap());
+    assert!(md.contains("| Plan hash | `3f9a1c0d5e` |"));
+    assert!(md.contains("| TSC rate | 2.100 GHz |"));
+    assert!(md.contains("| Pacing achieved (min / median / max) | 499.2 / 500.0 / 500.4 pps |"));
+    assert!(md.contains("| five_tuple | 2 | 2 | 155.2 | 137.0 | 199990 | 10 | 10 |"), "session row with mode\n{md}");
+    assert!(md.contains("| five_tuple | imix | five_tuple | 18.2 | 599970 | 30 | 0.4 | 1: sessions 1, 3 (median 107.0 ns); 2: sessions 2 (median 137.0 ns) |"));
+    assert!(md.contains("| imix | null-imix | 18.2 | 0.7 | 1: 18.0, 2: 18.6, 3: 17.9 |"));
+    assert!(md.contains("| p50 | 375.9 | 375.1 | -0.8 |"));
+    assert!(md.contains("Hyndman–Fan type 7"));
+}
+
+#[test]
+fn markdown_figures_are_separate_files_referenced_relatively() {
+    let dir = tmp("md-figures");
+    let written = render(&summary(), &[ReportFormat::Markdown], None, &dir).unwrap();
+    let md = read(&dir.join("report.md"));
+    for id in ["latency-distribution", "hw-clock-check", "session-medians", "null-offsets"] {
+        let file = dir.join("figures").join(format!("{id}.svg"));
+        assert!(written.contains(&file), "{id} not reported as written");
+        let svg = read(&file);
+        assert!(svg.starts_with("<?xml"), "{id}");
+        assert!(svg.contains("xmlns=\"http://www.w3.org/2000/svg\""), "{id}");
+        assert!(md.contains(&format!("](figures/{id}.svg)")), "{id} not referenced");
+    }
+    assert!(!dir.join("report.html").exists(), "only the formats asked for are written");
+}
+
+#[test]
+fn html_is_self_contained_with_one_svg_per_figure() {
+    let dir = tmp("html");
+    render(&summary(), &both(), None, &dir).unwrap();
+    let html = read(&dir.join("report.html"));
+    assert!(!html.to_lowercase().contains("<script"), "no scripts");
+    for needle in ["http://", "https://", "url(", "@import", "<link", "<img", "<iframe"] {
+        assert!(!html.contains(needle), "external reference {needle:?} in report.html");
+    }
+    let figures = html.matches("<figure").count();
+    assert_eq!(figures, 4, "latency, hw-clock, session medians, null offsets");
+    assert_eq!(html.matches("<svg").count(), figures, "one inline svg per figure");
+    assert_eq!(html.matches("</svg>").count(), figures);
+    assert!(html.contains("<td class=\"label\">five_tuple (sessions 1, 3)</td><td class=\"num\">92.0</td>"));
+    assert!(html.contains("c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"));
+    assert!(html.contains("EPYC 7302P"));
+    // Escaped text, not markup, from the summary.
+    assert!(html.contains("U280 P4 latency (smoke test)"));
+}
+
+#[test]
+fn hw_figure_and_columns_only_with_hw_data() {
+    let dir = tmp("no-hw");
+    let mut s = summary();
+    for p in s.programs.values_mut() {
+        p.hw_check = None;
+    }
+    render(&s, &both(), None, &dir).unwrap();
+    let html = read(&dir.join("report.html"));
+    assert_eq!(html.matches("<svg").count(), 3);
+    assert!(!html.contains("fig-hw-clock-check"));
+    let md = read(&dir.join("report.md"));
+    assert!(md.contains("| 436.0 | 109 | 18.0 | 13.8 | 2 | — | — |"));
+    assert!(!dir.join("figures/hw-clock-check.svg").exists());
+}
+
+#[test]
+fn missing_provenance_and_empty_sections_render() {
+    let dir = tmp("sparse");
+    let mut s = summary();
+    s.provenance = serde_json::Value::Null;
+    s.title = String::new();
+    s.nulls.clear();
+    s.programs.values_mut().for_each(|p| {
+        p.vendor_bound = None;
+        p.histogram = Histogram::default();
+        p.latency_ns.remove("p99");
+    });
+    render(&s, &both(), None, &dir).unwrap();
+    let md = read(&dir.join("report.md"));
+    assert!(md.starts_with("# Latency study u280-smoke\n"), "{md}");
+    assert!(md.contains("| Plan hash | — |"));
+    assert!(
+        md.contains("| checksum | 349.0 | 358.0 | 364.0 | 370.0 | 377.0 | — | [363.8, 364.3] | — | — | — | — | — |")
+    );
+    let html = read(&dir.join("report.html"));
+    assert!(!html.contains("fig-null-offsets") && !html.contains("fig-latency-distribution"));
+}
+
+#[test]
+fn template_override_is_used() {
+    let dir = tmp("override-out");
+    let templates = tmp("override-templates");
+    std::fs::write(
+        templates.join("report.md.j2"),
+        "custom {{ study }}: {% for r in table %}{{ r.label }}={{ r.quantiles[2] }};{% endfor %} end\n",
+    )
+    .unwrap();
+    render(&summary(), &both(), Some(&templates), &dir).unwrap();
+    assert_eq!(
+        read(&dir.join("report.md")),
+        "custom u280-smoke: checksum=364.0;five_tuple (sessions 1, 3)=107.0;five_tuple (sessions 2)=137.0; end\n"
+    );
+    // No HTML override in the folder: the built-in one is used.
+    assert!(read(&dir.join("report.html")).contains("Table I."));
+
+    // A broken override names its file.
+    std::fs::write(templates.join("report.html.j2"), "{{ nope }}").unwrap();
+    let err = render(&summary(), &both(), Some(&templates), &dir).unwrap_err();
+    assert!(matches!(err, ReportError::Template { .. }), "{err}");
+    assert!(err.to_string().contains("report.html.j2"), "{err}");
+
+    let missing = templates.join("missing");
+    let err = render(&summary(), &both(), Some(&missing), &dir).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+}
+
+#[test]
+fn html_override_is_autoescaped() {
+    let dir = tmp("escape-out");
+    let templates = tmp("escape-templates");
+    std::fs::write(templates.join("report.html.j2"), "<p>{{ title }}</p>").unwrap();
+    let mut s = summary();
+    s.title = "<b>&</b>".into();
+    render(&s, &[ReportFormat::Html], Some(&templates), &dir).unwrap();
+    assert_eq!(read(&dir.join("report.html")), "<p>&lt;b&gt;&amp;&lt;&#x2f;b&gt;</p>");
+}
+
+/// Render the HTML in headless Chromium: it must load without console errors and paint a
+/// screenshot. Needs the `chromium` package; skipped without it unless `CI` is set.
+#[test]
+fn chromium_renders_html_without_console_errors() {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but /usr/bin/chromium is missing (apt-get install chromium)"
+        );
+        eprintln!("notice: /usr/bin/chromium not found; skipping the headless render test");
+        return;
+    }
+    let dir = tmp("chromium");
+    render(&summary(), &both(), None, &dir).unwrap();
+    let profile = dir.join("profile");
+    std::fs::create_dir_all(&profile).unwrap();
+    let shot = dir.join("shot.png");
+    let html = dir.join("report.html").canonicalize().unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", profile.display()),
+            "--enable-logging=stderr",
+            "--v=0",
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,2400",
+            &format!("file://{}", html.display()),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read stderr on the side so that a chatty browser never blocks on a full pipe.
+    let mut pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = pipe.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr = reader.join().unwrap();
+    let _ = std::fs::remove_dir_all(&profile);
+    assert!(status.success(), "chromium failed ({status}):\n{stderr}");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "screenshot is not a PNG");
+    // A blank page of this size compresses to about 14 kB; the report (text, tables, figures)
+    // to several hundred.
+    assert!(png.len() > 50_000, "screenshot looks blank ({} bytes)", png.len());
+    assert!(!stderr.contains("Uncaught"), "uncaught exception:\n{stderr}");
+    // Chromium logs every console message as `INFO:CONSOLE:<line>]` whatever its level (console.error
+    // included), so for a page that runs no script any console line is a problem.
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
+}
