@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build test fmt-check clippy doc unit run-sim bench-sim clean
+.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -34,6 +34,17 @@ bench-sim: build
 	records=$$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc); \
 	echo "bench-sim: plans/paper.yaml on sim: $$records records in $$(ls -R $$out/data | grep -c parquet) run files"; \
 	echo "bench-sim: wall $$wall s (target <= 15 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB), $$(du -sh $$out/data | cut -f1) of Parquet"; \
+	rm -rf $$(dirname $$out)
+
+## `orchestrate analyze` on paper-scale simulated results: wall time and peak memory.
+bench-analysis: build
+	@out=$$(mktemp -d)/results; \
+	./target/release/orchestrate run plans/paper.yaml --testbed sim --out $$out >/dev/null 2>&1; \
+	for i in 1 2 3; do \
+	  /usr/bin/time -f '%e %M' -o $$out.time ./target/release/orchestrate analyze $$out >/dev/null 2>&1 || { cat $$out.time; exit 1; }; \
+	  read wall rss < $$out.time; \
+	  echo "bench-analysis: try $$i: $$(find $$out/data -name '*.parquet' | wc -l) run files, $$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc) records: wall $$wall s (target <= 2 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB)"; \
+	done; \
 	rm -rf $$(dirname $$out)
 
 clean:
