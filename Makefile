@@ -13,14 +13,17 @@ test: fmt-check clippy doc unit
 fmt-check:
 	$(CARGO) fmt --all --check
 
+# The DPDK backend is built and tested too (CI installs libdpdk-dev + libclang-dev).
+FEATURES ?= --all-features
+
 clippy:
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(FEATURES) -- -D warnings
 
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps $(FEATURES)
 
 unit:
-	$(CARGO) nextest run --workspace --no-fail-fast
+	$(CARGO) nextest run --workspace --no-fail-fast $(FEATURES)
 
 ## The whole paper study on the built-in simulated testbed.
 run-sim: build

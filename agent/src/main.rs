@@ -1,25 +1,305 @@
-//! `latency-agent`: the receiver agent. This build knows the record schema; capture backends are
-//! added behind their own features.
+//! `latency-agent`: the receiver agent's command line.
+//!
+//! `capture` runs until its standard input closes or it gets SIGTERM/SIGINT. Commands on stdin,
+//! one per line: `begin <run>`, `end <run>`, `quit`. Events on stdout, one JSON object per line:
+//! `ready` (ports, TSC rate), `begin` (run file), `end` (per-run counters), `error`, `stopped`.
 
+use std::io::BufRead;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::json;
+
+use latency_agent::capture::{AfPacketPort, RxPort};
+use latency_agent::probe::ProbeFormat;
+use latency_agent::recorder::{Options, Recorder};
+use latency_agent::{regs, sys, tsc};
+
+/// Receiver agent of the latency orchestrator.
+#[derive(Parser)]
+#[command(name = "latency-agent", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Backend {
+    /// Linux AF_PACKET receive rings (no DPDK needed).
+    AfPacket,
+    /// DPDK poll-mode drivers (builds with the `dpdk` feature).
+    Dpdk,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Capture probes on two ports (pipeline first, bypass second).
+    Capture {
+        /// Capture backend.
+        #[arg(long, value_enum, default_value = "dpdk")]
+        backend: Backend,
+        /// Ports: interface names (af_packet) or DPDK port ids, pipeline first.
+        #[arg(long, value_delimiter = ',', default_value = "0,1")]
+        ports: Vec<String>,
+        /// Poller cores, one per port.
+        #[arg(long, value_delimiter = ',')]
+        cores: Vec<usize>,
+        /// Probe id format: latencylab or compact.
+        #[arg(long, default_value = "latencylab")]
+        probe_format: String,
+        /// Folder of the run files.
+        #[arg(long)]
+        out: PathBuf,
+        /// Write the process id here (removed on exit).
+        #[arg(long)]
+        pidfile: Option<PathBuf>,
+        /// Run even without an invariant TSC (stamps may then be meaningless).
+        #[arg(long)]
+        force_tsc: bool,
+        /// Capacity of the poller → writer queue (batches of 256 records).
+        #[arg(long, default_value_t = 4096)]
+        queue: usize,
+        /// TSC rate measurement window, ms.
+        #[arg(long, default_value_t = 200)]
+        tsc_window_ms: u64,
+        /// DPDK EAL arguments (after `--`).
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
+    /// Open-NIC-Shell registers through the PCI BAR.
+    Regs {
+        #[command(subcommand)]
+        op: RegsOp,
+    },
+    /// Measure the TSC rate and check it is invariant; prints JSON.
+    Tsc {
+        /// Measurement window, ms.
+        #[arg(long, default_value_t = 500)]
+        window_ms: u64,
+    },
+    /// Print the record schema.
+    Schema,
+}
+
+#[derive(Subcommand)]
+enum RegsOp {
+    /// QDMA queue config, indirection tables, CMAC enables.
+    Init {
+        /// BAR resource file (`/sys/bus/pci/devices/<bdf>/resource2`).
+        #[arg(long)]
+        bar: PathBuf,
+        /// Print the writes instead of doing them.
+        #[arg(long)]
+        dry_run: bool,
+        /// PF0 queue register value.
+        #[arg(long, value_parser = parse_u32, default_value = "0x1")]
+        pf0_queues: u32,
+        /// PF1 queue register value.
+        #[arg(long, value_parser = parse_u32, default_value = "0x00010001")]
+        pf1_queues: u32,
+        /// Indirection table entries to clear per function.
+        #[arg(long, default_value_t = 128)]
+        indirection_entries: usize,
+    },
+    /// Health gate: BAR alive and both CMAC RX status registers 0x3 (exit 1 otherwise).
+    Check {
+        /// BAR resource file.
+        #[arg(long)]
+        bar: PathBuf,
+    },
+    /// Read one register.
+    Read {
+        /// BAR resource file.
+        #[arg(long)]
+        bar: PathBuf,
+        /// Offset (hex with 0x, or decimal).
+        #[arg(value_parser = parse_u32)]
+        offset: u32,
+    },
+    /// Write one register.
+    Write {
+        /// BAR resource file.
+        #[arg(long)]
+        bar: PathBuf,
+        /// Offset.
+        #[arg(value_parser = parse_u32)]
+        offset: u32,
+        /// Value.
+        #[arg(value_parser = parse_u32)]
+        value: u32,
+    },
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("`{s}`: {e}"))
+}
+
+fn emit(v: serde_json::Value) {
+    println!("{v}");
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("schema") => {
-            let schema = latency_agent::record_schema();
-            for f in schema.fields() {
+    let result = match Cli::parse().command {
+        Command::Capture { backend, ports, cores, probe_format, out, pidfile, force_tsc, queue, tsc_window_ms, eal } => {
+            capture(backend, &ports, cores, &probe_format, out, pidfile, force_tsc, queue, tsc_window_ms, &eal)
+        }
+        Command::Regs { op } => regs_cmd(op),
+        Command::Tsc { window_ms } => {
+            emit(json!(tsc::probe(window_ms * 1_000_000)));
+            Ok(())
+        }
+        Command::Schema => {
+            for f in latency_agent::record_schema().fields() {
                 println!("{}\t{}\t{}", f.name(), f.data_type(), if f.is_nullable() { "nullable" } else { "required" });
             }
-            ExitCode::SUCCESS
+            Ok(())
         }
-        Some("--version") => {
-            println!("latency-agent {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprintln!("usage: latency-agent schema | --version");
-            ExitCode::from(2)
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, msg)) => {
+            eprintln!("latency-agent: {msg}");
+            ExitCode::from(code)
         }
     }
+}
+
+type Failure = (u8, String);
+
+fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
+    let io = |e: std::io::Error| (1, e.to_string());
+    let map = |bar: &PathBuf| sys::bar::Bar::map(bar, regs::WINDOW).map_err(|e| (1, format!("{}: {e}", bar.display())));
+    match op {
+        RegsOp::Init { bar, dry_run, pf0_queues, pf1_queues, indirection_entries } => {
+            let writes = regs::init_writes(&regs::Config { pf0_queues, pf1_queues, indirection_entries });
+            if dry_run {
+                for w in &writes {
+                    println!("write {:#06x} = {:#010x}  # {}", w.offset, w.value, w.what);
+                }
+                return Ok(());
+            }
+            regs::apply(&mut map(&bar)?, &writes).map_err(io)?;
+            println!("{} registers written", writes.len());
+            Ok(())
+        }
+        RegsOp::Check { bar } => {
+            let problems = regs::check(&map(&bar)?).map_err(io)?;
+            if problems.is_empty() {
+                println!("ok: BAR alive, both CMAC RX status 0x3");
+                Ok(())
+            } else {
+                Err((1, problems.join("; ")))
+            }
+        }
+        RegsOp::Read { bar, offset } => {
+            println!("{:#010x}", map(&bar)?.read32(offset as usize).map_err(io)?);
+            Ok(())
+        }
+        RegsOp::Write { bar, offset, value } => map(&bar)?.write32(offset as usize, value).map_err(io),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn capture(
+    backend: Backend,
+    ports: &[String],
+    cores: Vec<usize>,
+    probe_format: &str,
+    out: PathBuf,
+    pidfile: Option<PathBuf>,
+    force_tsc: bool,
+    queue: usize,
+    tsc_window_ms: u64,
+    eal: &[String],
+) -> Result<(), Failure> {
+    let format: ProbeFormat = probe_format.parse().map_err(|e| (2, format!("{e}")))?;
+    if ports.len() != 2 {
+        return Err((2, format!("two ports are needed (pipeline, bypass), got {}", ports.len())));
+    }
+    let info = tsc::probe(tsc_window_ms * 1_000_000);
+    if !info.invariant && !force_tsc {
+        return Err((2, format!("the TSC is not invariant (flags found: {:?}); refusing to stamp with it (--force-tsc overrides)", info.flags)));
+    }
+    let rx: Vec<Box<dyn RxPort>> = match backend {
+        Backend::AfPacket => ports
+            .iter()
+            .map(|p| AfPacketPort::open(p).map(|x| Box::new(x) as Box<dyn RxPort>))
+            .collect::<Result<_, _>>()
+            .map_err(|e| (1, e.to_string()))?,
+        Backend::Dpdk => open_dpdk(ports, eal)?,
+    };
+    let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
+    if let Some(p) = &pidfile {
+        std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
+    }
+    let mut recorder =
+        Recorder::start(rx, Options { format, cores, out, queue }).map_err(|e| (1, format!("cannot start: {e}")))?;
+    emit(json!({ "event": "ready", "ports": names, "tsc": info, "pid": std::process::id() }));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    while !stop.load(Ordering::SeqCst) {
+        let line = match lines.recv_timeout(Duration::from_millis(100)) {
+            Ok(l) => l,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let run = words.get(1).and_then(|r| r.parse::<u32>().ok());
+        match (words.first().copied(), run) {
+            (Some("begin"), Some(r)) => match recorder.begin(r) {
+                Ok(file) => emit(json!({ "event": "begin", "run": r, "file": file })),
+                Err(e) => emit(json!({ "event": "error", "command": line, "error": e.to_string() })),
+            },
+            (Some("end"), Some(r)) => match recorder.end(r) {
+                Ok(c) => {
+                    let mut v = json!(c);
+                    v["event"] = json!("end");
+                    emit(v);
+                }
+                Err(e) => emit(json!({ "event": "error", "command": line, "error": e.to_string() })),
+            },
+            (Some("quit"), _) => break,
+            (None, _) => {}
+            _ => emit(json!({ "event": "error", "command": line, "error": "expected `begin <run>`, `end <run>` or `quit`" })),
+        }
+        for e in recorder.errors() {
+            emit(json!({ "event": "error", "error": e }));
+        }
+    }
+    recorder.stop();
+    if let Some(p) = &pidfile {
+        let _ = std::fs::remove_file(p);
+    }
+    emit(json!({ "event": "stopped" }));
+    Ok(())
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk(_ports: &[String], _eal: &[String]) -> Result<Vec<Box<dyn RxPort>>, Failure> {
+    Err((2, "this build has no DPDK backend (build with `--features dpdk`); use `--backend af-packet`".into()))
+}
+
+#[cfg(feature = "dpdk")]
+fn open_dpdk(ports: &[String], eal: &[String]) -> Result<Vec<Box<dyn RxPort>>, Failure> {
+    latency_agent::sys::dpdk::open_ports(ports, eal).map_err(|e| (1, e.to_string()))
 }

@@ -14,3 +14,4 @@ pub mod report;
 pub mod results;
 pub mod schedule;
 pub mod testbed;
+pub mod trace;

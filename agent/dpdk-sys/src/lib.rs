@@ -1,0 +1,1 @@
+//! Raw bindings to DPDK (placeholder until generated).

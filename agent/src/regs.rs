@@ -1,0 +1,141 @@
+//! Open-NIC-Shell register initialisation and health check through the PCI BAR, in one process
+//! (instead of ~260 `pcimem` invocations): QDMA queue configuration of both functions, zeroed
+//! RSS indirection tables, CMAC RX/TX enables, and the CMAC RX status check.
+
+use std::io;
+
+use serde::Serialize;
+
+use crate::sys::bar::Bar;
+
+/// A register write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Write {
+    /// Byte offset in the BAR.
+    pub offset: usize,
+    /// Value.
+    pub value: u32,
+    /// What it does.
+    pub what: &'static str,
+}
+
+/// Register values that depend on the testbed.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// QDMA queue configuration of PF0 (`0x1000`): base queue and count.
+    pub pf0_queues: u32,
+    /// QDMA queue configuration of PF1 (`0x2000`).
+    pub pf1_queues: u32,
+    /// Entries of each RSS indirection table (`0x1400`, `0x2400`), zeroed so every packet goes to
+    /// queue 0 of its function.
+    pub indirection_entries: usize,
+}
+
+impl Default for Config {
+    /// The OCT U280 values: one queue on PF0 (base 0), one on PF1 (base 1), 128-entry tables.
+    fn default() -> Self {
+        Config { pf0_queues: 0x0000_0001, pf1_queues: 0x0001_0001, indirection_entries: 128 }
+    }
+}
+
+/// RX status registers of the two CMACs and the value that means "aligned, link up".
+pub const RX_STATUS: [(usize, u32, &str); 2] = [(0x8204, 0x3, "CMAC0 RX status"), (0xC204, 0x3, "CMAC1 RX status")];
+
+/// Size of the register window that must be mapped.
+pub const WINDOW: usize = 0x10000;
+
+/// Every write of the initialisation, in order.
+pub fn init_writes(c: &Config) -> Vec<Write> {
+    let mut w = vec![
+        Write { offset: 0x1000, value: c.pf0_queues, what: "PF0 QDMA queues" },
+        Write { offset: 0x2000, value: c.pf1_queues, what: "PF1 QDMA queues" },
+    ];
+    for k in 0..c.indirection_entries {
+        w.push(Write { offset: 0x1400 + 4 * k, value: 0, what: "PF0 indirection table" });
+        w.push(Write { offset: 0x2400 + 4 * k, value: 0, what: "PF1 indirection table" });
+    }
+    w.extend([
+        Write { offset: 0x8014, value: 1, what: "CMAC0 RX enable" },
+        Write { offset: 0x800c, value: 1, what: "CMAC0 TX enable" },
+        Write { offset: 0xC014, value: 1, what: "CMAC1 RX enable" },
+        Write { offset: 0xC00c, value: 1, what: "CMAC1 TX enable" },
+    ]);
+    w
+}
+
+/// Apply writes to a mapped BAR.
+pub fn apply(bar: &mut Bar, writes: &[Write]) -> io::Result<()> {
+    for w in writes {
+        bar.write32(w.offset, w.value)?;
+    }
+    Ok(())
+}
+
+/// Problems found by the health check: a dead BAR (all ones, as after a lost PCIe link) or a
+/// CMAC whose RX status is not 0x3. Empty = healthy.
+pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
+    let mut problems = Vec::new();
+    for (offset, want, what) in RX_STATUS {
+        let v = bar.read32(offset)?;
+        if v == 0xFFFF_FFFF {
+            problems.push(format!("{what} ({offset:#06x}) reads 0xffffffff: the BAR is dead (re-enumerate the device)"));
+        } else if v & want != want {
+            problems.push(format!("{what} ({offset:#06x}) = {v:#x}, expected {want:#x} (link down?)"));
+        }
+    }
+    Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_bar(name: &str) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("bar-{name}-{}", std::process::id()));
+        std::fs::write(&p, vec![0u8; WINDOW]).unwrap();
+        p
+    }
+
+    fn word(bytes: &[u8], offset: usize) -> u32 {
+        u32::from_ne_bytes(bytes[offset..offset + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn init_writes_the_documented_registers_into_the_bar() {
+        let p = fake_bar("init");
+        std::fs::write(&p, vec![0xabu8; WINDOW]).unwrap();
+        let writes = init_writes(&Config::default());
+        // 2 queue registers + 2 × 128 indirection entries + 4 CMAC enables.
+        assert_eq!(writes.len(), 262);
+        let mut bar = Bar::map(&p, WINDOW).unwrap();
+        apply(&mut bar, &writes).unwrap();
+        drop(bar);
+        let b = std::fs::read(&p).unwrap();
+        assert_eq!(word(&b, 0x1000), 1);
+        assert_eq!(word(&b, 0x2000), 0x0001_0001);
+        assert_eq!(word(&b, 0x1400), 0);
+        assert_eq!(word(&b, 0x15FC), 0);
+        assert_eq!(word(&b, 0x1600), 0xabababab, "only 128 entries are cleared");
+        assert_eq!(word(&b, 0x25FC), 0);
+        for o in [0x8014, 0x800c, 0xC014, 0xC00c] {
+            assert_eq!(word(&b, o), 1, "{o:#x}");
+        }
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn health_check_reports_dead_bars_and_links_down() {
+        let p = fake_bar("check");
+        let mut bar = Bar::map(&p, WINDOW).unwrap();
+        bar.write32(0x8204, 3).unwrap();
+        bar.write32(0xC204, 3).unwrap();
+        assert!(check(&bar).unwrap().is_empty());
+        bar.write32(0xC204, 1).unwrap();
+        assert_eq!(check(&bar).unwrap(), ["CMAC1 RX status (0xc204) = 0x1, expected 0x3 (link down?)"]);
+        bar.write32(0x8204, 0xFFFF_FFFF).unwrap();
+        assert!(check(&bar).unwrap()[0].contains("the BAR is dead"));
+        assert!(bar.read32(0x10000).is_err() && bar.read32(0x8202).is_err());
+        drop(bar);
+        std::fs::remove_file(p).unwrap();
+    }
+}

@@ -1,0 +1,147 @@
+//! An AF_PACKET socket with a TPACKET_V2 receive ring shared with the kernel: frames are read in
+//! place from the ring, with no system call per packet.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{Ordering, fence};
+
+const FRAME_SIZE: u32 = 2048;
+const BLOCK_SIZE: u32 = 1 << 20;
+const BLOCKS: u32 = 16;
+
+/// A receive ring bound to one interface, in promiscuous mode.
+pub struct PacketRing {
+    fd: OwnedFd,
+    ring: *mut u8,
+    frames: usize,
+    next: usize,
+    interface: String,
+}
+
+// SAFETY: the ring mapping and socket are owned by this value; the kernel only touches frames
+// whose status says they belong to it. Moving the owner to another thread is sound.
+unsafe impl Send for PacketRing {}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
+fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
+    // SAFETY: `value` points to a live T of the size passed; the kernel copies it.
+    check(unsafe {
+        libc::setsockopt(fd.as_raw_fd(), level, name, (value as *const T).cast(), std::mem::size_of::<T>() as u32)
+    })
+}
+
+impl PacketRing {
+    /// Open a ring on `interface` (needs CAP_NET_RAW).
+    pub fn open(interface: &str) -> io::Result<PacketRing> {
+        let name = CString::new(interface).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+        // SAFETY: `name` is a valid NUL-terminated string.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface `{interface}`")));
+        }
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket(2) call; the result is checked before it is owned.
+        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, libc::c_int::from(proto)) };
+        check(raw)?;
+        // SAFETY: `raw` is a fresh, valid descriptor owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))?;
+        let req = libc::tpacket_req {
+            tp_block_size: BLOCK_SIZE,
+            tp_block_nr: BLOCKS,
+            tp_frame_size: FRAME_SIZE,
+            tp_frame_nr: BLOCK_SIZE / FRAME_SIZE * BLOCKS,
+        };
+        setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
+        let len = (BLOCK_SIZE * BLOCKS) as usize;
+        // SAFETY: maps the ring the kernel just allocated for this socket, with its exact size.
+        let ring = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+        };
+        if ring == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut ring = PacketRing {
+            fd,
+            ring: ring.cast(),
+            frames: req.tp_frame_nr as usize,
+            next: 0,
+            interface: interface.to_string(),
+        };
+        // SAFETY: sockaddr_ll is plain data; all-zero is a valid starting value.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: `sll` is a valid sockaddr_ll and the length passed is its size.
+        check(unsafe {
+            libc::bind(
+                ring.fd.as_raw_fd(),
+                (&sll as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as u32,
+            )
+        })?;
+        // SAFETY: packet_mreq is plain data.
+        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mreq.mr_ifindex = ifindex as i32;
+        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+        setsockopt(&ring.fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)?;
+        ring.next = 0;
+        Ok(ring)
+    }
+
+    /// The interface name.
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+
+    /// Hand every frame waiting in the ring to `f` (in arrival order) with a TSC stamp taken right
+    /// after the frame is seen, then give the slot back to the kernel. Frames this host sent are
+    /// skipped. Returns the number of frames handed over; at most `budget`.
+    pub fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+        let mut n = 0;
+        while n < budget {
+            // SAFETY: `next` < frames, so the frame lies inside the ring; the header is the first
+            // bytes of every frame (TPACKET_V2 layout), 4-aligned.
+            let frame = unsafe { self.ring.add(self.next * FRAME_SIZE as usize) };
+            let hdr = frame.cast::<libc::tpacket2_hdr>();
+            // SAFETY: `hdr` points into the ring; the status word is shared with the kernel, so it
+            // is read volatile, and the acquire fence orders the frame reads after it.
+            let status = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*hdr).tp_status)) };
+            if status & libc::TP_STATUS_USER == 0 {
+                break;
+            }
+            fence(Ordering::Acquire);
+            let tsc = super::rdtsc_fenced();
+            // SAFETY: the kernel gave this frame to user space (TP_STATUS_USER): its header and
+            // the `tp_snaplen` bytes at `tp_mac` are initialised and stay put until the status is
+            // handed back below. The sockaddr_ll follows the aligned header.
+            let (data, outgoing) = unsafe {
+                let h = &*hdr;
+                let sll = frame.add(libc::TPACKET_ALIGN(std::mem::size_of::<libc::tpacket2_hdr>())).cast::<libc::sockaddr_ll>();
+                let data = std::slice::from_raw_parts(frame.add(h.tp_mac as usize), h.tp_snaplen as usize);
+                (data, (*sll).sll_pkttype == libc::PACKET_OUTGOING)
+            };
+            if !outgoing {
+                f(data, tsc);
+                n += 1;
+            }
+            fence(Ordering::Release);
+            // SAFETY: returning the slot to the kernel; nothing reads `data` after this.
+            unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_KERNEL) };
+            self.next = (self.next + 1) % self.frames;
+        }
+        n
+    }
+}
+
+impl Drop for PacketRing {
+    fn drop(&mut self) {
+        // SAFETY: exactly the mapping made in `open`, no longer used.
+        unsafe { libc::munmap(self.ring.cast(), (BLOCK_SIZE * BLOCKS) as usize) };
+    }
+}

@@ -1,0 +1,62 @@
+//! The agent's only module with `unsafe` code: thin safe wrappers over the CPU and the OS — TSC
+//! reads, `CLOCK_MONOTONIC_RAW`, CPU affinity, AF_PACKET receive rings and PCI BAR mappings.
+//! Every unsafe block states why it is sound.
+
+pub mod af_packet;
+pub mod bar;
+
+use std::io;
+
+/// Read the TSC after all earlier loads have completed (`lfence; rdtsc`), so that a stamp taken
+/// right after a dequeue is not hoisted before it.
+#[inline(always)]
+pub fn rdtsc_fenced() -> u64 {
+    // SAFETY: `lfence` needs SSE2 and `rdtsc` the TSC, which every x86_64 CPU has; neither has
+    // memory effects.
+    unsafe {
+        std::arch::x86_64::_mm_lfence();
+        std::arch::x86_64::_rdtsc()
+    }
+}
+
+/// `CLOCK_MONOTONIC_RAW` in ns (not slewed by NTP: the reference for measuring the TSC rate).
+pub fn monotonic_raw_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_RAW exists on every Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    debug_assert_eq!(rc, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Pin the calling thread to one CPU core.
+pub fn pin_current_thread(core: usize) -> io::Result<()> {
+    if core >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("core {core} out of range")));
+    }
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `core` < CPU_SETSIZE was checked above, so CPU_SET stays inside `set`.
+    unsafe { libc::CPU_SET(core, &mut set) };
+    // SAFETY: pid 0 = the calling thread; `set` is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsc_and_raw_clock_advance() {
+        let (t0, c0) = (rdtsc_fenced(), monotonic_raw_ns());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let (t1, c1) = (rdtsc_fenced(), monotonic_raw_ns());
+        assert!(t1 > t0 && c1 >= c0 + 5_000_000);
+    }
+
+    #[test]
+    fn pinning_to_core_zero_works_and_absurd_cores_fail() {
+        pin_current_thread(0).unwrap();
+        assert!(pin_current_thread(1 << 20).is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! The agent on real packets: an AF_PACKET capture over two veth pairs in a private network
+//! namespace, fed by tcpreplay, controlled over stdin like the orchestrator does. Needs root,
+//! `ip` and `tcpreplay` (installed by .ci/run); skipped with a notice elsewhere unless CI is set.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{UInt8Type, UInt64Type};
+use latency_agent::probe::{self, ProbeFormat};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+fn ok(cmd: &mut Command) {
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A network namespace with veth pairs s0–r0 and s1–r1, deleted on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: &str) -> Netns {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+        ok(Command::new("ip").args(["netns", "add", name]));
+        let ns = Netns(name.to_string());
+        for i in 0..2 {
+            ok(Command::new("ip").args(["-n", name, "link", "add", &format!("s{i}"), "type", "veth", "peer", "name", &format!("r{i}")]));
+        }
+        ok(Command::new("ip").args(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
+        for dev in ["lo", "s0", "r0", "s1", "r1"] {
+            ok(Command::new("ip").args(["-n", name, "link", "set", dev, "up"]));
+        }
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+/// A classic pcap of `n` broadcast probes (ids 1..=n) and `junk` non-probe frames.
+fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend([2, 0, 4, 0]);
+    out.extend([0u8; 8]);
+    out.extend(65535u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    let mut frame = |payload: Vec<u8>| {
+        let mut f = vec![0xff; 6];
+        f.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+        f.extend(payload);
+        f.resize(f.len().max(64), 0);
+        out.extend([0u8; 8]);
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend(f);
+    };
+    for id in 1..=n {
+        frame(probe::payload(id, format, 64));
+    }
+    for _ in 0..junk {
+        frame(b"not a probe".to_vec());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn af_packet_capture_records_every_probe_once_per_port() {
+    if !(have("ip") && have("tcpreplay")) || !nix_is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
+        eprintln!("skipped: needs root, ip and tcpreplay");
+        return;
+    }
+    let ns = Netns::new(&format!("agent-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agent-capture-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.pcap");
+    let n = 3000;
+    write_trace(&trace, n, 25, ProbeFormat::Latencylab);
+
+    let mut agent = Command::new("ip")
+        .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+        .args(["--ports", "r0,r1", "--cores", "0,1", "--out"])
+        .arg(dir.join("runs"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = agent.stdin.take().unwrap();
+    let mut events = BufReader::new(agent.stdout.take().unwrap()).lines();
+    let mut next = || -> serde_json::Value { serde_json::from_str(&events.next().unwrap().unwrap()).unwrap() };
+    let ready = next();
+    assert_eq!(ready["event"], "ready");
+    let hz = ready["tsc"]["hz"].as_f64().unwrap();
+
+    let mut files: Vec<PathBuf> = Vec::new();
+    for run in 1..=2u32 {
+        writeln!(stdin, "begin {run}").unwrap();
+        let begin = next();
+        assert_eq!(begin["run"], run);
+        files.push(PathBuf::from(begin["file"].as_str().unwrap()));
+        let replay = |dev: &str| {
+            Command::new("ip")
+                .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=10000"])
+                .arg(&trace)
+                .output()
+                .unwrap()
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| replay("s0"));
+            let b = s.spawn(|| replay("s1"));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert!(a.status.success() && b.status.success());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        writeln!(stdin, "end {run}").unwrap();
+        let end = next();
+        assert_eq!(end["event"], "end", "{end}");
+        assert_eq!(end["matched"], n, "{end}");
+        assert_eq!((end["pipeline_only"].as_u64(), end["bypass_only"].as_u64()), (Some(0), Some(0)), "{end}");
+        assert_eq!(end["records"], 2 * n, "{end}");
+        assert_eq!(end["non_probe"], 50, "{end}");
+        assert_eq!(end["dropped"], 0, "{end}");
+    }
+    drop(stdin); // stdin closed: the agent exits cleanly
+    assert_eq!(next()["event"], "stopped");
+    assert!(agent.wait().unwrap().success());
+
+    for f in &files {
+        let reader = arrow_ipc::reader::StreamReader::try_new(std::fs::File::open(f).unwrap(), None).unwrap();
+        assert_eq!(reader.schema(), latency_agent::record_schema());
+        let mut per_port: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
+        for b in reader {
+            let b = b.unwrap();
+            let ids = b.column(0).as_primitive::<UInt64Type>();
+            let ports = b.column(1).as_primitive::<UInt8Type>();
+            let tsc = b.column(2).as_primitive::<UInt64Type>();
+            let seq = b.column(3).as_primitive::<UInt64Type>();
+            for k in 0..b.num_rows() {
+                let p = ports.value(k) as usize;
+                assert_eq!(seq.value(k), per_port[p].len() as u64, "per-port arrival sequence");
+                per_port[p].push((ids.value(k), tsc.value(k)));
+            }
+        }
+        for recs in &per_port {
+            let mut ids: Vec<u64> = recs.iter().map(|r| r.0).collect();
+            assert!(recs.windows(2).all(|w| w[0].1 <= w[1].1), "stamps are monotonic per port");
+            ids.sort_unstable();
+            assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "every id exactly once per port");
+            // tcpreplay paced 3,000 probes at 10 kpps: ~0.3 s between first and last stamp.
+            let span_s = (recs.last().unwrap().1 - recs[0].1) as f64 / hz;
+            assert!((span_s - 0.2999).abs() < 0.03, "stamp span {span_s} s");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn nix_is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}

@@ -1,0 +1,482 @@
+//! Probe trace generation and inspection (`orchestrate trace`).
+//!
+//! A generated trace is a nanosecond pcap of probes 1..=N whose headers match a program's traffic
+//! ([`TraceTemplate`]) and whose payload carries the probe id in the agent's wire format
+//! ([`latency_agent::probe`]). Generation is deterministic: the same template, count and format
+//! give a byte-identical file (fixed MACs, addresses and timestamps id × 2 ms, i.e. 500 pps).
+//!
+//! Inspection reads any classic pcap (µs or ns, either byte order) and reports what a replay would
+//! send: packets, probes, duplicates, gaps, frame lengths, and the problems found.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use etherparse::{PacketBuilder, VlanId};
+use latency_agent::probe::{self, ProbeFormat as WireFormat};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::{DataLink, Endianness, TsResolution};
+use serde::Serialize;
+
+use crate::digest::sha256_hex;
+use crate::plan::{ProbeFormat, TraceTemplate};
+use crate::probes;
+use crate::results::{self, ResultsError};
+
+/// Destination MAC of every probe: broadcast, so that a flooding switch copies it to both ports.
+pub const DST_MAC: [u8; 6] = [0xff; 6];
+/// Source MAC of every probe (locally administered).
+pub const SRC_MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+/// Source address of every probe (the FiveTuple table's source).
+pub const SRC_IP: [u8; 4] = [10, 0, 0, 100];
+/// UDP source port of every probe (the FiveTuple table's source port).
+pub const SRC_PORT: u16 = 4000;
+/// UDP destination port of probes other than FiveTuple's.
+pub const DST_PORT: u16 = 5000;
+/// VLAN id of RemoveHeader probes.
+pub const VLAN_ID: u16 = 100;
+/// Length of an untagged probe frame (without FCS); VLAN-tagged frames are 4 bytes longer.
+pub const FRAME_LEN: usize = 128;
+/// Spacing of the probes' timestamps: 2 ms, i.e. 500 packets per second.
+pub const SPACING: Duration = Duration::from_millis(2);
+/// Time to live of the probes' IPv4 header.
+const TTL: u8 = 64;
+/// How many duplicated or missing ids an inspection lists.
+const LIST_MAX: usize = 10;
+
+/// Errors of trace generation and inspection, each naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The file is not a readable pcap, or a packet cannot be encoded.
+    #[error("{path}: {message}")]
+    Pcap {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A probe frame cannot be built.
+    #[error("{path}: probe {id}: {message}")]
+    Build {
+        /// The file being generated.
+        path: PathBuf,
+        /// The probe id.
+        id: u64,
+        /// What went wrong.
+        message: String,
+    },
+    /// The file cannot be written (it exists, or the write failed); the error names the file.
+    #[error(transparent)]
+    Write(#[from] ResultsError),
+}
+
+/// What [`generate`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceInfo {
+    /// The pcap file.
+    pub path: PathBuf,
+    /// Number of probes (ids 1..=probes).
+    pub probes: u32,
+    /// Size of the file in bytes.
+    pub bytes: u64,
+    /// sha256 of the file (lowercase hex).
+    pub sha256: String,
+}
+
+/// The agent's wire format of a plan's probe format.
+pub fn wire_format(format: ProbeFormat) -> WireFormat {
+    match format {
+        ProbeFormat::Latencylab => WireFormat::Latencylab,
+        ProbeFormat::Compact => WireFormat::Compact,
+    }
+}
+
+/// The plan's probe format of an agent wire format (e.g. parsed from a command line with
+/// [`str::parse`]).
+pub fn plan_format(format: WireFormat) -> ProbeFormat {
+    match format {
+        WireFormat::Latencylab => ProbeFormat::Latencylab,
+        WireFormat::Compact => ProbeFormat::Compact,
+    }
+}
+
+/// Every trace template with its name as written in plans.
+pub const TEMPLATES: [(&str, TraceTemplate); 4] = [
+    ("forward", TraceTemplate::Forward),
+    ("five_tuple", TraceTemplate::FiveTuple),
+    ("remove_header", TraceTemplate::RemoveHeader),
+    ("checksum", TraceTemplate::Checksum),
+];
+
+/// The template named `name` (as in plans: `forward`, `five_tuple`, `remove_header`, `checksum`).
+pub fn template_by_name(name: &str) -> Option<TraceTemplate> {
+    TEMPLATES.iter().find(|(n, _)| *n == name).map(|&(_, t)| t)
+}
+
+/// The name of a template as written in plans.
+pub fn template_name(template: TraceTemplate) -> &'static str {
+    TEMPLATES.iter().find(|(_, t)| *t == template).map_or("?", |&(n, _)| n)
+}
+
+/// Addresses and ports of a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// IPv4 source.
+    pub src: [u8; 4],
+    /// IPv4 destination.
+    pub dst: [u8; 4],
+    /// UDP source port.
+    pub sport: u16,
+    /// UDP destination port.
+    pub dport: u16,
+    /// 802.1Q VLAN id, if the frame is tagged.
+    pub vlan: Option<u16>,
+}
+
+/// The flow of probe `id` in a trace of `template`, consistent with the programs' tables:
+/// Forward probes go to 10.0.0.1–7 (table hits) when [`probes::forwarded`], else to 10.0.1.x
+/// (misses); FiveTuple probes use the table's four five-tuples 10.0.0.100:4000 →
+/// 10.0.0.(1..4):(5000..5003); RemoveHeader and Checksum probes go to 10.0.0.1–7, RemoveHeader's
+/// tagged with VLAN 100.
+pub fn flow(template: TraceTemplate, id: u64) -> Flow {
+    let hit = [10, 0, 0, 1 + (id % 7) as u8];
+    let base = Flow { src: SRC_IP, dst: hit, sport: SRC_PORT, dport: DST_PORT, vlan: None };
+    match template {
+        TraceTemplate::Forward if probes::forwarded(template, id) => base,
+        TraceTemplate::Forward => Flow { dst: [10, 0, 1, (id % 250 + 1) as u8], ..base },
+        TraceTemplate::FiveTuple => {
+            let k = id % 4;
+            Flow { dst: [10, 0, 0, 1 + k as u8], dport: DST_PORT + k as u16, ..base }
+        }
+        TraceTemplate::RemoveHeader => Flow { vlan: Some(VLAN_ID), ..base },
+        TraceTemplate::Checksum => base,
+    }
+}
+
+/// The Ethernet frame of probe `id`: [`FRAME_LEN`] bytes (4 more with a VLAN tag), IPv4 and UDP
+/// checksums filled in, the payload from [`probe::payload`] padded with zeros.
+pub fn frame(template: TraceTemplate, id: u64, format: WireFormat) -> Result<Vec<u8>, String> {
+    let f = flow(template, id);
+    let build = |payload: &[u8]| -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(FRAME_LEN + 4);
+        match f.vlan {
+            Some(vid) => {
+                let vid = VlanId::try_new(vid).map_err(|e| e.to_string())?;
+                let b = PacketBuilder::ethernet2(SRC_MAC, DST_MAC)
+                    .single_vlan(vid)
+                    .ipv4(f.src, f.dst, TTL)
+                    .udp(f.sport, f.dport);
+                b.write(&mut out, payload).map_err(|e| e.to_string())?;
+            }
+            None => {
+                let b = PacketBuilder::ethernet2(SRC_MAC, DST_MAC).ipv4(f.src, f.dst, TTL).udp(f.sport, f.dport);
+                b.write(&mut out, payload).map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(out)
+    };
+    // Headers alone tell the padding that makes the frame FRAME_LEN (+4 with a tag) long.
+    let headers = build(&[])?.len();
+    let tag_len = if f.vlan.is_some() { 4 } else { 0 };
+    let pad = (FRAME_LEN + tag_len).saturating_sub(headers);
+    build(&probe::payload(id, format, pad))
+}
+
+/// Write a trace of probes 1..=`count` for `template` with ids in `format` to `path` (atomically;
+/// an existing file is an error).
+pub fn generate(
+    template: TraceTemplate,
+    count: u32,
+    format: ProbeFormat,
+    path: &Path,
+) -> Result<TraceInfo, TraceError> {
+    let wire = wire_format(format);
+    let header = PcapHeader {
+        ts_resolution: TsResolution::NanoSecond,
+        endianness: Endianness::Little,
+        datalink: DataLink::ETHERNET,
+        ..PcapHeader::default()
+    };
+    let pcap_err = |e: pcap_file::PcapError| TraceError::Pcap { path: path.to_path_buf(), message: e.to_string() };
+    let per_packet = 16 + FRAME_LEN + 4;
+    let buf = Vec::with_capacity(24 + per_packet * count as usize);
+    let mut w = PcapWriter::with_header(buf, header).map_err(pcap_err)?;
+    for id in probes::ids(u64::from(count)) {
+        let data =
+            frame(template, id, wire).map_err(|message| TraceError::Build { path: path.to_path_buf(), id, message })?;
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let ts = SPACING.saturating_mul(u32::try_from(id).unwrap_or(u32::MAX));
+        w.write_packet(&PcapPacket::new(ts, len, &data)).map_err(pcap_err)?;
+    }
+    let bytes = w.into_writer();
+    results::write_file(path, &bytes, false)?;
+    Ok(TraceInfo { path: path.to_path_buf(), probes: count, bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) })
+}
+
+/// What a trace holds, as [`inspect`] found it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Inspection {
+    /// The pcap file.
+    pub path: PathBuf,
+    /// The probe format looked for (`latencylab` or `compact`).
+    pub format: String,
+    /// Packets in the file.
+    pub packets: u64,
+    /// Packets carrying a probe in `format`.
+    pub probes: u64,
+    /// Packets carrying no probe in `format`.
+    pub non_probes: u64,
+    /// Probes whose marker is already tagged P or B (reflected packets, not a trace to replay).
+    pub tagged: u64,
+    /// Distinct probe ids.
+    pub unique_ids: u64,
+    /// Probes repeating an id seen before (a probe sent three times counts 2).
+    pub duplicate_ids: u64,
+    /// The smallest duplicated ids (at most 10).
+    pub duplicates: Vec<u64>,
+    /// Smallest probe id.
+    pub min_id: Option<u64>,
+    /// Largest probe id.
+    pub max_id: Option<u64>,
+    /// Ids missing between the smallest and the largest.
+    pub gaps: u64,
+    /// The smallest missing ids (at most 10).
+    pub missing: Vec<u64>,
+    /// Packets carrying a probe in each format (by format name), whichever was looked for.
+    pub formats: BTreeMap<String, u64>,
+    /// Shortest captured frame, in bytes.
+    pub frame_len_min: Option<u32>,
+    /// Longest captured frame, in bytes.
+    pub frame_len_max: Option<u32>,
+    /// Whether probe ids increase strictly in file order.
+    pub strictly_increasing: bool,
+}
+
+impl Inspection {
+    /// What makes the trace unfit as a probe trace to replay: no packets or probes, packets without
+    /// a probe, duplicated or missing ids, ids out of order, tagged probes, probes of the other
+    /// format. Empty when the trace is fine.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.packets == 0 {
+            out.push("the trace holds no packets".to_owned());
+            return out;
+        }
+        if self.probes == 0 {
+            out.push(format!("no packet carries a {} probe id", self.format));
+        } else if self.non_probes > 0 {
+            out.push(format!("{} of {} packets carry no {} probe id", self.non_probes, self.packets, self.format));
+        }
+        for (name, &n) in &self.formats {
+            if *name != self.format && n > 0 {
+                out.push(format!("{n} packets carry a {name} probe id, but the trace is read as {}", self.format));
+            }
+        }
+        if self.duplicate_ids > 0 {
+            out.push(format!(
+                "{} probes repeat an id seen before (ids {})",
+                self.duplicate_ids,
+                list(&self.duplicates, self.duplicate_ids > self.duplicates.len() as u64)
+            ));
+        }
+        if self.gaps > 0 {
+            out.push(format!(
+                "{} ids are missing between {} and {} (ids {})",
+                self.gaps,
+                self.min_id.unwrap_or(0),
+                self.max_id.unwrap_or(0),
+                list(&self.missing, self.gaps > self.missing.len() as u64)
+            ));
+        }
+        if !self.strictly_increasing && self.duplicate_ids == 0 {
+            out.push("probe ids do not increase strictly in file order".to_owned());
+        }
+        if self.tagged > 0 {
+            out.push(format!("{} probes are already tagged P or B (reflected packets)", self.tagged));
+        }
+        out
+    }
+}
+
+fn list(ids: &[u64], more: bool) -> String {
+    let mut s = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    if more {
+        s.push_str(", …");
+    }
+    s
+}
+
+/// Read the pcap at `path` and report its probes in `format`.
+pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceError> {
+    let wire = wire_format(format);
+    let file = File::open(path).map_err(|source| TraceError::Io { path: path.to_path_buf(), source })?;
+    let pcap_err = |e: pcap_file::PcapError| TraceError::Pcap { path: path.to_path_buf(), message: e.to_string() };
+    let mut reader = PcapReader::new(BufReader::new(file)).map_err(pcap_err)?;
+    let mut packets = 0u64;
+    let mut tagged = 0u64;
+    let mut formats: BTreeMap<String, u64> = WireFormat::ALL.iter().map(|f| (f.name().to_owned(), 0)).collect();
+    let mut frame_len: Option<(u32, u32)> = None;
+    let mut strictly_increasing = true;
+    let mut ids: Vec<u64> = Vec::new();
+    while let Some(packet) = reader.next_raw_packet() {
+        let packet = packet.map_err(pcap_err)?;
+        let data: &[u8] = &packet.data;
+        packets += 1;
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        frame_len = Some(frame_len.map_or((len, len), |(lo, hi)| (lo.min(len), hi.max(len))));
+        let mut found = None;
+        for f in WireFormat::ALL {
+            if let Some(p) = probe::parse(data, f) {
+                *formats.entry(f.name().to_owned()).or_default() += 1;
+                if f == wire {
+                    found = Some(p);
+                }
+            }
+        }
+        let Some(p) = found else { continue };
+        tagged += u64::from(p.tag.is_some());
+        if ids.last().is_some_and(|&last| p.id <= last) {
+            strictly_increasing = false;
+        }
+        ids.push(p.id);
+    }
+    let probes = ids.len() as u64;
+    ids.sort_unstable();
+    let (min_id, max_id) = (ids.first().copied(), ids.last().copied());
+    let mut duplicate_ids = 0u64;
+    let mut duplicates = Vec::new();
+    let mut gaps = 0u64;
+    let mut missing = Vec::new();
+    for w in ids.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if a == b {
+            duplicate_ids += 1;
+            if duplicates.len() < LIST_MAX && duplicates.last() != Some(&a) {
+                duplicates.push(a);
+            }
+        } else if b - a > 1 {
+            gaps += b - a - 1;
+            missing.extend((a + 1..b).take(LIST_MAX - missing.len()));
+        }
+    }
+    Ok(Inspection {
+        path: path.to_path_buf(),
+        format: wire.name().to_owned(),
+        packets,
+        probes,
+        non_probes: packets - probes,
+        tagged,
+        unique_ids: probes - duplicate_ids,
+        duplicate_ids,
+        duplicates,
+        min_id,
+        max_id,
+        gaps,
+        missing,
+        formats,
+        frame_len_min: frame_len.map(|(lo, _)| lo),
+        frame_len_max: frame_len.map(|(_, hi)| hi),
+        strictly_increasing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_have_the_fixed_lengths() {
+        for (_, t) in TEMPLATES {
+            for format in WireFormat::ALL {
+                for id in [1, 3, 20_000, 10_000_000] {
+                    let f = frame(t, id, format).unwrap();
+                    let expected = if t == TraceTemplate::RemoveHeader { FRAME_LEN + 4 } else { FRAME_LEN };
+                    assert_eq!(f.len(), expected, "{t:?} {format} {id}");
+                    assert_eq!(probe::parse(&f, format), Some(probe::Probe { id, tag: None }));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn flows_match_the_tables() {
+        assert_eq!(flow(TraceTemplate::Forward, 1).dst, [10, 0, 0, 2]);
+        assert_eq!(flow(TraceTemplate::Forward, 3).dst, [10, 0, 1, 4]);
+        assert_eq!(flow(TraceTemplate::Forward, 7).dst, [10, 0, 0, 1]);
+        for id in 1..=100 {
+            let f = flow(TraceTemplate::FiveTuple, id);
+            assert_eq!((f.src, f.sport), (SRC_IP, SRC_PORT));
+            assert!((1..=4).contains(&f.dst[3]));
+            assert_eq!(f.dport, 5000 + u16::from(f.dst[3]) - 1, "table pairs 10.0.0.k with port 4999+k");
+            let fwd = flow(TraceTemplate::Forward, id);
+            assert_eq!(fwd.dst[2] == 0, probes::forwarded(TraceTemplate::Forward, id));
+            assert!((1..=250).contains(&fwd.dst[3]));
+        }
+        assert_eq!(flow(TraceTemplate::RemoveHeader, 5).vlan, Some(100));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for (name, t) in TEMPLATES {
+            assert_eq!(template_by_name(name), Some(t));
+            assert_eq!(template_name(t), name);
+        }
+        assert_eq!(template_by_name("fwd"), None);
+        for f in [ProbeFormat::Latencylab, ProbeFormat::Compact] {
+            assert_eq!(plan_format(wire_format(f)), f);
+        }
+    }
+
+    #[test]
+    fn problems_of_a_clean_and_a_broken_inspection() {
+        let clean = Inspection {
+            path: PathBuf::from("t.pcap"),
+            format: "latencylab".into(),
+            packets: 3,
+            probes: 3,
+            non_probes: 0,
+            tagged: 0,
+            unique_ids: 3,
+            duplicate_ids: 0,
+            duplicates: vec![],
+            min_id: Some(1),
+            max_id: Some(3),
+            gaps: 0,
+            missing: vec![],
+            formats: [("latencylab".to_owned(), 3), ("compact".to_owned(), 0)].into(),
+            frame_len_min: Some(128),
+            frame_len_max: Some(128),
+            strictly_increasing: true,
+        };
+        assert!(clean.problems().is_empty());
+        let broken = Inspection {
+            packets: 5,
+            non_probes: 2,
+            duplicate_ids: 1,
+            duplicates: vec![2],
+            gaps: 12,
+            missing: (4..14).collect(),
+            max_id: Some(15),
+            strictly_increasing: false,
+            ..clean
+        };
+        assert_eq!(
+            broken.problems(),
+            [
+                "2 of 5 packets carry no latencylab probe id",
+                "1 probes repeat an id seen before (ids 2)",
+                "12 ids are missing between 1 and 15 (ids 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, …)",
+            ]
+        );
+    }
+}
