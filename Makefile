@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis clean
+.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis bench-agent clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -49,6 +49,13 @@ bench-analysis: build
 	  echo "bench-analysis: try $$i: $$(find $$out/data -name '*.parquet' | wc -l) run files, $$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc) records: wall $$wall s (target <= 2 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB)"; \
 	done; \
 	rm -rf $$(dirname $$out)
+
+## The agent: per-packet record path (cargo bench) and sustained zero-loss capture rate on veth
+## pairs (needs root, ip, tcpreplay).
+bench-agent: build
+	$(CARGO) build --release -p latency-agent
+	$(CARGO) bench -p latency-agent --bench record_path
+	agent/benches/capture-rate.sh ./target/release/latency-agent ./target/release/orchestrate
 
 clean:
 	$(CARGO) clean

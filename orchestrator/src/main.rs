@@ -106,6 +106,11 @@ enum Command {
         #[arg(long, default_value_t = 20_000)]
         probes: u64,
     },
+    /// Probe traces: generate pcaps, or inspect and verify one.
+    Trace {
+        #[command(subcommand)]
+        op: TraceOp,
+    },
     /// Dry run: every session, step and run with its rendered command, and the predicted duration.
     Plan {
         /// Plan file.
@@ -119,6 +124,41 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum TraceOp {
+    /// Generate a probe trace.
+    Generate {
+        /// Header template: forward, five_tuple, remove_header, checksum.
+        #[arg(long)]
+        template: String,
+        /// Number of probes (ids 1..=N).
+        #[arg(long)]
+        count: u32,
+        /// Probe id format: latencylab (ASCII marker) or compact (binary).
+        #[arg(long, default_value = "latencylab")]
+        probe_id: String,
+        /// Output pcap (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Generate every generated trace of a plan into a folder (`<trace>.pcap`).
+    Plan {
+        /// Plan file.
+        plan: PathBuf,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Count and check the probes of a pcap (exit 1 when it has problems).
+    Inspect {
+        /// The pcap.
+        file: PathBuf,
+        /// Probe id format.
+        #[arg(long, default_value = "latencylab")]
+        probe_id: String,
+    },
+}
+
 enum Failure {
     Invalid(Vec<Diagnostic>),
     Usage(String),
@@ -128,7 +168,7 @@ enum Failure {
 /// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
 fn args() -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let known = ["run", "validate", "plan", "analyze", "report", "compare", "import", "help"];
+    let known = ["run", "validate", "plan", "analyze", "report", "compare", "import", "trace", "help"];
     if let Some(first) = args.get(1).and_then(|a| a.to_str())
         && !first.starts_with('-')
         && !known.contains(&first)
@@ -150,6 +190,7 @@ fn main() -> ExitCode {
             compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
+        Command::Trace { op } => trace(op),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -400,4 +441,46 @@ fn import(src: &Path, out: &Path, probes: u64) -> Result<(), Failure> {
 
 fn report_all(dir: &Path) -> Result<(), Failure> {
     report(dir, &[])
+}
+
+fn probe_format(name: &str) -> Result<plan::ProbeFormat, Failure> {
+    match name {
+        "latencylab" => Ok(plan::ProbeFormat::Latencylab),
+        "compact" => Ok(plan::ProbeFormat::Compact),
+        other => Err(Failure::Usage(format!("unknown probe id format `{other}` (latencylab, compact)"))),
+    }
+}
+
+fn trace(op: TraceOp) -> Result<(), Failure> {
+    use orchestrator::trace;
+    let failed = |e: trace::TraceError| Failure::Exit(4, e.to_string());
+    match op {
+        TraceOp::Generate { template, count, probe_id, out } => {
+            let t = trace::template_by_name(&template).ok_or_else(|| {
+                Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
+            })?;
+            let info = trace::generate(t, count, probe_format(&probe_id)?, &out).map_err(failed)?;
+            println!("{}", serde_json::to_string(&info).unwrap_or_default());
+            Ok(())
+        }
+        TraceOp::Plan { plan: path, out } => {
+            let (plan, _) = plan::load(&path, Some("sim")).map_err(|e| Failure::Invalid(e.0))?;
+            for t in &plan.traces {
+                if let plan::TraceSource::Generate { template, count, probe_id } = t.source {
+                    let info = trace::generate(template, count, probe_id, &out.join(t.file_name())).map_err(failed)?;
+                    println!("{}", serde_json::to_string(&info).unwrap_or_default());
+                }
+            }
+            Ok(())
+        }
+        TraceOp::Inspect { file, probe_id } => {
+            let report = trace::inspect(&file, probe_format(&probe_id)?).map_err(failed)?;
+            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            let problems = report.problems();
+            for p in &problems {
+                eprintln!("{}: {p}", file.display());
+            }
+            if problems.is_empty() { Ok(()) } else { Err(Failure::Exit(1, String::new())) }
+        }
+    }
 }

@@ -1,0 +1,344 @@
+//! Generated probe traces, read back independently of the generator: with etherparse (headers,
+//! IPv4 and UDP checksums, VLAN tags, destinations against the programs' tables), pcap-file (the
+//! records and timestamps) and, where installed, tcpdump; and inspection of a hand-built pcap with
+//! a duplicated id and a packet that is not a probe.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
+use latency_agent::probe::{self, Probe};
+use orchestrator::plan::{ProbeFormat, TraceTemplate};
+use orchestrator::trace::{self, TraceError};
+use orchestrator::{digest, probes};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::{Endianness, TsResolution};
+
+const TEMPLATES: [TraceTemplate; 4] =
+    [TraceTemplate::Forward, TraceTemplate::FiveTuple, TraceTemplate::RemoveHeader, TraceTemplate::Checksum];
+const FORMATS: [ProbeFormat; 2] = [ProbeFormat::Latencylab, ProbeFormat::Compact];
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("orchestrate-trace-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn file_name(t: TraceTemplate, f: ProbeFormat) -> String {
+    format!("{}-{}.pcap", trace::template_name(t), trace::wire_format(f).name())
+}
+
+/// All packets of a pcap with their timestamps, read with pcap-file.
+fn packets(path: &Path) -> (PcapHeader, Vec<(Duration, Vec<u8>)>) {
+    let mut r = PcapReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let header = r.header();
+    let mut out = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        assert_eq!(p.orig_len as usize, p.data.len(), "whole frames are captured");
+        out.push((p.timestamp, p.data.into_owned()));
+    }
+    (header, out)
+}
+
+/// What a test needs of a parsed probe frame.
+#[derive(Debug)]
+struct Decoded {
+    vlan: Option<u16>,
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    /// Offset of the UDP payload in the frame.
+    payload_at: usize,
+}
+
+/// Parse a frame with etherparse and check its IPv4 and UDP checksums.
+fn decode(frame: &[u8]) -> Decoded {
+    let s = SlicedPacket::from_ethernet(frame).unwrap();
+    let vlan = match s.link_exts.as_slice() {
+        [] => None,
+        [LinkExtSlice::Vlan(v)] => Some(v.vlan_identifier().value()),
+        other => panic!("unexpected link extensions {other:?}"),
+    };
+    let Some(NetSlice::Ipv4(ip)) = &s.net else { panic!("not IPv4: {:?}", s.net) };
+    let ip_header = ip.header();
+    assert_eq!(ip_header.ihl(), 5);
+    assert_eq!(ip_header.protocol(), etherparse::IpNumber::UDP);
+    assert_eq!(ip_header.to_header().calc_header_checksum(), ip_header.header_checksum(), "IPv4 header checksum");
+    assert_eq!(usize::from(ip_header.total_len()), frame.len() - 14 - 4 * usize::from(vlan.is_some()));
+    let Some(TransportSlice::Udp(udp)) = &s.transport else { panic!("not UDP: {:?}", s.transport) };
+    assert_ne!(udp.checksum(), 0, "the UDP checksum is filled in");
+    let expected =
+        udp.to_header().calc_checksum_ipv4_raw(ip_header.source(), ip_header.destination(), udp.payload()).unwrap();
+    assert_eq!(udp.checksum(), expected, "UDP checksum");
+    assert_eq!(usize::from(udp.length()), 8 + udp.payload().len());
+    Decoded {
+        vlan,
+        src: ip_header.source(),
+        dst: ip_header.destination(),
+        sport: udp.source_port(),
+        dport: udp.destination_port(),
+        payload_at: frame.len() - udp.payload().len(),
+    }
+}
+
+#[test]
+fn every_template_and_format_generates_a_clean_trace() {
+    let dir = tmp("all");
+    let n = 500u32;
+    for t in TEMPLATES {
+        for f in FORMATS {
+            let path = dir.join(file_name(t, f));
+            let info = trace::generate(t, n, f, &path).unwrap();
+            assert_eq!(info.path, path);
+            assert_eq!(info.probes, n);
+            assert_eq!(info.bytes, std::fs::metadata(&path).unwrap().len());
+            assert_eq!(info.sha256, digest::sha256_file(&path).unwrap());
+            assert_eq!(orchestrator::pcap::count_packets(&path).unwrap(), u64::from(n));
+
+            let insp = trace::inspect(&path, f).unwrap();
+            assert_eq!(insp.packets, u64::from(n), "{t:?} {f:?}");
+            assert_eq!(insp.probes, u64::from(n));
+            assert_eq!(insp.non_probes, 0);
+            assert_eq!(insp.unique_ids, u64::from(n));
+            assert_eq!((insp.duplicate_ids, insp.duplicates.len()), (0, 0));
+            assert_eq!((insp.min_id, insp.max_id), (Some(1), Some(u64::from(n))));
+            assert_eq!((insp.gaps, insp.missing.len()), (0, 0));
+            assert_eq!(insp.tagged, 0);
+            assert!(insp.strictly_increasing);
+            let len = if t == TraceTemplate::RemoveHeader { 132 } else { 128 };
+            assert_eq!((insp.frame_len_min, insp.frame_len_max), (Some(len), Some(len)));
+            let other = if f == ProbeFormat::Latencylab { "compact" } else { "latencylab" };
+            assert_eq!(insp.formats[trace::wire_format(f).name()], u64::from(n));
+            assert_eq!(insp.formats[other], 0);
+            assert!(insp.problems().is_empty(), "{:?}", insp.problems());
+
+            // Read as the other format, nothing is a probe, and the problems say why.
+            let wrong = trace::inspect(&path, trace::plan_format(other.parse().unwrap())).unwrap();
+            assert_eq!((wrong.probes, wrong.non_probes), (0, u64::from(n)));
+            let problems = wrong.problems();
+            assert!(
+                problems.iter().any(|p| p.contains(&format!("no packet carries a {other} probe id"))),
+                "{problems:?}"
+            );
+            assert!(problems.iter().any(|p| p.contains(trace::wire_format(f).name())), "{problems:?}");
+
+            // The JSON form has the fields a report or a CLI prints.
+            let json = serde_json::to_value(&insp).unwrap();
+            assert_eq!(json["packets"], u64::from(n));
+            assert_eq!(serde_json::to_value(&info).unwrap()["sha256"], info.sha256.as_str());
+        }
+    }
+}
+
+#[test]
+fn headers_and_checksums_are_valid_and_the_probe_opens_the_udp_payload() {
+    let dir = tmp("headers");
+    for t in TEMPLATES {
+        for f in FORMATS {
+            let path = dir.join(file_name(t, f));
+            trace::generate(t, 100, f, &path).unwrap();
+            let (header, pkts) = packets(&path);
+            assert_eq!(header.ts_resolution, TsResolution::NanoSecond);
+            assert_eq!(header.datalink, pcap_file::DataLink::ETHERNET);
+            for (i, (ts, frame)) in pkts.iter().enumerate() {
+                let id = i as u64 + 1;
+                assert_eq!(*ts, Duration::from_millis(2 * id), "timestamps are id × 2 ms");
+                let d = decode(frame);
+                assert_eq!(&frame[..6], &[0xff; 6], "broadcast destination MAC");
+                assert_eq!(d.vlan, (t == TraceTemplate::RemoveHeader).then_some(100));
+                let (at, p) = probe::locate(frame, trace::wire_format(f)).unwrap();
+                assert_eq!(p, Probe { id, tag: None });
+                assert_eq!(at, d.payload_at, "{t:?} {f:?}: the probe starts the UDP payload");
+                assert_eq!(d.src, [10, 0, 0, 100]);
+                assert_eq!(d.sport, 4000);
+                if t == TraceTemplate::FiveTuple {
+                    // Entries of five_tuple.tbl: 10.0.0.100:4000 -> 10.0.0.k:(4999 + k), k = 1..4.
+                    assert!((1..=4).contains(&d.dst[3]) && d.dst[..3] == [10, 0, 0]);
+                    assert_eq!(d.dport, 4999 + u16::from(d.dst[3]));
+                } else if t != TraceTemplate::Forward {
+                    // Entries of forward.tbl: 10.0.0.1 .. 10.0.0.7.
+                    assert!(d.dst[..3] == [10, 0, 0] && (1..=7).contains(&d.dst[3]), "{:?}", d.dst);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn forward_traces_address_exactly_the_unforwarded_ids_to_missing_destinations() {
+    let dir = tmp("forward");
+    let n = 1000u32;
+    for f in FORMATS {
+        let path = dir.join(file_name(TraceTemplate::Forward, f));
+        trace::generate(TraceTemplate::Forward, n, f, &path).unwrap();
+        let mut missed = BTreeSet::new();
+        for (_, frame) in packets(&path).1 {
+            let d = decode(&frame);
+            let id = probe::parse(&frame, trace::wire_format(f)).unwrap().id;
+            match d.dst {
+                [10, 0, 0, 1..=7] => {}
+                [10, 0, 1, _] => {
+                    missed.insert(id);
+                }
+                other => panic!("probe {id} to {other:?}, neither a hit nor a 10.0.1.x miss"),
+            }
+        }
+        let expected: BTreeSet<u64> =
+            probes::ids(u64::from(n)).filter(|&i| !probes::forwarded(TraceTemplate::Forward, i)).collect();
+        assert_eq!(missed, expected);
+        assert_eq!(missed.len() * 10, n as usize * 3, "30 % of the probes miss the table");
+    }
+}
+
+#[test]
+fn generation_is_deterministic_and_never_overwrites() {
+    let dir = tmp("determinism");
+    for t in TEMPLATES {
+        for f in FORMATS {
+            let a = dir.join(format!("a-{}", file_name(t, f)));
+            let b = dir.join(format!("b-{}", file_name(t, f)));
+            let ia = trace::generate(t, 300, f, &a).unwrap();
+            let ib = trace::generate(t, 300, f, &b).unwrap();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{t:?} {f:?}");
+            assert_eq!(ia.sha256, ib.sha256);
+            assert_eq!(ia.bytes, ib.bytes);
+        }
+    }
+    // Different inputs give different files.
+    let forward = trace::generate(TraceTemplate::Forward, 10, ProbeFormat::Compact, &dir.join("f.pcap")).unwrap();
+    let checksum = trace::generate(TraceTemplate::Checksum, 10, ProbeFormat::Compact, &dir.join("c.pcap")).unwrap();
+    assert_ne!(forward.sha256, checksum.sha256);
+
+    let existing = dir.join("f.pcap");
+    let before = std::fs::read(&existing).unwrap();
+    let err = trace::generate(TraceTemplate::Forward, 20, ProbeFormat::Latencylab, &existing).unwrap_err();
+    assert!(err.to_string().contains(&existing.display().to_string()), "{err}");
+    assert_eq!(std::fs::read(&existing).unwrap(), before);
+}
+
+/// A hand-built microsecond, big-endian pcap (unlike the generator's) holding probes 1, 2, 2, 5,
+/// a packet without a probe and one carrying the other format's probe.
+fn hand_built(path: &Path) {
+    let header =
+        PcapHeader { ts_resolution: TsResolution::MicroSecond, endianness: Endianness::Big, ..Default::default() };
+    let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+    let wire = probe::ProbeFormat::Latencylab;
+    let mut frames: Vec<Vec<u8>> =
+        [1, 2, 2, 5].iter().map(|&id| trace::frame(TraceTemplate::Checksum, id, wire).unwrap()).collect();
+    let mut not_a_probe = trace::frame(TraceTemplate::Checksum, 3, wire).unwrap();
+    let at = probe::locate(&not_a_probe, wire).unwrap().0;
+    not_a_probe[at..at + 12].copy_from_slice(b"hello, world");
+    assert_eq!(probe::parse(&not_a_probe, wire), None);
+    frames.insert(3, not_a_probe);
+    frames.push(trace::frame(TraceTemplate::Checksum, 4, probe::ProbeFormat::Compact).unwrap());
+    for (i, f) in frames.iter().enumerate() {
+        w.write_packet(&PcapPacket::new(Duration::from_micros(i as u64 * 2000), f.len() as u32, f)).unwrap();
+    }
+    std::fs::write(path, w.into_writer()).unwrap();
+}
+
+#[test]
+fn inspection_reports_a_duplicated_id_and_a_non_probe_packet() {
+    let dir = tmp("inspect");
+    let path = dir.join("hand.pcap");
+    hand_built(&path);
+    let insp = trace::inspect(&path, ProbeFormat::Latencylab).unwrap();
+    assert_eq!(insp.packets, 6);
+    assert_eq!(insp.probes, 4);
+    assert_eq!(insp.non_probes, 2);
+    assert_eq!(insp.unique_ids, 3);
+    assert_eq!(insp.duplicate_ids, 1);
+    assert_eq!(insp.duplicates, [2]);
+    assert_eq!((insp.min_id, insp.max_id), (Some(1), Some(5)));
+    assert_eq!((insp.gaps, insp.missing.as_slice()), (2, &[3, 4][..]));
+    assert!(!insp.strictly_increasing);
+    assert_eq!(insp.formats["latencylab"], 4);
+    assert_eq!(insp.formats["compact"], 1);
+    let problems = insp.problems();
+    assert_eq!(
+        problems,
+        [
+            "2 of 6 packets carry no latencylab probe id",
+            "1 packets carry a compact probe id, but the trace is read as latencylab",
+            "1 probes repeat an id seen before (ids 2)",
+            "2 ids are missing between 1 and 5 (ids 3, 4)",
+        ]
+    );
+}
+
+#[test]
+fn inspection_counts_tagged_probes() {
+    let dir = tmp("tagged");
+    let header = PcapHeader { ts_resolution: TsResolution::NanoSecond, ..Default::default() };
+    let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+    for (id, tag) in [(1, probe::TAG_PIPELINE), (1, probe::TAG_BYPASS)] {
+        let mut f = trace::frame(TraceTemplate::Forward, id, probe::ProbeFormat::Compact).unwrap();
+        assert!(probe::set_tag(&mut f, probe::ProbeFormat::Compact, tag));
+        w.write_packet(&PcapPacket::new(Duration::ZERO, f.len() as u32, &f)).unwrap();
+    }
+    let path = dir.join("reflected.pcap");
+    std::fs::write(&path, w.into_writer()).unwrap();
+    let insp = trace::inspect(&path, ProbeFormat::Compact).unwrap();
+    assert_eq!((insp.probes, insp.tagged, insp.duplicate_ids), (2, 2, 1));
+    assert!(insp.problems().iter().any(|p| p.contains("2 probes are already tagged")), "{:?}", insp.problems());
+}
+
+#[test]
+fn inspection_errors_name_the_file() {
+    let dir = tmp("errors");
+    let missing = dir.join("missing.pcap");
+    let err = trace::inspect(&missing, ProbeFormat::Latencylab).unwrap_err();
+    assert!(matches!(err, TraceError::Io { .. }), "{err:?}");
+    assert!(err.to_string().starts_with(&missing.display().to_string()), "{err}");
+
+    let bogus = dir.join("bogus.pcap");
+    std::fs::write(&bogus, b"this is not a capture file at all").unwrap();
+    let err = trace::inspect(&bogus, ProbeFormat::Latencylab).unwrap_err();
+    assert!(matches!(err, TraceError::Pcap { .. }), "{err:?}");
+    assert!(err.to_string().starts_with(&bogus.display().to_string()), "{err}");
+
+    // An empty capture (header only) is readable, and its problem is said.
+    let empty = dir.join("empty.pcap");
+    trace::generate(TraceTemplate::Checksum, 0, ProbeFormat::Compact, &empty).unwrap();
+    let insp = trace::inspect(&empty, ProbeFormat::Compact).unwrap();
+    assert_eq!((insp.packets, insp.min_id, insp.frame_len_min), (0, None, None));
+    assert_eq!(insp.problems(), ["the trace holds no packets"]);
+}
+
+#[test]
+fn tcpdump_reads_generated_traces() {
+    let Some(tcpdump) = ["/usr/bin/tcpdump", "/usr/sbin/tcpdump"].into_iter().find(|p| Path::new(p).exists()) else {
+        eprintln!("tcpdump not installed: skipped");
+        return;
+    };
+    let dir = tmp("tcpdump");
+    for t in TEMPLATES {
+        for f in FORMATS {
+            let path = dir.join(file_name(t, f));
+            trace::generate(t, 20, f, &path).unwrap();
+            let out =
+                std::process::Command::new(tcpdump).arg("-r").arg(&path).args(["-c", "3", "-nn"]).output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{t:?} {f:?}: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+            let lines: Vec<&str> = stdout.lines().collect();
+            assert_eq!(lines.len(), 3, "{stdout}");
+            assert!(lines.iter().all(|l| l.contains("10.0.0.100.4000 > ") && l.contains("UDP")), "{stdout}");
+            if t == TraceTemplate::RemoveHeader {
+                // tcpdump prints the tag only with -e.
+                let out = std::process::Command::new(tcpdump)
+                    .arg("-r")
+                    .arg(&path)
+                    .args(["-c", "1", "-nn", "-e"])
+                    .output()
+                    .unwrap();
+                assert!(String::from_utf8_lossy(&out.stdout).contains("vlan 100"), "{out:?}");
+            }
+        }
+    }
+}
