@@ -44,6 +44,10 @@ fn main() {
             let ns = start.elapsed().as_nanos() as f64 / (N as f64 * ROUNDS as f64);
             best = best.min(ns);
         }
-        println!("record path ({}): {best:.1} ns/packet (target <= 50 ns), best of 5 x {} packets", format.name(), N * ROUNDS as u64);
+        println!(
+            "record path ({}): {best:.1} ns/packet (target <= 50 ns), best of 5 x {} packets",
+            format.name(),
+            N * ROUNDS as u64
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! `latency-agent`: the receiver agent's command line.
 //!
-//! `capture` runs until its standard input closes or it gets SIGTERM/SIGINT. Commands on stdin,
-//! one per line: `begin <run>`, `end <run>`, `quit`. Events on stdout, one JSON object per line:
+//! `capture` runs until its standard input closes or it gets SIGTERM/SIGINT. Commands on stdin
+//! (or, with `--control FIFO`, on a named pipe that writers may open and close at will, for an
+//! agent running detached under `setsid`), one per line: `begin <run>`, `end <run>`, `quit`. Events on stdout, one JSON object per line:
 //! `ready` (ports, TSC rate), `begin` (run file), `end` (per-run counters), `error`, `stopped`.
 
-use std::io::BufRead;
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -57,6 +58,9 @@ enum Command {
         /// Write the process id here (removed on exit).
         #[arg(long)]
         pidfile: Option<PathBuf>,
+        /// Read commands from this named pipe (created if missing) instead of stdin.
+        #[arg(long)]
+        control: Option<PathBuf>,
         /// Run even without an invariant TSC (stamps may then be meaningless).
         #[arg(long)]
         force_tsc: bool,
@@ -148,8 +152,20 @@ fn emit(v: serde_json::Value) {
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Capture { backend, ports, cores, probe_format, out, pidfile, force_tsc, queue, tsc_window_ms, eal } => {
-            capture(backend, &ports, cores, &probe_format, out, pidfile, force_tsc, queue, tsc_window_ms, &eal)
+        Command::Capture {
+            backend,
+            ports,
+            cores,
+            probe_format,
+            out,
+            pidfile,
+            control,
+            force_tsc,
+            queue,
+            tsc_window_ms,
+            eal,
+        } => {
+            capture(backend, &ports, cores, &probe_format, out, pidfile, control, force_tsc, queue, tsc_window_ms, &eal)
         }
         Command::Regs { op } => regs_cmd(op),
         Command::Tsc { window_ms } => {
@@ -215,6 +231,7 @@ fn capture(
     probe_format: &str,
     out: PathBuf,
     pidfile: Option<PathBuf>,
+    control: Option<PathBuf>,
     force_tsc: bool,
     queue: usize,
     tsc_window_ms: u64,
@@ -226,7 +243,13 @@ fn capture(
     }
     let info = tsc::probe(tsc_window_ms * 1_000_000);
     if !info.invariant && !force_tsc {
-        return Err((2, format!("the TSC is not invariant (flags found: {:?}); refusing to stamp with it (--force-tsc overrides)", info.flags)));
+        return Err((
+            2,
+            format!(
+                "the TSC is not invariant (flags found: {:?}); refusing to stamp with it (--force-tsc overrides)",
+                info.flags
+            ),
+        ));
     }
     let rx: Vec<Box<dyn RxPort>> = match backend {
         Backend::AfPacket => ports
@@ -248,15 +271,21 @@ fn capture(
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
-    let (tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
+    let lines = match control {
+        Some(fifo) => control_fifo(&fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
+        None => {
+            let (tx, lines) = std::sync::mpsc::channel::<String>();
+            std::thread::spawn(move || {
+                for line in std::io::stdin().lock().lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            lines
         }
-    });
+    };
     while !stop.load(Ordering::SeqCst) {
         let line = match lines.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => l,
@@ -280,7 +309,9 @@ fn capture(
             },
             (Some("quit"), _) => break,
             (None, _) => {}
-            _ => emit(json!({ "event": "error", "command": line, "error": "expected `begin <run>`, `end <run>` or `quit`" })),
+            _ => emit(
+                json!({ "event": "error", "command": line, "error": "expected `begin <run>`, `end <run>` or `quit`" }),
+            ),
         }
         for e in recorder.errors() {
             emit(json!({ "event": "error", "error": e }));
@@ -292,6 +323,31 @@ fn capture(
     }
     emit(json!({ "event": "stopped" }));
     Ok(())
+}
+
+/// Lines written to a named pipe by any number of successive writers.
+fn control_fifo(path: &std::path::Path) -> std::io::Result<std::sync::mpsc::Receiver<String>> {
+    if !path.exists() {
+        let status = std::process::Command::new("mkfifo").arg("-m").arg("600").arg(path).status()?;
+        if !status.success() {
+            return Err(std::io::Error::other("mkfifo failed"));
+        }
+    }
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        loop {
+            // Opening blocks until a writer opens the pipe; EOF when it closes it, then reopen.
+            let Ok(f) = std::fs::File::open(&path) else { break };
+            for line in BufReader::new(f).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    Ok(lines)
 }
 
 #[cfg(not(feature = "dpdk"))]

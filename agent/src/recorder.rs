@@ -107,7 +107,8 @@ impl Recorder {
         let mut threads = Vec::new();
         let out = opts.out.clone();
         let writer_shared = shared.clone();
-        threads.push(std::thread::Builder::new().name("writer".into()).spawn(move || writer(rx, &out, &writer_shared))?);
+        threads
+            .push(std::thread::Builder::new().name("writer".into()).spawn(move || writer(rx, &out, &writer_shared))?);
         for (i, port) in ports.into_iter().enumerate() {
             let which = if i == 0 { Port::Pipeline } else { Port::Bypass };
             let (shared, tx, format, core) = (shared.clone(), tx.clone(), opts.format, opts.cores.get(i).copied());
@@ -179,12 +180,11 @@ fn poller(
     shared: &Shared,
     tx: &SyncSender<Msg>,
 ) {
-    if let Some(c) = core {
-        if let Err(e) = crate::sys::pin_current_thread(c) {
-            if let Ok(mut errs) = shared.errors.lock() {
-                errs.push(format!("{}: cannot pin to core {c}: {e}", port.name()));
-            }
-        }
+    if let Some(c) = core
+        && let Err(e) = crate::sys::pin_current_thread(c)
+        && let Ok(mut errs) = shared.errors.lock()
+    {
+        errs.push(format!("{}: cannot pin to core {c}: {e}", port.name()));
     }
     let mut seen: Vec<Seen> = Vec::with_capacity(POLLER_BATCH);
     let mut non_probe = 0u64;
@@ -278,10 +278,10 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
         let msg = match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(m) => m,
             Err(RecvTimeoutError::Timeout) => {
-                if let Some(o) = open.as_mut() {
-                    if let Err(e) = o.flush() {
-                        record_error(format!("{}: {e}", o.file.display()));
-                    }
+                if let Some(o) = open.as_mut()
+                    && let Err(e) = o.flush()
+                {
+                    record_error(format!("{}: {e}", o.file.display()));
                 }
                 continue;
             }
@@ -293,7 +293,8 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
                     let _ = o.finish();
                 }
                 let r = open_run(out, run);
-                let _ = reply.send(r.as_ref().map(|o| o.file.clone()).map_err(|e| io::Error::new(e.kind(), e.to_string())));
+                let _ =
+                    reply.send(r.as_ref().map(|o| o.file.clone()).map_err(|e| io::Error::new(e.kind(), e.to_string())));
                 open = r.ok();
             }
             Msg::End(run, reply) => {
@@ -315,10 +316,10 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
                         *o.ports.entry(s.id).or_default() |= 1 << p;
                     }
                     o.records += seen.len() as u64;
-                    if o.builder.len() >= WRITE_BATCH {
-                        if let Err(e) = o.flush() {
-                            record_error(format!("{}: {e}", o.file.display()));
-                        }
+                    if o.builder.len() >= WRITE_BATCH
+                        && let Err(e) = o.flush()
+                    {
+                        record_error(format!("{}: {e}", o.file.display()));
                     }
                 }
                 _ => {
@@ -327,9 +328,9 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
             },
         }
     }
-    if let Some(o) = open.take() {
-        if let Err(e) = o.finish() {
-            record_error(e.to_string());
-        }
+    if let Some(o) = open.take()
+        && let Err(e) = o.finish()
+    {
+        record_error(e.to_string());
     }
 }

@@ -56,9 +56,9 @@ pub fn init_writes(c: &Config) -> Vec<Write> {
     }
     w.extend([
         Write { offset: 0x8014, value: 1, what: "CMAC0 RX enable" },
-        Write { offset: 0x800c, value: 1, what: "CMAC0 TX enable" },
+        Write { offset: 0x800C, value: 1, what: "CMAC0 TX enable" },
         Write { offset: 0xC014, value: 1, what: "CMAC1 RX enable" },
-        Write { offset: 0xC00c, value: 1, what: "CMAC1 TX enable" },
+        Write { offset: 0xC00C, value: 1, what: "CMAC1 TX enable" },
     ]);
     w
 }
@@ -78,7 +78,8 @@ pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
     for (offset, want, what) in RX_STATUS {
         let v = bar.read32(offset)?;
         if v == 0xFFFF_FFFF {
-            problems.push(format!("{what} ({offset:#06x}) reads 0xffffffff: the BAR is dead (re-enumerate the device)"));
+            problems
+                .push(format!("{what} ({offset:#06x}) reads 0xffffffff: the BAR is dead (re-enumerate the device)"));
         } else if v & want != want {
             problems.push(format!("{what} ({offset:#06x}) = {v:#x}, expected {want:#x} (link down?)"));
         }
@@ -117,7 +118,7 @@ mod tests {
         assert_eq!(word(&b, 0x15FC), 0);
         assert_eq!(word(&b, 0x1600), 0xabababab, "only 128 entries are cleared");
         assert_eq!(word(&b, 0x25FC), 0);
-        for o in [0x8014, 0x800c, 0xC014, 0xC00c] {
+        for o in [0x8014, 0x800C, 0xC014, 0xC00C] {
             assert_eq!(word(&b, o), 1, "{o:#x}");
         }
         std::fs::remove_file(p).unwrap();

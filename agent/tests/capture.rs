@@ -30,7 +30,18 @@ impl Netns {
         ok(Command::new("ip").args(["netns", "add", name]));
         let ns = Netns(name.to_string());
         for i in 0..2 {
-            ok(Command::new("ip").args(["-n", name, "link", "add", &format!("s{i}"), "type", "veth", "peer", "name", &format!("r{i}")]));
+            ok(Command::new("ip").args([
+                "-n",
+                name,
+                "link",
+                "add",
+                &format!("s{i}"),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &format!("r{i}"),
+            ]));
         }
         ok(Command::new("ip").args(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
         for dev in ["lo", "s0", "r0", "s1", "r1"] {
@@ -75,7 +86,7 @@ fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
 
 #[test]
 fn af_packet_capture_records_every_probe_once_per_port() {
-    if !(have("ip") && have("tcpreplay")) || !nix_is_root() {
+    if !(have("ip") && have("tcpreplay") && nix_is_root()) {
         assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
         eprintln!("skipped: needs root, ip and tcpreplay");
         return;
@@ -167,4 +178,47 @@ fn af_packet_capture_records_every_probe_once_per_port() {
 
 fn nix_is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+#[test]
+fn a_detached_agent_is_controlled_through_a_named_pipe() {
+    if !have("ip") || !nix_is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide root and ip");
+        eprintln!("skipped: needs root and ip");
+        return;
+    }
+    let ns = Netns::new(&format!("agent-fifo-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agent-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("ctl");
+    let events = dir.join("events.jsonl");
+    let mut agent = Command::new("ip")
+        .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+        .args(["--ports", "r0,r1", "--out"])
+        .arg(dir.join("runs"))
+        .arg("--control")
+        .arg(&fifo)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&events).unwrap())
+        .spawn()
+        .unwrap();
+    // Each command from a separate writer, as a controller over SSH would send them.
+    let send = |cmd: &str| {
+        while !fifo.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        writeln!(f, "{cmd}").unwrap();
+    };
+    send("begin 1");
+    send("end 1");
+    send("quit");
+    assert!(agent.wait().unwrap().success());
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&events).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let kinds: Vec<&str> = lines.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ready", "begin", "end", "stopped"]);
+    assert_eq!(lines[2]["records"], 0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -37,7 +37,8 @@ fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T)
 impl PacketRing {
     /// Open a ring on `interface` (needs CAP_NET_RAW).
     pub fn open(interface: &str) -> io::Result<PacketRing> {
-        let name = CString::new(interface).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+        let name =
+            CString::new(interface).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
         // SAFETY: `name` is a valid NUL-terminated string.
         let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
         if ifindex == 0 {
@@ -60,7 +61,14 @@ impl PacketRing {
         let len = (BLOCK_SIZE * BLOCKS) as usize;
         // SAFETY: maps the ring the kernel just allocated for this socket, with its exact size.
         let ring = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
         };
         if ring == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -122,7 +130,9 @@ impl PacketRing {
             // handed back below. The sockaddr_ll follows the aligned header.
             let (data, outgoing) = unsafe {
                 let h = &*hdr;
-                let sll = frame.add(libc::TPACKET_ALIGN(std::mem::size_of::<libc::tpacket2_hdr>())).cast::<libc::sockaddr_ll>();
+                let sll = frame
+                    .add(libc::TPACKET_ALIGN(std::mem::size_of::<libc::tpacket2_hdr>()))
+                    .cast::<libc::sockaddr_ll>();
                 let data = std::slice::from_raw_parts(frame.add(h.tp_mac as usize), h.tp_snaplen as usize);
                 (data, (*sll).sll_pkttype == libc::PACKET_OUTGOING)
             };

@@ -31,7 +31,14 @@ impl Bar {
         // the file size; the result is checked against MAP_FAILED before use. The fd may be closed
         // afterwards: the mapping keeps its own reference.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
@@ -40,7 +47,7 @@ impl Bar {
     }
 
     fn check(&self, offset: usize) -> io::Result<()> {
-        if offset % 4 != 0 || offset + 4 > self.len {
+        if !offset.is_multiple_of(4) || offset + 4 > self.len {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("register offset {offset:#x} is unaligned or beyond the {:#x}-byte window", self.len),

@@ -4,6 +4,7 @@
 
 pub mod af_packet;
 pub mod bar;
+#[cfg(feature = "dpdk")] pub mod dpdk;
 
 use std::io;
 

@@ -1,0 +1,673 @@
+//! DPDK capture ports (feature `dpdk`): the EAL, one RX queue per port with its own mbuf pool, and
+//! [`DpdkPort`], the [`RxPort`] that hands each received frame over with a TSC stamp
+//! (`rte_rdtsc_precise`) taken right after `rte_eth_rx_burst` returned it.
+//!
+//! The EAL is initialised once per process ([`Eal::init`]); it cannot be initialised again after
+//! `rte_eal_cleanup`, which runs when the last port (and [`Eal`] handle) is dropped. DPDK's log
+//! goes to stderr (the Linux EAL would write it to stdout, where the agent's JSON events go). The
+//! EAL pins the calling thread to its main lcore; that pinning is undone, so that the threads the
+//! agent spawns later (its pollers, pinned with `--cores`) do not all inherit that one core.
+//!
+//! Poll-mode drivers come from the EAL's default plugin directory (Debian:
+//! `/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0`, loaded because DPDK is linked as shared
+//! libraries, as `dpdk-testpmd` does) or from `-d` arguments.
+//!
+//! Reflect mode ([`open_with_reflect`]): each probe is tagged in place ([`probe::set_tag`]: `P` on
+//! the first receiving port, `B` on the others) and sent out of the reflect port on the TX queue
+//! whose index is the receiving port's index; frames without a probe are freed.
+
+use std::cell::Cell;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use dpdk_sys as ffi;
+
+use crate::capture::RxPort;
+use crate::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
+
+/// Most frames taken from the NIC per `rte_eth_rx_burst`.
+pub const BURST: usize = 32;
+/// Program name put first in the EAL argv.
+pub const PROGRAM: &str = "latency-agent";
+/// RX (and TX) descriptors asked for per queue (adjusted to the device's limits).
+const RING_DESC: u16 = 1024;
+/// Mbufs per port pool (2^n - 1 is the best size for the ring underneath).
+const POOL_MBUFS: u32 = 8191;
+/// Per-lcore mbuf cache of a pool.
+const POOL_CACHE: u32 = 256;
+/// `-ENOTSUP`: a driver without the operation (promiscuous mode on some virtual devices).
+const ENOTSUP: c_int = 95;
+
+/// What went wrong, with DPDK's own error text (`rte_strerror`).
+#[derive(Debug, thiserror::Error)]
+pub enum DpdkError {
+    /// `rte_eal_init` failed.
+    #[error("DPDK EAL init failed: {msg} (rte_errno {code}); EAL arguments: {args:?}")]
+    EalInit {
+        /// rte_errno.
+        code: i32,
+        /// rte_strerror(rte_errno).
+        msg: String,
+        /// The argv given to the EAL.
+        args: Vec<String>,
+    },
+    /// The EAL of this process was cleaned up (or failed to initialise) before.
+    #[error("the DPDK EAL cannot be initialised again in this process ({0})")]
+    EalUnavailable(String),
+    /// An EAL argument holds a NUL byte.
+    #[error("EAL argument {0:?} contains a NUL byte")]
+    NulInArgument(String),
+    /// A port is not a number.
+    #[error("`{0}` is not a DPDK port id (expected a number such as 0 or 1)")]
+    BadPortId(String),
+    /// No such port after the EAL probed its devices.
+    #[error("no DPDK port {port}: the EAL found {available} port(s) (check the -a / --vdev EAL arguments)")]
+    NoSuchPort {
+        /// The port asked for.
+        port: u16,
+        /// Ports the EAL found.
+        available: u16,
+    },
+    /// The same receiving port is listed twice.
+    #[error("DPDK port {0} is listed twice")]
+    DuplicatePort(u16),
+    /// The reflect port has too few TX queues (one per receiving port is needed).
+    #[error(
+        "reflect port {port} supports {max} TX queue(s), {needed} are needed (one per receiving port; net_af_packet: add `qpairs={needed}` to its --vdev)"
+    )]
+    ReflectQueues {
+        /// The reflect port.
+        port: u16,
+        /// TX queues the device supports.
+        max: u16,
+        /// TX queues needed.
+        needed: u16,
+    },
+    /// A DPDK call on a port failed.
+    #[error("DPDK port {port}: {step} failed: {msg} (error {code})")]
+    Port {
+        /// The port.
+        port: u16,
+        /// The call (`rte_eth_dev_configure`, …).
+        step: &'static str,
+        /// The positive errno value.
+        code: i32,
+        /// rte_strerror(code).
+        msg: String,
+    },
+}
+
+/// DPDK's text for an errno value (its own codes included).
+fn strerror(code: i32) -> String {
+    // SAFETY: rte_strerror returns a pointer to a static or per-lcore NUL-terminated string,
+    // valid until the next call on this thread; it is copied at once.
+    unsafe {
+        let s = ffi::rte_strerror(code);
+        if s.is_null() { format!("error {code}") } else { CStr::from_ptr(s).to_string_lossy().into_owned() }
+    }
+}
+
+/// The calling thread's rte_errno.
+fn rte_errno() -> i32 {
+    // SAFETY: reads a per-thread integer; no preconditions.
+    unsafe { ffi::ldpdk_errno() }
+}
+
+/// `Err(Port)` for a negative `-errno` return value.
+fn check(port: u16, step: &'static str, rc: c_int) -> Result<c_int, DpdkError> {
+    if rc < 0 { Err(DpdkError::Port { port, step, code: -rc, msg: strerror(-rc) }) } else { Ok(rc) }
+}
+
+/// The EAL argv: the program name, then the user's arguments as given.
+pub fn eal_args(program: &str, user_args: &[String]) -> Vec<String> {
+    std::iter::once(program.to_string()).chain(user_args.iter().cloned()).collect()
+}
+
+/// The EAL arguments (without the program name) that a host inventory turns into:
+///
+/// - `-l` the lcores (`main_core` is added first when it is not among `cores`; nothing when both
+///   are empty: the EAL then takes every core) and `--main-lcore`;
+/// - memory: `--no-huge` with `-m N` (never `--in-memory`, which does not combine with it), or
+///   with hugepages `--socket-mem` giving `memory_mb` to NUMA node `numa_node` (0 to the others);
+/// - `--file-prefix` (when not empty) and `--no-shconf` (the agent is a lone primary process);
+/// - `-a` for each allowed PCI device, or `--no-pci` when there is none;
+/// - `--vdev=` for each virtual device and `-d` for each driver library or directory.
+#[allow(clippy::too_many_arguments)]
+pub fn eal_args_from_inventory(
+    cores: &[u32],
+    main_core: Option<u32>,
+    numa_node: u32,
+    allow: &[String],
+    vdevs: &[String],
+    no_huge: bool,
+    memory_mb: Option<u32>,
+    file_prefix: &str,
+    drivers: &[String],
+) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut lcores: Vec<u32> = Vec::new();
+    if let Some(m) = main_core {
+        if !cores.contains(&m) {
+            lcores.push(m);
+        }
+    }
+    lcores.extend_from_slice(cores);
+    if !lcores.is_empty() {
+        let list: Vec<String> = lcores.iter().map(u32::to_string).collect();
+        args.extend(["-l".to_string(), list.join(",")]);
+    }
+    if let Some(m) = main_core {
+        args.extend(["--main-lcore".to_string(), m.to_string()]);
+    }
+    if no_huge {
+        args.push("--no-huge".into());
+        if let Some(mb) = memory_mb {
+            args.extend(["-m".to_string(), mb.to_string()]);
+        }
+    } else if let Some(mb) = memory_mb {
+        let per_node: Vec<String> = (0..=numa_node).map(|n| if n == numa_node { mb.to_string() } else { "0".into() }).collect();
+        args.extend(["--socket-mem".to_string(), per_node.join(",")]);
+    }
+    if !file_prefix.is_empty() {
+        args.push(format!("--file-prefix={file_prefix}"));
+    }
+    args.push("--no-shconf".into());
+    if allow.is_empty() {
+        args.push("--no-pci".into());
+    }
+    for a in allow {
+        args.extend(["-a".to_string(), a.clone()]);
+    }
+    for v in vdevs {
+        args.push(format!("--vdev={v}"));
+    }
+    for d in drivers {
+        args.extend(["-d".to_string(), d.clone()]);
+    }
+    args
+}
+
+enum EalState {
+    Uninit,
+    Up(std::sync::Weak<Eal>),
+    Unavailable(String),
+}
+
+static EAL: Mutex<EalState> = Mutex::new(EalState::Uninit);
+
+fn eal_state() -> MutexGuard<'static, EalState> {
+    EAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The initialised EAL of this process. Dropping the last handle calls `rte_eal_cleanup`; DPDK
+/// cannot be used in this process afterwards.
+pub struct Eal {
+    _private: (),
+}
+
+impl Eal {
+    /// Initialise the EAL with `argv` (program name first: see [`eal_args`]), or return the
+    /// running EAL (its arguments were fixed by the first call; later ones are ignored).
+    pub fn init(argv: &[String]) -> Result<Arc<Eal>, DpdkError> {
+        let mut state = eal_state();
+        match &*state {
+            EalState::Up(weak) => {
+                return weak.upgrade().ok_or_else(|| DpdkError::EalUnavailable("it was cleaned up".into()));
+            }
+            EalState::Unavailable(why) => return Err(DpdkError::EalUnavailable(why.clone())),
+            EalState::Uninit => {}
+        }
+        let owned: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_str()).map_err(|_| DpdkError::NulInArgument(a.clone())))
+            .collect::<Result<_, _>>()?;
+        // The EAL may keep pointers into argv (and permutes it): it lives as long as the process.
+        let mut ptrs: Vec<*mut c_char> = owned.into_iter().map(CString::into_raw).collect();
+        ptrs.push(std::ptr::null_mut());
+        let ptrs: &'static mut [*mut c_char] = Box::leak(ptrs.into_boxed_slice());
+        let affinity = Affinity::current();
+        // SAFETY: rte_openlog_stream(stderr) only stores the stream pointer.
+        unsafe { ffi::ldpdk_log_to_stderr() };
+        // SAFETY: argc matches the NUL-terminated argv of valid C strings, leaked so they outlive
+        // the EAL; the state mutex guarantees a single call per process.
+        let rc = unsafe { ffi::rte_eal_init(argv.len() as c_int, ptrs.as_mut_ptr()) };
+        if let Some(a) = affinity {
+            a.restore();
+        }
+        if rc < 0 {
+            let code = rte_errno();
+            let msg = strerror(code);
+            *state = EalState::Unavailable(format!("its initialisation failed: {msg}"));
+            return Err(DpdkError::EalInit { code, msg, args: argv.to_vec() });
+        }
+        let eal = Arc::new(Eal { _private: () });
+        *state = EalState::Up(Arc::downgrade(&eal));
+        Ok(eal)
+    }
+
+    /// The TSC rate DPDK assumes (`rte_get_tsc_hz`; rounded — measure it for conversions).
+    pub fn tsc_hz(&self) -> u64 {
+        // SAFETY: reads a value set by rte_eal_init, which has run (self exists).
+        unsafe { ffi::rte_get_tsc_hz() }
+    }
+
+    /// Ports the EAL found.
+    pub fn port_count(&self) -> u16 {
+        // SAFETY: the EAL is initialised.
+        unsafe { ffi::rte_eth_dev_count_avail() }
+    }
+}
+
+impl Drop for Eal {
+    fn drop(&mut self) {
+        let mut state = eal_state();
+        *state = EalState::Unavailable("it was cleaned up".into());
+        // SAFETY: the last handle is gone, so no port of this module is open any more.
+        unsafe { ffi::rte_eal_cleanup() };
+    }
+}
+
+/// A thread's CPU affinity, to undo the EAL's pinning of the calling thread.
+struct Affinity(libc::cpu_set_t);
+
+impl Affinity {
+    fn current() -> Option<Affinity> {
+        // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: pid 0 = the calling thread; `set` is writable and of the size passed.
+        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        (rc == 0).then_some(Affinity(set))
+    }
+
+    fn restore(&self) {
+        // SAFETY: pid 0 = the calling thread; the set was read by sched_getaffinity.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0) };
+    }
+}
+
+/// Everything opened by one `open…` call: stopped, closed and freed when the last port using it
+/// is dropped — ports first (their rings give the mbufs back), then the pools, then the EAL.
+struct Session {
+    ports: Vec<u16>,
+    pools: Vec<*mut ffi::rte_mempool>,
+    _eal: Arc<Eal>,
+}
+
+// SAFETY: the pool pointers are only used in Drop; DPDK mempools and ethdev control calls may be
+// used from any thread (not concurrently on one port, which Drop's exclusivity ensures).
+unsafe impl Send for Session {}
+// SAFETY: `&Session` gives no access to the pointers.
+unsafe impl Sync for Session {}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        for &p in &self.ports {
+            // SAFETY: `p` was configured by this session and no DpdkPort polls it any more (they
+            // all hold this session). Errors are of no use at this point.
+            unsafe {
+                ffi::rte_eth_dev_stop(p);
+                ffi::rte_eth_dev_close(p);
+            }
+        }
+        for &pool in &self.pools {
+            // SAFETY: the ports using the pool are closed, so no mbuf of it is in use by them.
+            unsafe { ffi::rte_mempool_free(pool) };
+        }
+    }
+}
+
+/// Where a receiving port reflects its probes.
+#[derive(Clone, Copy, Debug)]
+struct Reflect {
+    port: u16,
+    queue: u16,
+    tag: u8,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Registration {
+    NotTried,
+    ByUs,
+    NotNeeded,
+}
+
+thread_local! {
+    /// Whether this thread was registered as an EAL lcore (for its mempool cache).
+    static REGISTRATION: Cell<Registration> = const { Cell::new(Registration::NotTried) };
+}
+
+/// Packet counters of a port (`rte_eth_stats_get`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    /// Packets received.
+    pub ipackets: u64,
+    /// Packets the device dropped because the RX queue was full.
+    pub imissed: u64,
+    /// Erroneous received packets.
+    pub ierrors: u64,
+    /// RX mbuf allocation failures.
+    pub rx_nombuf: u64,
+    /// Packets sent.
+    pub opackets: u64,
+    /// Failed transmissions.
+    pub oerrors: u64,
+}
+
+/// One DPDK receive port (RX queue 0), for one polling thread.
+pub struct DpdkPort {
+    port: u16,
+    name: String,
+    format: ProbeFormat,
+    reflect: Option<Reflect>,
+    session: Arc<Session>,
+}
+
+impl DpdkPort {
+    /// The DPDK port id.
+    pub fn port_id(&self) -> u16 {
+        self.port
+    }
+
+    /// The device name (`net_pcap0`, `0000:3b:00.0`, …).
+    pub fn device(&self) -> &str {
+        &self.name
+    }
+
+    /// The port's counters.
+    pub fn stats(&self) -> Result<PortStats, DpdkError> {
+        let mut s = ffi::rte_eth_stats::default();
+        // SAFETY: the port is open (the session is alive); `s` is a writable rte_eth_stats.
+        check(self.port, "rte_eth_stats_get", unsafe { ffi::rte_eth_stats_get(self.port, &mut s) })?;
+        Ok(PortStats {
+            ipackets: s.ipackets,
+            imissed: s.imissed,
+            ierrors: s.ierrors,
+            rx_nombuf: s.rx_nombuf,
+            opackets: s.opackets,
+            oerrors: s.oerrors,
+        })
+    }
+
+    /// Register the polling thread as an EAL lcore once, so that mbuf allocations and frees use
+    /// the pools' per-lcore caches. Harmless when it fails (non-EAL threads work, slower).
+    #[inline]
+    fn register_thread() {
+        if REGISTRATION.get() != Registration::NotTried {
+            return;
+        }
+        // SAFETY: reads the calling thread's lcore id.
+        let next = if unsafe { ffi::rte_lcore_id() } != ffi::LCORE_ID_ANY {
+            Registration::NotNeeded
+        // SAFETY: the EAL is initialised (this port's session holds it); the thread is not an
+        // EAL thread, as just checked.
+        } else if unsafe { ffi::rte_thread_register() } == 0 {
+            Registration::ByUs
+        } else {
+            Registration::NotNeeded
+        };
+        REGISTRATION.set(next);
+    }
+}
+
+impl RxPort for DpdkPort {
+    fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+        let want = budget.min(BURST);
+        if want == 0 {
+            return 0;
+        }
+        Self::register_thread();
+        let mut bufs = [std::ptr::null_mut::<ffi::rte_mbuf>(); BURST];
+        // SAFETY: the port is started and RX queue 0 is polled by this thread only (a DpdkPort is
+        // not Clone and polls take &mut self); `bufs` has room for `want` ≤ BURST pointers.
+        let n = usize::from(unsafe { ffi::rte_eth_rx_burst(self.port, 0, bufs.as_mut_ptr(), want as u16) });
+        if n == 0 {
+            return 0;
+        }
+        let mut stamps = [0u64; BURST];
+        for s in &mut stamps[..n] {
+            // SAFETY: `mfence; rdtsc` — no memory effects beyond the fence.
+            *s = unsafe { ffi::rte_rdtsc_precise() };
+        }
+        let mut tx = [std::ptr::null_mut::<ffi::rte_mbuf>(); BURST];
+        let mut ntx = 0;
+        for (&m, &tsc) in bufs[..n].iter().zip(&stamps[..n]) {
+            // SAFETY: `m` is a valid mbuf the driver just handed over, owned by us until it is
+            // freed or transmitted below; its first segment holds `data_len` bytes at its data
+            // pointer, and nothing else accesses them meanwhile.
+            let data: &mut [u8] = unsafe {
+                std::slice::from_raw_parts_mut(
+                    ffi::ldpdk_mbuf_data(m).cast::<u8>(),
+                    usize::from(ffi::ldpdk_mbuf_data_len(m)),
+                )
+            };
+            f(data, tsc);
+            match self.reflect {
+                Some(r) if probe::set_tag(data, self.format, r.tag) => {
+                    tx[ntx] = m;
+                    ntx += 1;
+                }
+                // SAFETY: `m` is ours and not used after this.
+                _ => unsafe { ffi::rte_pktmbuf_free(m) },
+            }
+        }
+        if let (Some(r), true) = (self.reflect, ntx > 0) {
+            // SAFETY: the reflect port is started with a TX queue per receiving port and queue
+            // `r.queue` is used by this port's thread only; the driver takes ownership of the
+            // first `sent` mbufs.
+            let sent = usize::from(unsafe { ffi::rte_eth_tx_burst(r.port, r.queue, tx.as_mut_ptr(), ntx as u16) });
+            for &m in &tx[sent..ntx] {
+                // SAFETY: not taken by the driver, so still ours.
+                unsafe { ffi::rte_pktmbuf_free(m) };
+            }
+        }
+        n
+    }
+
+    fn name(&self) -> String {
+        format!("dpdk:{}:{}", self.port, self.name)
+    }
+}
+
+impl Drop for DpdkPort {
+    fn drop(&mut self) {
+        if REGISTRATION.get() == Registration::ByUs {
+            REGISTRATION.set(Registration::NotTried);
+            // SAFETY: this thread was registered by `register_thread`; the EAL is still up (the
+            // session, dropped after this body, holds it).
+            unsafe { ffi::rte_thread_unregister() };
+        }
+    }
+}
+
+/// Parse DPDK port ids ("0", "1", …).
+pub fn parse_ports(ports: &[String]) -> Result<Vec<u16>, DpdkError> {
+    let mut ids: Vec<u16> = Vec::with_capacity(ports.len());
+    for p in ports {
+        let id: u16 = p.trim().parse().map_err(|_| DpdkError::BadPortId(p.clone()))?;
+        if ids.contains(&id) {
+            return Err(DpdkError::DuplicatePort(id));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Open `ports` (DPDK port ids, pipeline first) for capture: the EAL is initialised with
+/// [`PROGRAM`] and `eal`. What `latency-agent capture --backend dpdk` calls.
+pub fn open_ports(ports: &[String], eal: &[String]) -> Result<Vec<Box<dyn RxPort>>, DpdkError> {
+    open_ports_with_reflect(ports, None, ProbeFormat::Latencylab, eal)
+}
+
+/// Like [`open_ports`], reflecting the probes (of `format`) out of `reflect_port` when it is set.
+pub fn open_ports_with_reflect(
+    ports: &[String],
+    reflect_port: Option<u16>,
+    format: ProbeFormat,
+    eal: &[String],
+) -> Result<Vec<Box<dyn RxPort>>, DpdkError> {
+    let ids = parse_ports(ports)?;
+    let eal = Eal::init(&eal_args(PROGRAM, eal))?;
+    Ok(open_with_reflect(&eal, &ids, reflect_port, format)?.into_iter().map(|p| Box::new(p) as Box<dyn RxPort>).collect())
+}
+
+/// Open `ports` on the initialised `eal` (see [`open_ports_with_reflect`]). Each port gets one RX
+/// queue with its own mbuf pool on the port's NUMA socket, promiscuous mode, and is started; a
+/// reflect port gets one TX queue per receiving port (the other ports one, unused).
+pub fn open_with_reflect(
+    eal: &Arc<Eal>,
+    ports: &[u16],
+    reflect_port: Option<u16>,
+    format: ProbeFormat,
+) -> Result<Vec<DpdkPort>, DpdkError> {
+    let available = eal.port_count();
+    let mut all: Vec<u16> = Vec::new();
+    for &p in ports {
+        if all.contains(&p) {
+            return Err(DpdkError::DuplicatePort(p));
+        }
+        all.push(p);
+    }
+    if let Some(r) = reflect_port {
+        if !all.contains(&r) {
+            all.push(r);
+        }
+    }
+    for &p in &all {
+        // SAFETY: the EAL is initialised; any port id may be asked about.
+        if unsafe { ffi::rte_eth_dev_is_valid_port(p) } == 0 {
+            return Err(DpdkError::NoSuchPort { port: p, available });
+        }
+    }
+    let mut session = Session { ports: Vec::new(), pools: Vec::new(), _eal: eal.clone() };
+    // `all` starts with `ports`, in order: names[i] is the name of ports[i].
+    let mut names = Vec::new();
+    let needed_tx = ports.len() as u16;
+    for &p in &all {
+        let nb_tx = if reflect_port == Some(p) { needed_tx } else { 1 };
+        names.push(setup_port(&mut session, p, nb_tx, reflect_port == Some(p))?);
+    }
+    let session = Arc::new(session);
+    Ok(ports
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| DpdkPort {
+            port: p,
+            name: names[i].clone(),
+            format,
+            reflect: reflect_port.map(|r| Reflect {
+                port: r,
+                queue: i as u16,
+                tag: if i == 0 { TAG_PIPELINE } else { TAG_BYPASS },
+            }),
+            session: session.clone(),
+        })
+        .collect())
+}
+
+/// A unique mempool name (DPDK names are process-wide and at most 25 characters).
+fn pool_name(port: u16) -> CString {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    CString::new(format!("lat_rx{port}_{n}")).unwrap_or_default()
+}
+
+/// Configure, set up and start one port; returns its device name. What was configured is
+/// recorded in `session`, so that an error part-way still closes it.
+fn setup_port(session: &mut Session, p: u16, nb_tx: u16, is_reflect: bool) -> Result<String, DpdkError> {
+    let mut info = ffi::rte_eth_dev_info::default();
+    // SAFETY: `p` is a valid port; `info` is writable.
+    check(p, "rte_eth_dev_info_get", unsafe { ffi::rte_eth_dev_info_get(p, &mut info) })?;
+    if is_reflect && info.max_tx_queues < nb_tx {
+        return Err(DpdkError::ReflectQueues { port: p, max: info.max_tx_queues, needed: nb_tx });
+    }
+    let nb_tx = nb_tx.min(info.max_tx_queues);
+    let conf = ffi::rte_eth_conf::default();
+    // SAFETY: `p` is valid and stopped; `conf` is a zeroed (= default) configuration.
+    check(p, "rte_eth_dev_configure", unsafe { ffi::rte_eth_dev_configure(p, 1, nb_tx, &conf) })?;
+    session.ports.push(p);
+    // SAFETY: `p` is valid.
+    let socket = unsafe { ffi::rte_eth_dev_socket_id(p) };
+    let socket = if socket < 0 { ffi::SOCKET_ID_ANY } else { socket };
+    let name = pool_name(p);
+    // SAFETY: `name` is a valid C string; the sizes are within DPDK's limits.
+    let pool = unsafe {
+        ffi::rte_pktmbuf_pool_create(
+            name.as_ptr(),
+            POOL_MBUFS,
+            POOL_CACHE,
+            0,
+            ffi::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
+            socket,
+        )
+    };
+    if pool.is_null() {
+        let code = rte_errno();
+        return Err(DpdkError::Port { port: p, step: "rte_pktmbuf_pool_create", code, msg: strerror(code) });
+    }
+    session.pools.push(pool);
+    let (mut nb_rxd, mut nb_txd) = (RING_DESC, RING_DESC);
+    // SAFETY: `p` is configured; both counts are writable.
+    check(p, "rte_eth_dev_adjust_nb_rx_tx_desc", unsafe {
+        ffi::rte_eth_dev_adjust_nb_rx_tx_desc(p, &mut nb_rxd, &mut nb_txd)
+    })?;
+    // SAFETY: `p` is configured with one RX queue; NULL = the driver's default RX config; `pool`
+    // outlives the queue (both belong to the session, ports closed before pools freed).
+    check(p, "rte_eth_rx_queue_setup", unsafe {
+        ffi::rte_eth_rx_queue_setup(p, 0, nb_rxd, socket as u32, std::ptr::null(), pool)
+    })?;
+    for q in 0..nb_tx {
+        // SAFETY: `p` is configured with `nb_tx` TX queues; NULL = default TX config.
+        check(p, "rte_eth_tx_queue_setup", unsafe {
+            ffi::rte_eth_tx_queue_setup(p, q, nb_txd, socket as u32, std::ptr::null())
+        })?;
+    }
+    // SAFETY: `p` is configured with its queues set up.
+    check(p, "rte_eth_dev_start", unsafe { ffi::rte_eth_dev_start(p) })?;
+    // SAFETY: `p` is started.
+    let rc = unsafe { ffi::rte_eth_promiscuous_enable(p) };
+    if rc != -ENOTSUP {
+        check(p, "rte_eth_promiscuous_enable", rc)?;
+    }
+    let mut buf = [0 as c_char; ffi::RTE_ETH_NAME_MAX_LEN as usize];
+    // SAFETY: `buf` has RTE_ETH_NAME_MAX_LEN bytes, as the call requires.
+    let rc = unsafe { ffi::rte_eth_dev_get_name_by_port(p, buf.as_mut_ptr()) };
+    Ok(if rc == 0 {
+        // SAFETY: on success the buffer holds a NUL-terminated name.
+        unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+    } else {
+        format!("port{p}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn eal_argv_starts_with_the_program() {
+        assert_eq!(eal_args("latency-agent", &s(&["--no-pci", "-l", "0"])), s(&["latency-agent", "--no-pci", "-l", "0"]));
+        assert_eq!(eal_args("x", &[]), s(&["x"]));
+    }
+
+    #[test]
+    fn port_ids_parse_and_reject_garbage_and_duplicates() {
+        assert_eq!(parse_ports(&s(&["0", " 1"])).unwrap(), vec![0, 1]);
+        assert!(matches!(parse_ports(&s(&["eth0"])), Err(DpdkError::BadPortId(p)) if p == "eth0"));
+        assert!(matches!(parse_ports(&s(&["70000"])), Err(DpdkError::BadPortId(_))));
+        assert!(matches!(parse_ports(&s(&["1", "1"])), Err(DpdkError::DuplicatePort(1))));
+    }
+
+    #[test]
+    fn errors_name_the_port_and_step() {
+        let e = check(3, "rte_eth_dev_start", -22).unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("DPDK port 3: rte_eth_dev_start failed: "), "{text}");
+        assert!(text.ends_with("(error 22)"), "{text}");
+        assert_eq!(check(3, "x", 2).unwrap(), 2);
+    }
+}
