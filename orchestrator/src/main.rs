@@ -255,27 +255,11 @@ fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failu
 fn run(args: &RunArgs) -> Result<(), Failure> {
     use orchestrator::engine::{self, EngineError, Options, events};
     use orchestrator::results::{self, ResultsDir};
-    use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed};
+    use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
 
     let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
-    if let Some(inv) = &inventory {
-        return Err(Failure::Usage(format!(
-            "testbed `{}` ({}) is driven over SSH, which this build cannot do yet; run the study on the simulated testbed with `--testbed sim`",
-            inv.name,
-            inv.path.display()
-        )));
-    }
-    let schedule = schedule::expand(&plan, None).map_err(Failure::Usage)?;
+    let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)?;
     let seed = args.seed.unwrap_or(plan.protocol.seed);
-    let model = match &args.sim_model {
-        Some(p) => {
-            let mut diags = Vec::new();
-            plan::load_file(p, &mut diags, model::decode).ok_or(Failure::Invalid(diags))?
-        }
-        None => model::SimModel::default(),
-    };
-    let mut testbed = SimTestbed::new(&plan, model, args.realtime).with_seed(seed);
-
     let results_err = |e: results::ResultsError| Failure::Exit(4, e.to_string());
     let dir = match &args.out {
         Some(out) if args.resume => ResultsDir::open(out).map_err(|e| Failure::Usage(e.to_string()))?,
@@ -288,7 +272,29 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     if !args.resume {
         results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false).map_err(results_err)?;
     }
-    engine::provenance::write_start(&dir, &plan, &schedule, &testbed, seed).map_err(results_err)?;
+    let mut testbed: Box<dyn Testbed> = match &inventory {
+        None => {
+            let model = match &args.sim_model {
+                Some(p) => {
+                    let mut diags = Vec::new();
+                    plan::load_file(p, &mut diags, model::decode).ok_or(Failure::Invalid(diags))?
+                }
+                None => model::SimModel::default(),
+            };
+            Box::new(SimTestbed::new(&plan, model, args.realtime).with_seed(seed))
+        }
+        Some(inv) => {
+            let testbed_err = |e| Failure::Exit(3, format!("{e}\nresults so far: {}", dir.root().display()));
+            let tb = SshTestbed::connect(inv, dir.root(), &plan.hash).map_err(testbed_err)?;
+            if let Err(e) = tb.stage(&plan, dir.root()) {
+                let mut tb = tb;
+                tb.cleanup();
+                return Err(testbed_err(e));
+            }
+            Box::new(tb)
+        }
+    };
+    engine::provenance::write_start(&dir, &plan, &schedule, testbed.as_ref(), seed).map_err(results_err)?;
 
     let cancel = Cancel::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -299,8 +305,8 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     let mut observers: Vec<Box<dyn events::Observer>> =
         vec![Box::new(events::Progress::new()), Box::new(events::Log::open(&dir.root().join("orchestrate.log")))];
     let outcome = engine::run_study(
-        &engine::Study { plan: &plan, inventory: None, schedule: &schedule },
-        &mut testbed as &mut dyn Testbed,
+        &engine::Study { plan: &plan, inventory: inventory.as_ref(), schedule: &schedule },
+        testbed.as_mut(),
         &dir,
         &Options { resume: args.resume, seed },
         &cancel,
@@ -323,7 +329,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         println!("{}", dir.root().display());
         return Err(Failure::Exit(130, String::new()));
     }
-    engine::provenance::write_end(&dir).map_err(results_err)?;
+    engine::provenance::write_end(&dir, testbed.as_ref()).map_err(results_err)?;
     if outcome.complete > 0 {
         analyze(dir.root())?;
         report(dir.root(), &[])?;

@@ -70,12 +70,17 @@ pub fn write_start(
     write_file(&path, serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes(), true)
 }
 
-/// Record the end time.
-pub fn write_end(dir: &ResultsDir) -> Result<(), ResultsError> {
+/// Record the end time, and what the testbed learnt during the study (a real testbed knows its
+/// TSC rate and host facts only once the agent has started).
+pub fn write_end(dir: &ResultsDir, tb: &dyn Testbed) -> Result<(), ResultsError> {
     let path = dir.root().join("provenance.json");
     let bytes = std::fs::read(&path).map_err(crate::results::io_err(&path))?;
     let mut v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| ResultsError::Format { path: path.clone(), message: e.to_string() })?;
     v["ended"] = json!(utc(now_secs()));
+    if tb.tsc_hz().is_finite() {
+        v["tsc_hz"] = json!(tb.tsc_hz());
+    }
+    v["testbed"] = json!({ "name": tb.name(), "facts": tb.facts() });
     write_file(&path, serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes(), true)
 }

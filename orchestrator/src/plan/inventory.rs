@@ -202,8 +202,14 @@ pub const VARIABLES: &[&str] = &[
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SshTarget {
-    /// A `Host` alias of `~/.ssh/config` (its options, ProxyJump included, apply).
-    Alias(String),
+    /// A `Host` alias of an ssh_config file (`~/.ssh/config` unless `config` names another); its
+    /// options, ProxyJump included, apply.
+    Alias {
+        /// The alias.
+        alias: String,
+        /// ssh_config file.
+        config: Option<PathBuf>,
+    },
     /// An explicit destination.
     Direct {
         /// Host name or address.
@@ -320,15 +326,20 @@ pub fn default_estimate(a: Action) -> f64 {
     }
 }
 
-/// Values of the session- and run-independent variables.
 impl Inventory {
+    /// Folder of a session on the receiver: the agent's run files, `events.jsonl` and its `ctl`
+    /// control pipe live there.
+    pub fn session_dir(&self, session_name: &str) -> String {
+        format!("{}/runs/{session_name}", self.receiver.host.workdir)
+    }
+
     /// Variables for one step. `ctx` supplies the schedule-dependent ones.
     pub fn vars(&self, ctx: &StepContext<'_>) -> Vars {
         let r = &self.receiver;
         let s = &self.sender;
         let rwork = &r.host.workdir;
         let swork = &s.host.workdir;
-        let session_dir = format!("{rwork}/runs/{}", ctx.session_name);
+        let session_dir = self.session_dir(ctx.session_name);
         let word = |v: &str| TemplateValue::Word(v.to_string());
         let list = |v: &[String]| TemplateValue::List(v.to_vec());
         let mut v = Vars::new();
@@ -464,7 +475,8 @@ fn decode_host(d: &mut Decoder, m: &mut yaml::MapReader<'_>) -> Option<Host> {
 fn decode_ssh(d: &mut Decoder, n: &Node) -> Option<SshTarget> {
     let mut m = d.map(n, "ssh: `alias`, or `host` + `user`")?;
     let out = if let Some(a) = m.get("alias") {
-        d.string(a).map(SshTarget::Alias)
+        let config = m.get("config").map_or(Some(None), |v| d.path(v, true).map(Some));
+        d.string(a).zip(config).map(|(alias, config)| SshTarget::Alias { alias, config })
     } else {
         let host = m.req(d, "host").and_then(|v| d.string(v));
         let user = m.req(d, "user").and_then(|v| d.string(v));
@@ -479,7 +491,7 @@ fn decode_ssh(d: &mut Decoder, n: &Node) -> Option<SshTarget> {
             known_hosts: known_hosts?,
         })
     };
-    m.finish(d, &["alias", "host", "user", "port", "identity", "known_hosts"]);
+    m.finish(d, &["alias", "config", "host", "user", "port", "identity", "known_hosts"]);
     out
 }
 

@@ -96,3 +96,4 @@ pub trait Testbed {
     /// Stop whatever the testbed left running (agents, captures). Called on every exit path.
     fn cleanup(&mut self);
 }
+pub mod ssh;

@@ -1,0 +1,539 @@
+//! The SSH testbed: real hosts (the OCT testbed, or the emulated one in network namespaces)
+//! driven over one OpenSSH ControlMaster connection per host.
+//!
+//! Host keys are always checked strictly (against the inventory's known_hosts, or the user's).
+//! Every host action is the inventory's template rendered with shell-quoted values, run with a
+//! timeout, its output kept in `logs/<session>/<action>.log` of the results folder. The agent runs
+//! detached (setsid, pidfile) and is controlled through its `ctl` named pipe; its events are read
+//! from `events.jsonl` in the session folder on the receiver, and each run's Arrow stream is
+//! streamed back over the SSH channel and checked against the receiver's sha256 of it.
+//!
+//! A lease file on each host (owner, plan hash, heartbeat) keeps a second orchestrator away; a
+//! lease whose heartbeat is older than [`LEASE_STALE_S`] is taken over with a warning.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use arrow_array::RecordBatch;
+use openssh::{KnownHosts, Session, SessionBuilder};
+
+use super::{Cancel, RunData, Testbed, TestbedError};
+use crate::plan::inventory::{Action, Host, Inventory, Role, SshTarget};
+use crate::plan::template::shell_quote;
+use crate::schedule::{Run, Session as StudySession, Step};
+
+/// Seconds after which a lease without heartbeat is considered abandoned.
+pub const LEASE_STALE_S: u64 = 120;
+
+/// One connected host.
+struct Conn {
+    role: Role,
+    name: String,
+    session: Session,
+    workdir: String,
+}
+
+/// The SSH testbed.
+pub struct SshTestbed {
+    rt: tokio::runtime::Runtime,
+    inv: Inventory,
+    hosts: Vec<Conn>,
+    logs: PathBuf,
+    owner: String,
+    tsc_hz: Option<f64>,
+    facts: serde_json::Value,
+    /// Seconds to wait after a replay for the last copies to reach the agent.
+    drain: Duration,
+}
+
+fn failed(host: &str, action: &str, message: impl Into<String>) -> TestbedError {
+    TestbedError::Failed { host: host.to_string(), action: action.to_string(), message: message.into() }
+}
+
+fn builder(host: &Host) -> (SessionBuilder, String) {
+    let mut b = SessionBuilder::default();
+    b.known_hosts_check(KnownHosts::Strict)
+        .connect_timeout(Duration::from_secs(10))
+        .server_alive_interval(Duration::from_secs(5));
+    match &host.ssh {
+        SshTarget::Alias { alias, config } => {
+            if let Some(c) = config {
+                b.config_file(c);
+            }
+            (b, alias.clone())
+        }
+        SshTarget::Direct { host, user, port, identity, known_hosts } => {
+            b.user(user.clone()).port(*port);
+            if let Some(k) = identity {
+                b.keyfile(k);
+            }
+            if let Some(k) = known_hosts {
+                b.user_known_hosts_file(k);
+            }
+            (b, host.clone())
+        }
+    }
+}
+
+impl SshTestbed {
+    /// Connect to every host of `inv`, health-check the connections and take the leases.
+    /// `results` is the results folder (step logs go there); `plan_hash` identifies the study in
+    /// the leases.
+    pub fn connect(inv: &Inventory, results: &Path, plan_hash: &str) -> Result<SshTestbed, TestbedError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| failed("local", "connect", e.to_string()))?;
+        let owner = format!(
+            "{}@{} pid {} plan {}",
+            std::env::var("USER").unwrap_or_else(|_| "?".into()),
+            std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim(),
+            std::process::id(),
+            &plan_hash[..12.min(plan_hash.len())]
+        );
+        let mut hosts = Vec::new();
+        for (role, host) in [(Role::Sender, &inv.sender.host), (Role::Receiver, &inv.receiver.host)] {
+            let (b, dest) = builder(host);
+            let name = format!("{} ({dest})", role.name());
+            let session = rt
+                .block_on(async { tokio::time::timeout(Duration::from_secs(30), b.connect_mux(&dest)).await })
+                .map_err(|_| TestbedError::Timeout { host: name.clone(), action: "connect".into(), seconds: 30.0 })?
+                .map_err(|e| failed(&name, "connect", e.to_string()))?;
+            rt.block_on(session.check()).map_err(|e| failed(&name, "connect", e.to_string()))?;
+            hosts.push(Conn { role, name, session, workdir: host.workdir.clone() });
+        }
+        let mut tb = SshTestbed {
+            rt,
+            inv: inv.clone(),
+            hosts,
+            logs: results.join("logs"),
+            owner,
+            tsc_hz: None,
+            facts: serde_json::Value::Null,
+            drain: Duration::from_millis(500),
+        };
+        tb.take_leases()?;
+        tb.facts = tb.collect_facts();
+        Ok(tb)
+    }
+
+    fn conn(&self, role: Role) -> &Conn {
+        // Both roles are connected in `connect`.
+        &self.hosts[usize::from(role == Role::Receiver)]
+    }
+
+    /// Run `cmd` through the remote shell of `role` with a timeout; returns stdout. A non-zero exit
+    /// is an error carrying the last lines of stderr.
+    fn sh(&self, role: Role, action: &str, cmd: &str, timeout: Duration) -> Result<String, TestbedError> {
+        let c = self.conn(role);
+        let out = self
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, c.session.shell(cmd).output()).await })
+            .map_err(|_| TestbedError::Timeout {
+                host: c.name.clone(),
+                action: action.into(),
+                seconds: timeout.as_secs_f64(),
+            })?
+            .map_err(|e| failed(&c.name, action, e.to_string()))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            Err(failed(&c.name, action, format!("exit {}: {}", out.status.code().unwrap_or(-1), tail.join(" | "))))
+        }
+    }
+
+    fn log(&self, session: &str, action: &str, text: &str) {
+        let dir = self.logs.join(session);
+        if std::fs::create_dir_all(&dir).is_ok() {
+            use std::io::Write;
+            if let Ok(mut f) =
+                std::fs::OpenOptions::new().create(true).append(true).open(dir.join(format!("{action}.log")))
+            {
+                let _ = writeln!(f, "{text}");
+            }
+        }
+    }
+
+    fn take_leases(&self) -> Result<(), TestbedError> {
+        for c in &self.hosts {
+            let lease = format!("{}/lease", c.workdir);
+            // Atomic create (noclobber); an existing lease is taken over only when its heartbeat
+            // (mtime) is stale.
+            let cmd = format!(
+                "mkdir -p {w} && if (set -C; printf '%s\\n' {o} > {l}) 2>/dev/null; then echo taken; \
+                 else age=$(( $(date +%s) - $(stat -c %Y {l}) )); \
+                 if [ $age -gt {stale} ]; then printf '%s\\n' {o} > {l}; echo \"stale $age $(cat {l})\"; \
+                 else echo \"held $(cat {l})\"; fi; fi",
+                w = shell_quote(&c.workdir),
+                o = shell_quote(&self.owner),
+                l = shell_quote(&lease),
+                stale = LEASE_STALE_S
+            );
+            let out = self.sh(c.role, "lease", &cmd, Duration::from_secs(20))?;
+            let out = out.trim();
+            if let Some(holder) = out.strip_prefix("held ") {
+                return Err(failed(&c.name, "lease", format!("the testbed is in use by {holder}")));
+            }
+            if out.starts_with("stale") {
+                eprintln!("warning: {}: took over a stale lease ({out})", c.name);
+            }
+        }
+        Ok(())
+    }
+
+    fn heartbeat(&self) {
+        for c in &self.hosts {
+            let _ = self.sh(
+                c.role,
+                "lease",
+                &format!("touch {}", shell_quote(&format!("{}/lease", c.workdir))),
+                Duration::from_secs(10),
+            );
+        }
+    }
+
+    fn collect_facts(&self) -> serde_json::Value {
+        let probe = "uname -r; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; \
+                     grep -o -w -m2 'constant_tsc\\|nonstop_tsc' /proc/cpuinfo | sort -u | tr '\\n' ' '; echo; \
+                     (pkg-config --modversion libdpdk 2>/dev/null || echo none); (lspci -nn 2>/dev/null | grep -i -E 'xilinx|mellanox' || true)";
+        let mut facts = serde_json::Map::new();
+        for c in &self.hosts {
+            let text = self.sh(c.role, "facts", probe, Duration::from_secs(20)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().map(str::trim).collect();
+            facts.insert(
+                c.role.name().into(),
+                serde_json::json!({
+                    "host": c.name,
+                    "kernel": lines.first(),
+                    "cpu": lines.get(1),
+                    "tsc_flags": lines.get(2),
+                    "dpdk": lines.get(3),
+                    "pci": lines.get(4..).map(|l| l.join("; ")),
+                }),
+            );
+        }
+        serde_json::Value::Object(facts)
+    }
+
+    /// Upload `local` to `remote` on `role` unless a file with the same sha256 is already there;
+    /// the upload is verified by the remote sha256.
+    pub fn upload(&self, role: Role, local: &Path, remote: &str) -> Result<(), TestbedError> {
+        let c = self.conn(role);
+        let want = crate::digest::sha256_file(local)
+            .map_err(|e| failed("local", "upload", format!("{}: {e}", local.display())))?;
+        let q = shell_quote(remote);
+        let have =
+            self.sh(role, "upload", &format!("sha256sum {q} 2>/dev/null | cut -d' ' -f1"), Duration::from_secs(60))?;
+        if have.trim() == want {
+            return Ok(());
+        }
+        let bytes = std::fs::read(local).map_err(|e| failed("local", "upload", format!("{}: {e}", local.display())))?;
+        let tmp = format!("{remote}.part");
+        let cmd = format!(
+            "mkdir -p \"$(dirname {q})\" && cat > {t} && mv {t} {q} && sha256sum {q} | cut -d' ' -f1",
+            t = shell_quote(&tmp)
+        );
+        let got = self
+            .rt
+            .block_on(async {
+                use tokio::io::AsyncWriteExt;
+                let mut child = c
+                    .session
+                    .shell(&cmd)
+                    .stdin(openssh::Stdio::piped())
+                    .stdout(openssh::Stdio::piped())
+                    .spawn()
+                    .await?;
+                if let Some(mut stdin) = child.stdin().take() {
+                    stdin.write_all(&bytes).await.map_err(openssh::Error::ChildIo)?;
+                    stdin.shutdown().await.map_err(openssh::Error::ChildIo)?;
+                }
+                child.wait_with_output().await
+            })
+            .map_err(|e| failed(&c.name, "upload", format!("{remote}: {e}")))?;
+        let got = String::from_utf8_lossy(&got.stdout).trim().to_string();
+        if got != want {
+            return Err(failed(
+                &c.name,
+                "upload",
+                format!("{remote}: checksum mismatch after upload (sent {want}, host has {got})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Read a remote file whole, verified against the host's sha256 of it.
+    pub fn download(&self, role: Role, remote: &str) -> Result<Vec<u8>, TestbedError> {
+        let c = self.conn(role);
+        let q = shell_quote(remote);
+        let sum = self.sh(role, "download", &format!("sha256sum {q} | cut -d' ' -f1"), Duration::from_secs(60))?;
+        let out = self
+            .rt
+            .block_on(async {
+                tokio::time::timeout(Duration::from_secs(300), c.session.shell(format!("cat {q}")).output()).await
+            })
+            .map_err(|_| TestbedError::Timeout { host: c.name.clone(), action: "download".into(), seconds: 300.0 })?
+            .map_err(|e| failed(&c.name, "download", e.to_string()))?;
+        if crate::digest::sha256_hex(&out.stdout) != sum.trim() {
+            return Err(failed(&c.name, "download", format!("{remote}: checksum mismatch")));
+        }
+        Ok(out.stdout)
+    }
+
+    /// Send one command line to the session's agent and wait for the answering event.
+    fn agent_command(
+        &self,
+        session: &str,
+        line: &str,
+        want: &str,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, TestbedError> {
+        let dir = self.inv.session_dir(session);
+        let ctl = shell_quote(&format!("{dir}/ctl"));
+        let events = format!("{dir}/events.jsonl");
+        let before =
+            self.sh(Role::Receiver, "agent", &format!("wc -l < {}", shell_quote(&events)), Duration::from_secs(10))?;
+        let skip: usize = before.trim().parse().unwrap_or(0);
+        self.sh(
+            Role::Receiver,
+            "agent",
+            &format!("printf '%s\\n' {} > {ctl}", shell_quote(line)),
+            Duration::from_secs(10),
+        )?;
+        self.wait_event(session, skip, want, timeout)
+    }
+
+    /// Wait for an event of kind `want` after the first `skip` lines of the agent's events.
+    fn wait_event(
+        &self,
+        session: &str,
+        skip: usize,
+        want: &str,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, TestbedError> {
+        let events = shell_quote(&format!("{}/events.jsonl", self.inv.session_dir(session)));
+        let start = Instant::now();
+        loop {
+            let text = self.sh(
+                Role::Receiver,
+                "agent",
+                &format!("tail -n +{} {events} 2>/dev/null || true", skip + 1),
+                Duration::from_secs(10),
+            )?;
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+                if v["event"] == want {
+                    return Ok(v);
+                }
+                if v["event"] == "error" || v["event"] == "stopped" {
+                    return Err(failed(&self.conn(Role::Receiver).name, "agent", format!("agent reported: {line}")));
+                }
+            }
+            if start.elapsed() > timeout {
+                return Err(TestbedError::Timeout {
+                    host: self.conn(Role::Receiver).name.clone(),
+                    action: format!("agent {want}"),
+                    seconds: timeout.as_secs_f64(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Decode an Arrow IPC stream (a crash-truncated stream keeps its complete batches).
+pub fn decode_stream(bytes: &[u8]) -> Result<Vec<RecordBatch>, String> {
+    let reader =
+        arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for b in reader {
+        match b {
+            Ok(b) => out.push(b),
+            Err(e) if out.is_empty() => return Err(e.to_string()),
+            Err(_) => break,
+        }
+    }
+    Ok(out)
+}
+
+impl Testbed for SshTestbed {
+    fn name(&self) -> String {
+        self.inv.name.clone()
+    }
+
+    fn facts(&self) -> serde_json::Value {
+        serde_json::json!({ "kind": "ssh", "inventory": self.inv.path, "hosts": self.facts, "tsc_hz": self.tsc_hz })
+    }
+
+    fn tsc_hz(&self) -> f64 {
+        self.tsc_hz.unwrap_or(f64::NAN)
+    }
+
+    fn step(
+        &mut self,
+        session: &StudySession,
+        step: &Step,
+        attempt: u32,
+        cancel: &Cancel,
+    ) -> Result<f64, TestbedError> {
+        if cancel.is_cancelled() {
+            return Err(TestbedError::Interrupted);
+        }
+        let start = Instant::now();
+        let cmd = step.command.as_deref().unwrap_or("true");
+        let policy = self.inv.steps[&step.action];
+        let name = session.name();
+        self.log(&name, step.action.name(), &format!("# attempt {attempt}\n$ {cmd}"));
+        if step.action == Action::AgentStart {
+            self.sh(
+                Role::Receiver,
+                "agent_start",
+                &format!("mkdir -p {}", shell_quote(&self.inv.session_dir(&name))),
+                Duration::from_secs(10),
+            )?;
+        }
+        let out = self.sh(step.action.role(), step.action.name(), cmd, Duration::from_secs_f64(policy.timeout_s));
+        match &out {
+            Ok(o) => self.log(&name, step.action.name(), o),
+            Err(e) => self.log(&name, step.action.name(), &format!("error: {e}")),
+        }
+        out?;
+        if step.action == Action::AgentStart {
+            let ready = self.wait_event(&name, 0, "ready", Duration::from_secs_f64(policy.timeout_s))?;
+            self.tsc_hz = ready["tsc"]["hz"].as_f64();
+        }
+        self.heartbeat();
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    fn run(
+        &mut self,
+        session: &StudySession,
+        run: &Run,
+        attempt: u32,
+        cancel: &Cancel,
+    ) -> Result<RunData, TestbedError> {
+        let start = Instant::now();
+        let name = session.name();
+        let begin = self.agent_command(&name, &format!("begin {}", run.run), "begin", Duration::from_secs(30))?;
+        let file = begin["file"].as_str().unwrap_or_default().to_string();
+        for st in &run.steps {
+            if cancel.is_cancelled() {
+                let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
+                return Err(TestbedError::Interrupted);
+            }
+            let cmd = st.command.as_deref().unwrap_or("true");
+            let policy = self.inv.steps[&st.action];
+            self.log(&name, st.action.name(), &format!("# run {} attempt {attempt}\n$ {cmd}", run.run));
+            let out = self.sh(st.action.role(), st.action.name(), cmd, Duration::from_secs_f64(policy.timeout_s));
+            if let Ok(o) = &out {
+                self.log(&name, st.action.name(), o);
+            }
+            if let Err(e) = out {
+                let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
+                return Err(e);
+            }
+        }
+        std::thread::sleep(self.drain);
+        let end = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(60))?;
+        self.log(&name, "run", &end.to_string());
+        let bytes = self.download(Role::Receiver, &file)?;
+        // The run file stays on the receiver under a name marking it as collected.
+        let _ = self.sh(
+            Role::Receiver,
+            "collect",
+            &format!("mv {f} {f}.collected-{attempt}", f = shell_quote(&file)),
+            Duration::from_secs(10),
+        );
+        let batches = decode_stream(&bytes)
+            .map_err(|e| failed(&self.conn(Role::Receiver).name, "collect", format!("{file}: {e}")))?;
+        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64() })
+    }
+
+    fn cleanup(&mut self) {
+        // Stop any agent and capture left running, then release the leases.
+        let r = &self.inv.receiver.host.workdir;
+        let s = &self.inv.sender.host.workdir;
+        let _ = self.sh(
+            Role::Receiver,
+            "cleanup",
+            &format!(
+                "p={}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true",
+                shell_quote(&format!("{r}/agent.pid"))
+            ),
+            Duration::from_secs(20),
+        );
+        let _ = self.sh(
+            Role::Sender,
+            "cleanup",
+            &format!(
+                "p={}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true",
+                shell_quote(&format!("{s}/capture.pid"))
+            ),
+            Duration::from_secs(20),
+        );
+        for c in &self.hosts {
+            let lease = shell_quote(&format!("{}/lease", c.workdir));
+            let _ = self.sh(
+                c.role,
+                "lease",
+                &format!("grep -qF {} {lease} 2>/dev/null && rm -f {lease}; true", shell_quote(&self.owner)),
+                Duration::from_secs(10),
+            );
+        }
+    }
+}
+
+impl SshTestbed {
+    /// Put on the hosts what the study needs, each file only if it is missing or differs
+    /// (checksummed): the probe traces on the sender (generated ones are generated into
+    /// `<results>/traces/` first), tables and present bitstream images on the receiver, and the
+    /// agent binary when the inventory places it in the receiver's work folder.
+    pub fn stage(&self, plan: &crate::plan::Plan, results: &Path) -> Result<(), TestbedError> {
+        let local = |e: String| failed("local", "stage", e);
+        let swork = &self.inv.sender.host.workdir;
+        let rwork = &self.inv.receiver.host.workdir;
+        for t in &plan.traces {
+            let path = match &t.source {
+                crate::plan::TraceSource::Pcap { path, .. } => path.clone(),
+                crate::plan::TraceSource::Generate { template, count, probe_id } => {
+                    let p = results.join("traces").join(t.file_name());
+                    if !p.exists() {
+                        crate::trace::generate(*template, *count, *probe_id, &p).map_err(|e| local(e.to_string()))?;
+                    }
+                    p
+                }
+            };
+            self.upload(Role::Sender, &path, &format!("{swork}/traces/{}", t.file_name()))?;
+        }
+        for p in &plan.programs {
+            if let Some(table) = &p.table {
+                let name = table.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                self.upload(Role::Receiver, table, &format!("{rwork}/tables/{}/{name}", p.name))?;
+            }
+            for b in [&p.bitstream, &p.null] {
+                if b.present {
+                    let name = b.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+                    self.upload(Role::Receiver, &b.file, &format!("{rwork}/bitstreams/{name}"))?;
+                }
+            }
+        }
+        let agent = &self.inv.receiver.agent;
+        if agent.starts_with(&format!("{rwork}/")) {
+            let exe = std::env::current_exe().map_err(|e| local(e.to_string()))?;
+            let built = exe.with_file_name("latency-agent");
+            if !built.is_file() {
+                return Err(local(format!(
+                    "{} not found: build the agent (cargo build --release -p latency-agent)",
+                    built.display()
+                )));
+            }
+            self.upload(Role::Receiver, &built, agent)?;
+            self.sh(Role::Receiver, "stage", &format!("chmod +x {}", shell_quote(agent)), Duration::from_secs(10))?;
+        }
+        Ok(())
+    }
+}
