@@ -39,41 +39,7 @@ enum Backend {
 #[derive(Subcommand)]
 enum Command {
     /// Capture probes on two ports (pipeline first, bypass second).
-    Capture {
-        /// Capture backend.
-        #[arg(long, value_enum, default_value = "dpdk")]
-        backend: Backend,
-        /// Ports: interface names (af_packet) or DPDK port ids, pipeline first.
-        #[arg(long, value_delimiter = ',', default_value = "0,1")]
-        ports: Vec<String>,
-        /// Poller cores, one per port.
-        #[arg(long, value_delimiter = ',')]
-        cores: Vec<usize>,
-        /// Probe id format: latencylab or compact.
-        #[arg(long, default_value = "latencylab")]
-        probe_format: String,
-        /// Folder of the run files.
-        #[arg(long)]
-        out: PathBuf,
-        /// Write the process id here (removed on exit).
-        #[arg(long)]
-        pidfile: Option<PathBuf>,
-        /// Read commands from this named pipe (created if missing) instead of stdin.
-        #[arg(long)]
-        control: Option<PathBuf>,
-        /// Run even without an invariant TSC (stamps may then be meaningless).
-        #[arg(long)]
-        force_tsc: bool,
-        /// Capacity of the poller → writer queue (batches of 256 records).
-        #[arg(long, default_value_t = 4096)]
-        queue: usize,
-        /// TSC rate measurement window, ms.
-        #[arg(long, default_value_t = 200)]
-        tsc_window_ms: u64,
-        /// DPDK EAL arguments (after `--`).
-        #[arg(last = true)]
-        eal: Vec<String>,
-    },
+    Capture(CaptureArgs),
     /// Open-NIC-Shell registers through the PCI BAR.
     Regs {
         #[command(subcommand)]
@@ -87,6 +53,47 @@ enum Command {
     },
     /// Print the record schema.
     Schema,
+}
+
+#[derive(clap::Args)]
+struct CaptureArgs {
+    /// Capture backend.
+    #[arg(long, value_enum, default_value = "dpdk")]
+    backend: Backend,
+    /// Ports: interface names (af_packet) or DPDK port ids, pipeline first.
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    ports: Vec<String>,
+    /// Poller cores, one per port.
+    #[arg(long, value_delimiter = ',')]
+    cores: Vec<usize>,
+    /// Probe id format: latencylab or compact.
+    #[arg(long, default_value = "latencylab")]
+    probe_format: String,
+    /// Folder of the run files.
+    #[arg(long)]
+    out: PathBuf,
+    /// Write the process id here (removed on exit).
+    #[arg(long)]
+    pidfile: Option<PathBuf>,
+    /// DPDK port that reflects every stamped probe (tagged P or B, one TX queue per path) to
+    /// the sender's hardware-timestamping NIC.
+    #[arg(long)]
+    reflect_port: Option<u16>,
+    /// Read commands from this named pipe (created if missing) instead of stdin.
+    #[arg(long)]
+    control: Option<PathBuf>,
+    /// Run even without an invariant TSC (stamps may then be meaningless).
+    #[arg(long)]
+    force_tsc: bool,
+    /// Capacity of the poller → writer queue (batches of 256 records).
+    #[arg(long, default_value_t = 4096)]
+    queue: usize,
+    /// TSC rate measurement window, ms.
+    #[arg(long, default_value_t = 200)]
+    tsc_window_ms: u64,
+    /// DPDK EAL arguments (after `--`).
+    #[arg(last = true)]
+    eal: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -152,21 +159,7 @@ fn emit(v: serde_json::Value) {
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Capture {
-            backend,
-            ports,
-            cores,
-            probe_format,
-            out,
-            pidfile,
-            control,
-            force_tsc,
-            queue,
-            tsc_window_ms,
-            eal,
-        } => {
-            capture(backend, &ports, cores, &probe_format, out, pidfile, control, force_tsc, queue, tsc_window_ms, &eal)
-        }
+        Command::Capture(args) => capture(&args),
         Command::Regs { op } => regs_cmd(op),
         Command::Tsc { window_ms } => {
             emit(json!(tsc::probe(window_ms * 1_000_000)));
@@ -223,20 +216,23 @@ fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn capture(
-    backend: Backend,
-    ports: &[String],
-    cores: Vec<usize>,
-    probe_format: &str,
-    out: PathBuf,
-    pidfile: Option<PathBuf>,
-    control: Option<PathBuf>,
-    force_tsc: bool,
-    queue: usize,
-    tsc_window_ms: u64,
-    eal: &[String],
-) -> Result<(), Failure> {
+fn capture(args: &CaptureArgs) -> Result<(), Failure> {
+    let CaptureArgs {
+        backend,
+        ports,
+        cores,
+        probe_format,
+        out,
+        pidfile,
+        reflect_port,
+        control,
+        force_tsc,
+        queue,
+        tsc_window_ms,
+        eal,
+    } = args;
+    let (backend, reflect_port, force_tsc, queue, tsc_window_ms) =
+        (*backend, *reflect_port, *force_tsc, *queue, *tsc_window_ms);
     let format: ProbeFormat = probe_format.parse().map_err(|e| (2, format!("{e}")))?;
     if ports.len() != 2 {
         return Err((2, format!("two ports are needed (pipeline, bypass), got {}", ports.len())));
@@ -252,19 +248,22 @@ fn capture(
         ));
     }
     let rx: Vec<Box<dyn RxPort>> = match backend {
+        Backend::AfPacket if reflect_port.is_some() => {
+            return Err((2, "reflect mode needs the dpdk backend".into()));
+        }
         Backend::AfPacket => ports
             .iter()
             .map(|p| AfPacketPort::open(p).map(|x| Box::new(x) as Box<dyn RxPort>))
             .collect::<Result<_, _>>()
             .map_err(|e| (1, e.to_string()))?,
-        Backend::Dpdk => open_dpdk(ports, eal)?,
+        Backend::Dpdk => open_dpdk(ports, reflect_port, format, eal)?,
     };
     let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
     if let Some(p) = &pidfile {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
     }
-    let mut recorder =
-        Recorder::start(rx, Options { format, cores, out, queue }).map_err(|e| (1, format!("cannot start: {e}")))?;
+    let mut recorder = Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue })
+        .map_err(|e| (1, format!("cannot start: {e}")))?;
     emit(json!({ "event": "ready", "ports": names, "tsc": info, "pid": std::process::id() }));
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -272,7 +271,7 @@ fn capture(
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     let lines = match control {
-        Some(fifo) => control_fifo(&fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
+        Some(fifo) => control_fifo(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
         None => {
             let (tx, lines) = std::sync::mpsc::channel::<String>();
             std::thread::spawn(move || {
@@ -351,11 +350,16 @@ fn control_fifo(path: &std::path::Path) -> std::io::Result<std::sync::mpsc::Rece
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn open_dpdk(_ports: &[String], _eal: &[String]) -> Result<Vec<Box<dyn RxPort>>, Failure> {
+fn open_dpdk(_: &[String], _: Option<u16>, _: ProbeFormat, _: &[String]) -> Result<Vec<Box<dyn RxPort>>, Failure> {
     Err((2, "this build has no DPDK backend (build with `--features dpdk`); use `--backend af-packet`".into()))
 }
 
 #[cfg(feature = "dpdk")]
-fn open_dpdk(ports: &[String], eal: &[String]) -> Result<Vec<Box<dyn RxPort>>, Failure> {
-    latency_agent::sys::dpdk::open_ports(ports, eal).map_err(|e| (1, e.to_string()))
+fn open_dpdk(
+    ports: &[String],
+    reflect_port: Option<u16>,
+    format: ProbeFormat,
+    eal: &[String],
+) -> Result<Vec<Box<dyn RxPort>>, Failure> {
+    latency_agent::sys::dpdk::open_ports_with_reflect(ports, reflect_port, format, eal).map_err(|e| (1, e.to_string()))
 }

@@ -4,7 +4,8 @@
 //!
 //! The EAL is initialised once per process ([`Eal::init`]); it cannot be initialised again after
 //! `rte_eal_cleanup`, which runs when the last port (and [`Eal`] handle) is dropped. DPDK's log
-//! goes to stderr (the Linux EAL would write it to stdout, where the agent's JSON events go). The
+//! goes to stderr (the Linux EAL would write it to stdout, where the agent's JSON events go), and
+//! so does whatever the EAL prints during its initialisation (its usage text on a bad argument). The
 //! EAL pins the calling thread to its main lcore; that pinning is undone, so that the threads the
 //! agent spawns later (its pollers, pinned with `--cores`) do not all inherit that one core.
 //!
@@ -146,10 +147,10 @@ pub fn eal_args_from_inventory(
 ) -> Vec<String> {
     let mut args = Vec::new();
     let mut lcores: Vec<u32> = Vec::new();
-    if let Some(m) = main_core {
-        if !cores.contains(&m) {
-            lcores.push(m);
-        }
+    if let Some(m) = main_core
+        && !cores.contains(&m)
+    {
+        lcores.push(m);
     }
     lcores.extend_from_slice(cores);
     if !lcores.is_empty() {
@@ -165,7 +166,8 @@ pub fn eal_args_from_inventory(
             args.extend(["-m".to_string(), mb.to_string()]);
         }
     } else if let Some(mb) = memory_mb {
-        let per_node: Vec<String> = (0..=numa_node).map(|n| if n == numa_node { mb.to_string() } else { "0".into() }).collect();
+        let per_node: Vec<String> =
+            (0..=numa_node).map(|n| if n == numa_node { mb.to_string() } else { "0".into() }).collect();
         args.extend(["--socket-mem".to_string(), per_node.join(",")]);
     }
     if !file_prefix.is_empty() {
@@ -228,9 +230,11 @@ impl Eal {
         let affinity = Affinity::current();
         // SAFETY: rte_openlog_stream(stderr) only stores the stream pointer.
         unsafe { ffi::ldpdk_log_to_stderr() };
+        let stdout = StdoutToStderr::begin();
         // SAFETY: argc matches the NUL-terminated argv of valid C strings, leaked so they outlive
         // the EAL; the state mutex guarantees a single call per process.
         let rc = unsafe { ffi::rte_eal_init(argv.len() as c_int, ptrs.as_mut_ptr()) };
+        drop(stdout);
         if let Some(a) = affinity {
             a.restore();
         }
@@ -264,6 +268,39 @@ impl Drop for Eal {
         *state = EalState::Unavailable("it was cleaned up".into());
         // SAFETY: the last handle is gone, so no port of this module is open any more.
         unsafe { ffi::rte_eal_cleanup() };
+    }
+}
+
+/// Standard output redirected to standard error while it lives: the EAL prints its usage text
+/// (on a bad argument) and a few messages with `printf`, and the agent's stdout carries only JSON.
+struct StdoutToStderr(Option<c_int>);
+
+impl StdoutToStderr {
+    fn begin() -> StdoutToStderr {
+        // SAFETY: dup/dup2 on the process's standard descriptors; a failed dup leaves stdout as
+        // it was (nothing is redirected then).
+        unsafe {
+            let saved = libc::dup(libc::STDOUT_FILENO);
+            if saved >= 0 && libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
+                libc::close(saved);
+                return StdoutToStderr(None);
+            }
+            StdoutToStderr((saved >= 0).then_some(saved))
+        }
+    }
+}
+
+impl Drop for StdoutToStderr {
+    fn drop(&mut self) {
+        if let Some(saved) = self.0 {
+            // SAFETY: flushes C's stdio buffers (what the EAL printed goes to stderr), then puts
+            // the saved descriptor back and closes the copy.
+            unsafe {
+                libc::fflush(std::ptr::null_mut());
+                libc::dup2(saved, libc::STDOUT_FILENO);
+                libc::close(saved);
+            }
+        }
     }
 }
 
@@ -359,7 +396,7 @@ pub struct DpdkPort {
     name: String,
     format: ProbeFormat,
     reflect: Option<Reflect>,
-    session: Arc<Session>,
+    _session: Arc<Session>,
 }
 
 impl DpdkPort {
@@ -507,7 +544,10 @@ pub fn open_ports_with_reflect(
 ) -> Result<Vec<Box<dyn RxPort>>, DpdkError> {
     let ids = parse_ports(ports)?;
     let eal = Eal::init(&eal_args(PROGRAM, eal))?;
-    Ok(open_with_reflect(&eal, &ids, reflect_port, format)?.into_iter().map(|p| Box::new(p) as Box<dyn RxPort>).collect())
+    Ok(open_with_reflect(&eal, &ids, reflect_port, format)?
+        .into_iter()
+        .map(|p| Box::new(p) as Box<dyn RxPort>)
+        .collect())
 }
 
 /// Open `ports` on the initialised `eal` (see [`open_ports_with_reflect`]). Each port gets one RX
@@ -527,10 +567,10 @@ pub fn open_with_reflect(
         }
         all.push(p);
     }
-    if let Some(r) = reflect_port {
-        if !all.contains(&r) {
-            all.push(r);
-        }
+    if let Some(r) = reflect_port
+        && !all.contains(&r)
+    {
+        all.push(r);
     }
     for &p in &all {
         // SAFETY: the EAL is initialised; any port id may be asked about.
@@ -559,7 +599,7 @@ pub fn open_with_reflect(
                 queue: i as u16,
                 tag: if i == 0 { TAG_PIPELINE } else { TAG_BYPASS },
             }),
-            session: session.clone(),
+            _session: session.clone(),
         })
         .collect())
 }
@@ -650,7 +690,10 @@ mod tests {
 
     #[test]
     fn eal_argv_starts_with_the_program() {
-        assert_eq!(eal_args("latency-agent", &s(&["--no-pci", "-l", "0"])), s(&["latency-agent", "--no-pci", "-l", "0"]));
+        assert_eq!(
+            eal_args("latency-agent", &s(&["--no-pci", "-l", "0"])),
+            s(&["latency-agent", "--no-pci", "-l", "0"])
+        );
         assert_eq!(eal_args("x", &[]), s(&["x"]));
     }
 

@@ -4,7 +4,8 @@
 
 pub mod af_packet;
 pub mod bar;
-#[cfg(feature = "dpdk")] pub mod dpdk;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 
 use std::io;
 

@@ -454,27 +454,12 @@ impl Testbed for SshTestbed {
     }
 
     fn cleanup(&mut self) {
-        // Stop any agent and capture left running, then release the leases.
-        let r = &self.inv.receiver.host.workdir;
-        let s = &self.inv.sender.host.workdir;
-        let _ = self.sh(
-            Role::Receiver,
-            "cleanup",
-            &format!(
-                "p={}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true",
-                shell_quote(&format!("{r}/agent.pid"))
-            ),
-            Duration::from_secs(20),
-        );
-        let _ = self.sh(
-            Role::Sender,
-            "cleanup",
-            &format!(
-                "p={}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true",
-                shell_quote(&format!("{s}/capture.pid"))
-            ),
-            Duration::from_secs(20),
-        );
+        // Stop any agent and capture left running (by their pidfiles), then release the leases.
+        for (role, pidfile) in [(Role::Receiver, "agent.pid"), (Role::Sender, "capture.pid")] {
+            let p = shell_quote(&format!("{}/{pidfile}", self.conn(role).workdir));
+            let cmd = format!("p={p}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true");
+            let _ = self.sh(role, "cleanup", &cmd, Duration::from_secs(20));
+        }
         for c in &self.hosts {
             let lease = shell_quote(&format!("{}/lease", c.workdir));
             let _ = self.sh(

@@ -1,0 +1,588 @@
+//! The agent's DPDK backend on virtual devices, without hugepages: `net_pcap` fed through named
+//! pipes (the probes are written only once the run is open), `net_af_packet` over veth pairs in a
+//! private network namespace fed by tcpreplay, the EAL argument builder, and (ignored) the poller
+//! throughput on `net_null`. Needs root (and `ip`, `tcpreplay`, `mkfifo`); skipped with a notice
+//! elsewhere unless CI is set.
+
+#![cfg(feature = "dpdk")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, ErrorKind, Lines, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{UInt8Type, UInt64Type};
+use latency_agent::probe::{self, ProbeFormat};
+use latency_agent::sys::dpdk::{eal_args, eal_args_from_inventory};
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Whether the test can run here; panics under CI when it cannot.
+fn can_run(tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if is_root() && missing.is_empty() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must run this as root with {tools:?} (missing: {missing:?})");
+    eprintln!("skipped: needs root and {tools:?} (missing: {missing:?})");
+    false
+}
+
+fn ok(cmd: &mut Command) {
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+/// A fresh scratch folder.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agent-dpdk-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// EAL arguments for a test run: no hugepages, no PCI, main lcore 0, a private file prefix.
+fn test_eal(prefix: &str, vdevs: &[String]) -> Vec<String> {
+    eal_args_from_inventory(&[0], None, 0, &[], vdevs, true, Some(512), prefix, &[])
+}
+
+/// Classic pcap file header (microseconds, Ethernet).
+fn pcap_header() -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend([2, 0, 4, 0]);
+    out.extend([0u8; 8]);
+    out.extend(65535u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    out
+}
+
+/// A broadcast frame: 14-byte Ethernet header, then `payload`, padded to 64 bytes.
+fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0xff; 6];
+    f.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+    f.extend_from_slice(payload);
+    f.resize(f.len().max(64), 0);
+    f
+}
+
+/// pcap records of probes `1..=n` (LatencyLab format) and `junk` frames without a probe.
+fn pcap_records(n: u64, junk: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut record = |f: Vec<u8>| {
+        out.extend([0u8; 8]);
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend(f);
+    };
+    for id in 1..=n {
+        record(frame(&probe::payload(id, ProbeFormat::Latencylab, 64)));
+    }
+    for _ in 0..junk {
+        record(frame(b"not a probe"));
+    }
+    out
+}
+
+/// The agent under test, with its JSON event stream.
+struct Agent {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    events: Lines<BufReader<ChildStdout>>,
+}
+
+impl Agent {
+    fn spawn(mut cmd: Command) -> Agent {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let stdin = child.stdin.take();
+        let events = BufReader::new(child.stdout.take().unwrap()).lines();
+        Agent { child, stdin, events }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
+    }
+
+    fn next(&mut self) -> serde_json::Value {
+        let line = self.events.next().expect("the agent closed its stdout").unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON event: {line:?}: {e}"))
+    }
+
+    /// Close stdin, expect `stopped` and a clean exit.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        assert_eq!(self.next()["event"], "stopped");
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The agent command line for a DPDK capture on ports 0 and 1.
+fn agent_args(cmd: &mut Command, out: &Path, eal: &[String]) {
+    cmd.args(["capture", "--backend", "dpdk", "--ports", "0,1", "--out"]).arg(out).arg("--").args(eal);
+}
+
+/// Read a run file: per port, the (id, tsc) records in arrival order (checking `seq`).
+fn read_run(file: &Path) -> [Vec<(u64, u64)>; 2] {
+    let reader = arrow_ipc::reader::StreamReader::try_new(File::open(file).unwrap(), None).unwrap();
+    assert_eq!(reader.schema(), latency_agent::record_schema());
+    let mut per_port: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
+    for b in reader {
+        let b = b.unwrap();
+        let ids = b.column(0).as_primitive::<UInt64Type>();
+        let ports = b.column(1).as_primitive::<UInt8Type>();
+        let tsc = b.column(2).as_primitive::<UInt64Type>();
+        let seq = b.column(3).as_primitive::<UInt64Type>();
+        for k in 0..b.num_rows() {
+            let p = ports.value(k) as usize;
+            assert_eq!(seq.value(k), per_port[p].len() as u64, "per-port arrival sequence");
+            per_port[p].push((ids.value(k), tsc.value(k)));
+        }
+    }
+    per_port
+}
+
+/// Every id of `1..=n` exactly once per port, TSC stamps monotonic per port.
+fn check_run(per_port: &[Vec<(u64, u64)>; 2], n: u64) {
+    for (p, recs) in per_port.iter().enumerate() {
+        assert!(recs.windows(2).all(|w| w[0].1 <= w[1].1), "port {p}: stamps are monotonic");
+        let mut ids: Vec<u64> = recs.iter().map(|r| r.0).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "port {p}: every id exactly once");
+    }
+}
+
+fn check_end(end: &serde_json::Value, n: u64, non_probe: u64) {
+    assert_eq!(end["event"], "end", "{end}");
+    assert_eq!(end["matched"], n, "{end}");
+    assert_eq!((end["pipeline_only"].as_u64(), end["bypass_only"].as_u64()), (Some(0), Some(0)), "{end}");
+    assert_eq!(end["records"], 2 * n, "{end}");
+    assert_eq!(end["non_probe"], non_probe, "{end}");
+    assert_eq!((end["dropped"].as_u64(), end["outside_run"].as_u64()), (Some(0), Some(0)), "{end}");
+}
+
+/// Open the write end of a FIFO once its reader (the pcap driver, during EAL init) has opened
+/// it. Non-blocking, so that a dead agent cannot hang the test.
+fn open_fifo_writer(fifo: &Path, agent: &mut Agent, deadline: Instant) -> File {
+    loop {
+        match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(fifo) {
+            Ok(f) => return f,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if let Some(status) = agent.child.try_wait().unwrap() {
+                    panic!("the agent exited ({status}) before opening {}", fifo.display());
+                }
+                assert!(Instant::now() < deadline, "the agent did not open {} in time", fifo.display());
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{}: {e}", fifo.display()),
+        }
+    }
+}
+
+/// `write_all` on a non-blocking pipe.
+fn write_all_nb(f: &mut File, mut buf: &[u8], deadline: Instant) {
+    while !buf.is_empty() {
+        match f.write(buf) {
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                assert!(Instant::now() < deadline, "the agent stopped reading its pcap pipe");
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Err(e) => panic!("writing to the pcap pipe: {e}"),
+        }
+    }
+}
+
+/// `net_pcap` replays its file as fast as it is polled, from the moment the ports start — before
+/// any run is open. So the "files" are named pipes: the driver opens them (and reads the pcap
+/// header) during EAL init, and the probes are written only after `begin 1` was acknowledged.
+#[test]
+fn net_pcap_capture_records_every_probe_once_per_port() {
+    if !can_run(&["mkfifo"]) {
+        return;
+    }
+    let dir = scratch("pcap");
+    let (n, junk) = (2000u64, 10u64);
+    let fifos: Vec<PathBuf> = (0..2).map(|i| dir.join(format!("rx{i}.pcap"))).collect();
+    for f in &fifos {
+        ok(Command::new("mkfifo").arg(f));
+    }
+    let prefix = format!("lat-pcap-{}", std::process::id());
+    let vdevs: Vec<String> =
+        fifos.iter().enumerate().map(|(i, f)| format!("net_pcap{i},rx_pcap={}", f.display())).collect();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_latency-agent"));
+    agent_args(&mut cmd, &dir.join("runs"), &test_eal(&prefix, &vdevs));
+    let mut agent = Agent::spawn(cmd);
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut writers: Vec<File> = Vec::new();
+    for f in &fifos {
+        // Port 0's pipe is opened (and its header read) before port 1's: one at a time.
+        let mut w = open_fifo_writer(f, &mut agent, deadline);
+        write_all_nb(&mut w, &pcap_header(), deadline);
+        writers.push(w);
+    }
+    let ready = agent.next();
+    assert_eq!(ready["event"], "ready", "{ready}");
+    assert_eq!(ready["ports"], serde_json::json!(["dpdk:0:net_pcap0", "dpdk:1:net_pcap1"]));
+    agent.send("begin 1");
+    let begin = agent.next();
+    assert_eq!(begin["run"], 1, "{begin}");
+    let file = PathBuf::from(begin["file"].as_str().unwrap());
+
+    let records = pcap_records(n, junk);
+    std::thread::scope(|sc| {
+        for mut w in writers.drain(..) {
+            let records = &records;
+            sc.spawn(move || write_all_nb(&mut w, records, deadline));
+        }
+    });
+    // The pipes are closed: the driver reads the rest, then end of file.
+    std::thread::sleep(Duration::from_millis(500));
+    agent.send("end 1");
+    check_end(&agent.next(), n, 2 * junk);
+    agent.finish();
+
+    check_run(&read_run(&file), n);
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A network namespace with veth pairs s0–r0 and s1–r1, deleted on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: &str) -> Netns {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+        ok(Command::new("ip").args(["netns", "add", name]));
+        let ns = Netns(name.to_string());
+        for i in 0..2 {
+            ok(Command::new("ip").args([
+                "-n",
+                name,
+                "link",
+                "add",
+                &format!("s{i}"),
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &format!("r{i}"),
+            ]));
+        }
+        ok(Command::new("ip").args(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
+        for dev in ["lo", "s0", "r0", "s1", "r1"] {
+            ok(Command::new("ip").args(["-n", name, "link", "set", dev, "up"]));
+        }
+        ns
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+    }
+}
+
+#[test]
+fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
+    if !can_run(&["ip", "tcpreplay"]) {
+        return;
+    }
+    let dir = scratch("afp");
+    let ns = Netns::new(&format!("agent-dpdk-{}", std::process::id()));
+    let (n, junk) = (2000u64, 10u64);
+    let trace = dir.join("t.pcap");
+    let mut bytes = pcap_header();
+    bytes.extend(pcap_records(n, junk));
+    std::fs::write(&trace, bytes).unwrap();
+
+    let prefix = format!("lat-afp-{}", std::process::id());
+    // 4,096-frame kernel rings (default 512): ~0.4 s of slack at 10 kpps if a poller is starved.
+    let vdevs = s(&["net_af_packet0,iface=r0,framecnt=4096", "net_af_packet1,iface=r1,framecnt=4096"]);
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent")]);
+    agent_args(&mut cmd, &dir.join("runs"), &test_eal(&prefix, &vdevs));
+    let mut agent = Agent::spawn(cmd);
+    let ready = agent.next();
+    assert_eq!(ready["event"], "ready", "{ready}");
+    assert_eq!(ready["ports"], serde_json::json!(["dpdk:0:net_af_packet0", "dpdk:1:net_af_packet1"]));
+    let hz = ready["tsc"]["hz"].as_f64().unwrap();
+
+    agent.send("begin 1");
+    let begin = agent.next();
+    assert_eq!(begin["run"], 1, "{begin}");
+    let file = PathBuf::from(begin["file"].as_str().unwrap());
+    let replay = |dev: &str| {
+        Command::new("ip")
+            .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=10000"])
+            .arg(&trace)
+            .output()
+            .unwrap()
+    };
+    let (a, b) = std::thread::scope(|sc| {
+        let a = sc.spawn(|| replay("s0"));
+        let b = sc.spawn(|| replay("s1"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(a.status.success(), "tcpreplay s0: {}", String::from_utf8_lossy(&a.stderr));
+    assert!(b.status.success(), "tcpreplay s1: {}", String::from_utf8_lossy(&b.stderr));
+    std::thread::sleep(Duration::from_millis(300));
+    agent.send("end 1");
+    check_end(&agent.next(), n, 2 * junk);
+    agent.finish();
+
+    let per_port = read_run(&file);
+    check_run(&per_port, n);
+    for recs in &per_port {
+        // 2,010 frames paced at 10 kpps: ~0.2 s from first to last probe (loose: a busy box).
+        let span_s = (recs.last().unwrap().1 - recs[0].1) as f64 / hz;
+        assert!((0.1..2.0).contains(&span_s), "stamp span {span_s} s");
+    }
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn eal_arguments_from_an_inventory() {
+    // The emulated testbed: no hugepages, no PCI, virtual devices.
+    assert_eq!(
+        eal_args_from_inventory(
+            &[0],
+            None,
+            0,
+            &[],
+            &s(&["net_af_packet0,iface=r0", "net_af_packet1,iface=r1"]),
+            true,
+            Some(512),
+            "lat1",
+            &[]
+        ),
+        s(&[
+            "-l",
+            "0",
+            "--no-huge",
+            "-m",
+            "512",
+            "--file-prefix=lat1",
+            "--no-shconf",
+            "--no-pci",
+            "--vdev=net_af_packet0,iface=r0",
+            "--vdev=net_af_packet1,iface=r1",
+        ])
+    );
+    // A real host: pollers on 2 and 4, main lcore 1 (added to the list), memory on NUMA node 1,
+    // two allowed PCI functions, a driver library.
+    assert_eq!(
+        eal_args_from_inventory(
+            &[2, 4],
+            Some(1),
+            1,
+            &s(&["0000:3b:00.0", "0000:3b:00.1"]),
+            &[],
+            false,
+            Some(1024),
+            "agent",
+            &s(&["/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_qdma.so"]),
+        ),
+        s(&[
+            "-l",
+            "1,2,4",
+            "--main-lcore",
+            "1",
+            "--socket-mem",
+            "0,1024",
+            "--file-prefix=agent",
+            "--no-shconf",
+            "-a",
+            "0000:3b:00.0",
+            "-a",
+            "0000:3b:00.1",
+            "-d",
+            "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_qdma.so",
+        ])
+    );
+    // The main lcore already listed is not repeated; no memory size, no prefix: nothing for them.
+    let args = eal_args_from_inventory(&[3, 5], Some(3), 0, &[], &[], true, None, "", &[]);
+    assert_eq!(args, s(&["-l", "3,5", "--main-lcore", "3", "--no-huge", "--no-shconf", "--no-pci"]));
+    assert!(!args.iter().any(|a| a == "--in-memory"), "--in-memory never comes with --no-huge");
+    // Nothing known: only what the agent always wants.
+    assert_eq!(eal_args_from_inventory(&[], None, 0, &[], &[], false, None, "", &[]), s(&["--no-shconf", "--no-pci"]));
+    // The argv handed to rte_eal_init: program name, then the arguments as given.
+    assert_eq!(eal_args("latency-agent", &s(&["--no-pci", "-l", "0"])), s(&["latency-agent", "--no-pci", "-l", "0"]));
+}
+
+/// Run the calling test's body in a child process of this test binary: the EAL can be initialised
+/// only once per process. True in the child (go on with the body); in the parent, runs the child,
+/// checks it passed, passes its output on, and returns false.
+fn in_child(name: &str) -> bool {
+    const VAR: &str = "LATENCY_AGENT_DPDK_CHILD";
+    if std::env::var(VAR).as_deref() == Ok(name) {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env(VAR, name)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    eprint!("{stderr}");
+    assert!(out.status.success() && stdout.contains("1 passed"), "child test {name} failed:\n{stdout}\n{stderr}");
+    false
+}
+
+/// The frames of a pcap file (classic, either timestamp precision).
+fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap();
+    assert!(bytes.len() >= 24, "{}: no pcap header", path.display());
+    let mut frames = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        frames.push(bytes[at + 16..at + 16 + len].to_vec());
+        at += 16 + len;
+    }
+    assert_eq!(at, bytes.len(), "{}: truncated record", path.display());
+    frames
+}
+
+/// Reflect mode, in process: ports 0 and 1 replay the same probes (`net_pcap` files), port 2 is
+/// the reflect port with one `tx_pcap` dump file per TX queue. Every probe must come back out of
+/// TX queue 0 tagged `P` (from port 0) and out of TX queue 1 tagged `B` (from port 1); frames
+/// without a probe are not reflected.
+#[test]
+fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
+    use latency_agent::capture::RxPort;
+    use latency_agent::sys::dpdk::{Eal, open_with_reflect};
+    if !can_run(&[]) || !in_child("net_pcap_reflect_tags_probes_and_sends_them_per_port_queue") {
+        return;
+    }
+    let dir = scratch("reflect");
+    let (n, junk) = (500u64, 5u64);
+    let rx = dir.join("rx.pcap");
+    let mut bytes = pcap_header();
+    bytes.extend(pcap_records(n, junk));
+    std::fs::write(&rx, bytes).unwrap();
+    let out: Vec<PathBuf> = (0..2).map(|q| dir.join(format!("tx{q}.pcap"))).collect();
+    let vdevs = vec![
+        format!("net_pcap0,rx_pcap={}", rx.display()),
+        format!("net_pcap1,rx_pcap={}", rx.display()),
+        format!("net_pcap2,tx_pcap={},tx_pcap={}", out[0].display(), out[1].display()),
+    ];
+    let prefix = format!("lat-reflect-{}", std::process::id());
+    let eal = Eal::init(&eal_args("dpdk-reflect", &test_eal(&prefix, &vdevs))).unwrap();
+    let ports = open_with_reflect(&eal, &[0, 1], Some(2), ProbeFormat::Latencylab).unwrap();
+    assert_eq!(ports.iter().map(|p| p.name()).collect::<Vec<_>>(), s(&["dpdk:0:net_pcap0", "dpdk:1:net_pcap1"]));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    std::thread::scope(|sc| {
+        for mut port in ports {
+            sc.spawn(move || {
+                let (mut frames, mut untagged) = (0u64, 0u64);
+                while frames < n + junk && Instant::now() < deadline {
+                    frames += port.poll(64, &mut |f, _| {
+                        if probe::parse(f, ProbeFormat::Latencylab).is_some_and(|p| p.tag.is_none()) {
+                            untagged += 1;
+                        }
+                    }) as u64;
+                }
+                assert_eq!((frames, untagged), (n + junk, n), "{}: frames, untagged probes seen", port.name());
+            });
+        }
+    });
+    // The ports were dropped in their threads: closed, dump files finished.
+    drop(eal);
+    for (q, tag) in [(0, probe::TAG_PIPELINE), (1, probe::TAG_BYPASS)] {
+        let frames = pcap_frames(&out[q]);
+        let mut ids: Vec<u64> = frames
+            .iter()
+            .map(|f| {
+                let p = probe::parse(f, ProbeFormat::Latencylab).expect("a reflected frame carries a probe");
+                assert_eq!(p.tag, Some(tag), "TX queue {q}");
+                p.id
+            })
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "TX queue {q}: every probe reflected once");
+    }
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Poller throughput on `net_null` (a source that fills every burst), in process: two ports, each
+/// polled by its own pinned thread doing the agent's per-frame work (probe parsing), for 2 s.
+/// Prints packets/s per port; asserts that the port counted exactly what was handed over and
+/// missed nothing. Run with
+/// `cargo test -p latency-agent --features dpdk --test dpdk -- --ignored --nocapture`.
+#[test]
+#[ignore = "throughput measurement (2 s, both cores busy); run explicitly"]
+fn net_null_poller_throughput() {
+    use latency_agent::capture::RxPort;
+    use latency_agent::sys::dpdk::{Eal, PortStats, open_with_reflect};
+    if !can_run(&[]) || !in_child("net_null_poller_throughput") {
+        return;
+    }
+    let prefix = format!("lat-null-{}", std::process::id());
+    let vdevs = s(&["net_null0", "net_null1"]);
+    let eal = Eal::init(&eal_args("dpdk-throughput", &test_eal(&prefix, &vdevs))).unwrap();
+    let ports = open_with_reflect(&eal, &[0, 1], None, ProbeFormat::Latencylab).unwrap();
+    let window = Duration::from_secs(2);
+    let results: Vec<(u64, u64, f64, PortStats)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = ports
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut port)| {
+                sc.spawn(move || {
+                    latency_agent::sys::pin_current_thread(i % 2).unwrap();
+                    let (mut frames, mut probes) = (0u64, 0u64);
+                    let start = Instant::now();
+                    while start.elapsed() < window {
+                        for _ in 0..64 {
+                            frames += port.poll(256, &mut |f, _tsc| {
+                                if probe::parse(f, ProbeFormat::Latencylab).is_some() {
+                                    probes += 1;
+                                }
+                            }) as u64;
+                        }
+                    }
+                    let secs = start.elapsed().as_secs_f64();
+                    (frames, probes, secs, port.stats().unwrap())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, (frames, probes, secs, stats)) in results.iter().enumerate() {
+        eprintln!(
+            "net_null port {i}: {frames} frames in {secs:.2} s = {:.2} Mpps (stats: {stats:?})",
+            *frames as f64 / secs / 1e6
+        );
+        assert_eq!(*probes, 0, "net_null frames carry no probe");
+        assert_eq!(stats.ipackets, *frames, "every packet the port counted was handed over");
+        assert_eq!((stats.imissed, stats.ierrors, stats.rx_nombuf), (0, 0, 0));
+        assert!(*frames > 0);
+    }
+    drop(eal);
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+}
