@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis bench-agent clean
+.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis bench-agent testbed-up testbed-down clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -56,6 +56,14 @@ bench-agent: build
 	$(CARGO) build --release -p latency-agent
 	$(CARGO) bench -p latency-agent --bench record_path
 	agent/benches/capture-rate.sh ./target/release/latency-agent ./target/release/orchestrate
+
+## Emulated testbed in network namespaces (root; iproute2, openssh-server, tcpreplay).
+testbed-up:
+	$(CARGO) build --release -p fpga-emu -p latency-agent -p orchestrator
+	testbeds/emulated/up.sh
+
+testbed-down:
+	testbeds/emulated/down.sh
 
 clean:
 	$(CARGO) clean

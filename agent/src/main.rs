@@ -264,7 +264,6 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     }
     let mut recorder = Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue })
         .map_err(|e| (1, format!("cannot start: {e}")))?;
-    emit(json!({ "event": "ready", "ports": names, "tsc": info, "pid": std::process::id() }));
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -285,6 +284,9 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             lines
         }
     };
+    // Ready only once the control pipe exists: a controller writing to it earlier would create a
+    // plain file instead.
+    emit(json!({ "event": "ready", "ports": names, "tsc": info, "pid": std::process::id() }));
     while !stop.load(Ordering::SeqCst) {
         let line = match lines.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => l,

@@ -254,6 +254,15 @@ impl OpenRun {
 
 fn open_run(out: &Path, run: u32) -> io::Result<OpenRun> {
     let file = out.join(format!("run={run}.arrows"));
+    // A file from an earlier attempt of this run (a retry, or a resumed study) is kept aside, never
+    // overwritten.
+    if file.exists() {
+        let mut n = 1;
+        while out.join(format!("run={run}.arrows.earlier-{n}")).exists() {
+            n += 1;
+        }
+        std::fs::rename(&file, out.join(format!("run={run}.arrows.earlier-{n}")))?;
+    }
     let f = std::fs::OpenOptions::new().write(true).create_new(true).open(&file)?;
     let stream = StreamWriter::try_new(BufWriter::new(f), &record_schema()).map_err(io::Error::other)?;
     Ok(OpenRun {

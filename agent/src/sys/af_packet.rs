@@ -107,6 +107,23 @@ impl PacketRing {
         &self.interface
     }
 
+    /// Send one Ethernet frame (header included) out of the interface through the same socket. The
+    /// kernel copies the frame before this returns. Frames sent this way are not seen by this
+    /// socket's own receive ring.
+    pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        // SAFETY: `frame` is a live, initialised slice and the length passed is its length; the
+        // kernel only reads it during the call. The socket is bound to the interface, so no
+        // destination address is needed.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n as usize != frame.len() {
+            return Err(io::Error::other(format!("{}: sent {n} of {} bytes", self.interface, frame.len())));
+        }
+        Ok(())
+    }
+
     /// Hand every frame waiting in the ring to `f` (in arrival order) with a TSC stamp taken right
     /// after the frame is seen, then give the slot back to the kernel. Frames this host sent are
     /// skipped. Returns the number of frames handed over; at most `budget`.

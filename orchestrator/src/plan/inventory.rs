@@ -145,7 +145,7 @@ impl Action {
             Action::ResetMethodClear => "echo '' > /sys/bus/pci/devices/{{ fpga_pf0 }}/reset_method",
             Action::DriverBind => "modprobe vfio-pci && {{ devbind }} -b vfio-pci {{ fpga_pci }}",
             Action::AgentStart => {
-                "mkdir -p {{ session_dir }} && setsid {{ agent }} capture --backend dpdk --probe-format {{ probe_format }} --cores {{ poller_cores }} --out {{ session_dir }} --pidfile {{ agent_pidfile }} -- {{ eal_args }} < /dev/null > {{ session_dir }}/agent.log 2>&1 &"
+                "mkdir -p {{ session_dir }} && { setsid {{ agent }} capture --backend dpdk --probe-format {{ probe_format }} --cores {{ poller_cores }} --out {{ session_dir }} --control {{ session_dir }}/ctl --pidfile {{ agent_pidfile }} -- {{ eal_args }} < /dev/null > {{ session_dir }}/events.jsonl 2> {{ session_dir }}/agent.log & }"
             }
             Action::RegisterInit => "{{ agent }} regs init --bar {{ bar_file }}",
             Action::HealthCheck => "{{ agent }} regs check --bar {{ bar_file }}",

@@ -11,6 +11,7 @@
 //! A lease file on each host (owner, plan hash, heartbeat) keeps a second orchestrator away; a
 //! lease whose heartbeat is older than [`LEASE_STALE_S`] is taken over with a warning.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,8 @@ pub const LEASE_STALE_S: u64 = 120;
 struct Conn {
     role: Role,
     name: String,
-    session: Session,
+    host: Host,
+    session: RefCell<Session>,
     workdir: String,
 }
 
@@ -75,6 +77,31 @@ fn builder(host: &Host) -> (SessionBuilder, String) {
     }
 }
 
+/// This machine's name, as written in leases.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
+}
+
+/// Whether a lease holder (`user@host pid N plan H`) is an orchestrator of this machine that no
+/// longer runs (killed without releasing its lease).
+fn holder_is_dead(holder: &str) -> bool {
+    let mut words = holder.split_whitespace();
+    let (Some(who), Some("pid"), Some(pid)) = (words.next(), words.next(), words.next()) else { return false };
+    let same_host = who.rsplit_once('@').is_some_and(|(_, h)| h == hostname());
+    same_host && pid.parse::<u32>().is_ok_and(|p| !Path::new(&format!("/proc/{p}")).exists())
+}
+
+/// Open and health-check the ControlMaster connection to `host`.
+fn open_master(rt: &tokio::runtime::Runtime, host: &Host, name: &str) -> Result<Session, TestbedError> {
+    let (b, dest) = builder(host);
+    let session = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(30), b.connect_mux(&dest)).await })
+        .map_err(|_| TestbedError::Timeout { host: name.to_string(), action: "connect".into(), seconds: 30.0 })?
+        .map_err(|e| failed(name, "connect", e.to_string()))?;
+    rt.block_on(session.check()).map_err(|e| failed(name, "connect", e.to_string()))?;
+    Ok(session)
+}
+
 impl SshTestbed {
     /// Connect to every host of `inv`, health-check the connections and take the leases.
     /// `results` is the results folder (step logs go there); `plan_hash` identifies the study in
@@ -87,20 +114,21 @@ impl SshTestbed {
         let owner = format!(
             "{}@{} pid {} plan {}",
             std::env::var("USER").unwrap_or_else(|_| "?".into()),
-            std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim(),
+            hostname(),
             std::process::id(),
             &plan_hash[..12.min(plan_hash.len())]
         );
         let mut hosts = Vec::new();
         for (role, host) in [(Role::Sender, &inv.sender.host), (Role::Receiver, &inv.receiver.host)] {
-            let (b, dest) = builder(host);
-            let name = format!("{} ({dest})", role.name());
-            let session = rt
-                .block_on(async { tokio::time::timeout(Duration::from_secs(30), b.connect_mux(&dest)).await })
-                .map_err(|_| TestbedError::Timeout { host: name.clone(), action: "connect".into(), seconds: 30.0 })?
-                .map_err(|e| failed(&name, "connect", e.to_string()))?;
-            rt.block_on(session.check()).map_err(|e| failed(&name, "connect", e.to_string()))?;
-            hosts.push(Conn { role, name, session, workdir: host.workdir.clone() });
+            let name = format!("{} ({})", role.name(), builder(host).1);
+            let session = open_master(&rt, host, &name)?;
+            hosts.push(Conn {
+                role,
+                name,
+                host: host.clone(),
+                session: RefCell::new(session),
+                workdir: host.workdir.clone(),
+            });
         }
         let mut tb = SshTestbed {
             rt,
@@ -113,6 +141,7 @@ impl SshTestbed {
             drain: Duration::from_millis(500),
         };
         tb.take_leases()?;
+        tb.kill_leftovers();
         tb.facts = tb.collect_facts();
         Ok(tb)
     }
@@ -124,17 +153,25 @@ impl SshTestbed {
 
     /// Run `cmd` through the remote shell of `role` with a timeout; returns stdout. A non-zero exit
     /// is an error carrying the last lines of stderr.
+    /// A master connection that died (network blip, killed ssh process) is reopened once and the
+    /// command retried.
     fn sh(&self, role: Role, action: &str, cmd: &str, timeout: Duration) -> Result<String, TestbedError> {
         let c = self.conn(role);
-        let out = self
-            .rt
-            .block_on(async { tokio::time::timeout(timeout, c.session.shell(cmd).output()).await })
-            .map_err(|_| TestbedError::Timeout {
-                host: c.name.clone(),
-                action: action.into(),
-                seconds: timeout.as_secs_f64(),
-            })?
-            .map_err(|e| failed(&c.name, action, e.to_string()))?;
+        let attempt = || {
+            let session = c.session.borrow();
+            self.rt.block_on(async { tokio::time::timeout(timeout, session.shell(cmd).output()).await }).map_err(|_| {
+                TestbedError::Timeout { host: c.name.clone(), action: action.into(), seconds: timeout.as_secs_f64() }
+            })
+        };
+        let out = match attempt()? {
+            Ok(out) => out,
+            Err(e) if self.rt.block_on(c.session.borrow().check()).is_err() => {
+                eprintln!("warning: {}: connection lost during {action} ({e}); reconnecting", c.name);
+                *c.session.borrow_mut() = open_master(&self.rt, &c.host, &c.name)?;
+                attempt()?.map_err(|e| failed(&c.name, action, e.to_string()))?
+            }
+            Err(e) => return Err(failed(&c.name, action, e.to_string())),
+        };
         if out.status.success() {
             Ok(String::from_utf8_lossy(&out.stdout).into_owned())
         } else {
@@ -175,13 +212,27 @@ impl SshTestbed {
             let out = self.sh(c.role, "lease", &cmd, Duration::from_secs(20))?;
             let out = out.trim();
             if let Some(holder) = out.strip_prefix("held ") {
-                return Err(failed(&c.name, "lease", format!("the testbed is in use by {holder}")));
+                if !holder_is_dead(holder) {
+                    return Err(failed(&c.name, "lease", format!("the testbed is in use by {holder}")));
+                }
+                eprintln!("warning: {}: taking over the lease of a dead orchestrator ({holder})", c.name);
+                let cmd = format!("printf '%s\\n' {} > {}", shell_quote(&self.owner), shell_quote(&lease));
+                self.sh(c.role, "lease", &cmd, Duration::from_secs(20))?;
             }
             if out.starts_with("stale") {
                 eprintln!("warning: {}: took over a stale lease ({out})", c.name);
             }
         }
         Ok(())
+    }
+
+    /// Stop an agent or capture a previous orchestrator left running (by their pidfiles).
+    fn kill_leftovers(&self) {
+        for (role, pidfile) in [(Role::Receiver, "agent.pid"), (Role::Sender, "capture.pid")] {
+            let p = shell_quote(&format!("{}/{pidfile}", self.conn(role).workdir));
+            let cmd = format!("p={p}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true");
+            let _ = self.sh(role, "cleanup", &cmd, Duration::from_secs(20));
+        }
     }
 
     fn heartbeat(&self) {
@@ -236,17 +287,13 @@ impl SshTestbed {
             "mkdir -p \"$(dirname {q})\" && cat > {t} && mv {t} {q} && sha256sum {q} | cut -d' ' -f1",
             t = shell_quote(&tmp)
         );
+        let session = c.session.borrow();
         let got = self
             .rt
             .block_on(async {
                 use tokio::io::AsyncWriteExt;
-                let mut child = c
-                    .session
-                    .shell(&cmd)
-                    .stdin(openssh::Stdio::piped())
-                    .stdout(openssh::Stdio::piped())
-                    .spawn()
-                    .await?;
+                let mut child =
+                    session.shell(&cmd).stdin(openssh::Stdio::piped()).stdout(openssh::Stdio::piped()).spawn().await?;
                 if let Some(mut stdin) = child.stdin().take() {
                     stdin.write_all(&bytes).await.map_err(openssh::Error::ChildIo)?;
                     stdin.shutdown().await.map_err(openssh::Error::ChildIo)?;
@@ -270,10 +317,11 @@ impl SshTestbed {
         let c = self.conn(role);
         let q = shell_quote(remote);
         let sum = self.sh(role, "download", &format!("sha256sum {q} | cut -d' ' -f1"), Duration::from_secs(60))?;
+        let session = c.session.borrow();
         let out = self
             .rt
             .block_on(async {
-                tokio::time::timeout(Duration::from_secs(300), c.session.shell(format!("cat {q}")).output()).await
+                tokio::time::timeout(Duration::from_secs(300), session.shell(format!("cat {q}")).output()).await
             })
             .map_err(|_| TestbedError::Timeout { host: c.name.clone(), action: "download".into(), seconds: 300.0 })?
             .map_err(|e| failed(&c.name, "download", e.to_string()))?;
@@ -454,12 +502,8 @@ impl Testbed for SshTestbed {
     }
 
     fn cleanup(&mut self) {
-        // Stop any agent and capture left running (by their pidfiles), then release the leases.
-        for (role, pidfile) in [(Role::Receiver, "agent.pid"), (Role::Sender, "capture.pid")] {
-            let p = shell_quote(&format!("{}/{pidfile}", self.conn(role).workdir));
-            let cmd = format!("p={p}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true");
-            let _ = self.sh(role, "cleanup", &cmd, Duration::from_secs(20));
-        }
+        // Stop any agent and capture left running, then release the leases.
+        self.kill_leftovers();
         for c in &self.hosts {
             let lease = shell_quote(&format!("{}/lease", c.workdir));
             let _ = self.sh(

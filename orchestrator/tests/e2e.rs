@@ -1,0 +1,157 @@
+//! End to end on the emulated testbed (testbeds/emulated: network namespaces, real sshd with
+//! strict host keys, tcpreplay, fpga-emu, the agent on AF_PACKET), driven by `orchestrate` over
+//! SSH only. Needs root, iproute2, openssh-server and tcpreplay (installed by .ci/run); skipped
+//! with a notice elsewhere, unless CI is set.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PLAN: &str = "../plans/emulated.yaml";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn available() -> bool {
+    let ok = |c: &str| Command::new("sh").arg("-c").arg(c).output().is_ok_and(|o| o.status.success());
+    let have = ok("[ \"$(id -u)\" = 0 ]") && ok("command -v ip && command -v tcpreplay && test -x /usr/sbin/sshd");
+    assert!(have || std::env::var_os("CI").is_none(), "CI must provide root, ip, tcpreplay and sshd");
+    have
+}
+
+/// The emulated testbed, brought up for the test and torn down afterwards (also on failure), so
+/// that no daemon outlives the test run.
+struct Testbed;
+
+impl Testbed {
+    fn up() -> Testbed {
+        let o = Command::new(root().join("testbeds/emulated/up.sh")).current_dir(root()).output().unwrap();
+        assert!(
+            o.status.success(),
+            "up.sh: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Testbed
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let _ = Command::new(root().join("testbeds/emulated/down.sh")).current_dir(root()).output();
+    }
+}
+
+fn orchestrate(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_orchestrate"));
+    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("orchestrate-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn run(out: &Path, extra: &[&str]) -> Output {
+    orchestrate(&["run", PLAN, "--out", out.to_str().unwrap()]).args(extra).output().unwrap()
+}
+
+fn journal(dir: &Path) -> Vec<serde_json::Value> {
+    orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap_or_default()
+}
+
+fn wait_for(dir: &Path, what: &str, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journal(dir).iter().filter(|e| e["event"] == what).count() < count {
+        assert!(Instant::now() < deadline, "no {what} in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn emulated_study_end_to_end() {
+    if !available() {
+        eprintln!("skipped: needs root, ip, tcpreplay and sshd");
+        return;
+    }
+    let _testbed = Testbed::up();
+
+    // 1. A whole study: every probe accounted for, delays recovered within 5 %.
+    let dir = tmp("study");
+    let o = run(&dir, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    for (program, delay_ns) in [("forward", 300_000.0), ("remove_header", 400_000.0)] {
+        let p50 = s["programs"][program]["latency_ns"]["p50"].as_f64().unwrap();
+        assert!((p50 - delay_ns).abs() <= 0.05 * delay_ns, "{program}: {p50} ns vs {delay_ns} ns");
+    }
+    let finished: Vec<serde_json::Value> = journal(&dir).into_iter().filter(|e| e["event"] == "run_finished").collect();
+    assert_eq!(finished.len(), 4 * 2 * 3, "every run of every session stored");
+    for e in &finished {
+        let c = &e["counts"];
+        let want = if e["program"] == "forward" { 350 } else { 500 };
+        assert_eq!(c["matched"], want, "{e}");
+        assert_eq!(c["matched"].as_u64().unwrap() + c["bypass_only"].as_u64().unwrap(), 500, "{e}");
+        assert_eq!(c["duplicates"], 0, "{e}");
+    }
+    assert!(dir.join("report.md").is_file());
+    let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("provenance.json")).unwrap()).unwrap();
+    assert!(prov["tsc_hz"].as_f64().is_some_and(|hz| hz > 1e8), "TSC rate reported by the agent: {prov}");
+    assert!(dir.join("logs/forward_s1/flash.log").is_file(), "per-step logs");
+
+    // 2. The lease: a second orchestrator is refused while the first runs.
+    let first_dir = tmp("first");
+    let mut first = orchestrate(&["run", PLAN, "--out", first_dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&first_dir, "run_finished", 1);
+    let second_dir = tmp("second");
+    let refused = run(&second_dir, &[]);
+    assert_eq!(refused.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("lease") && err.contains("in use by"), "{err}");
+
+    // 3. kill -9 the orchestrator mid-study, then resume: nothing duplicated, results complete.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let o = run(&first_dir, &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut runs: Vec<(String, u64, u64)> = journal(&first_dir)
+        .iter()
+        .filter(|e| e["event"] == "run_finished")
+        .map(|e| (e["program"].as_str().unwrap().into(), e["session"].as_u64().unwrap(), e["run"].as_u64().unwrap()))
+        .collect();
+    let n = runs.len();
+    runs.sort();
+    runs.dedup();
+    assert_eq!((n, runs.len()), (24, 24), "no run lost or recorded twice");
+
+    // 4. A host that never answers: a clear error naming the host and the step, within the timeout.
+    let inv = std::fs::read_to_string(root().join("testbeds/emulated.yaml")).unwrap();
+    let dead = root().join("testbeds/dead-host.yaml");
+    std::fs::write(
+        &dead,
+        inv.replace("alias: emu-sender", "alias: emu-nowhere").replace("name: emulated", "name: dead"),
+    )
+    .unwrap();
+    let cfg = std::fs::read_to_string(root().join("testbeds/emulated/state/ssh_config")).unwrap();
+    assert!(cfg.contains("Host emu-sender"));
+    let start = Instant::now();
+    let o = run(&tmp("dead"), &["--testbed", dead.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&dead);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("sender (emu-nowhere)") && err.contains("connect"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(45), "connect timeout honoured");
+
+    for d in [dir, first_dir, second_dir] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

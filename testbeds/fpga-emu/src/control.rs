@@ -1,0 +1,204 @@
+//! The control FIFO (`DIR/ctl`): the emulator reads command lines from it, and the `flash` and
+//! `status` subcommands are its clients, which then follow the state file until the command took
+//! effect.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use crate::state::{self, CONTROL_FIFO};
+
+/// Create the FIFO at `path` if it is missing (with `mkfifo`, mode 600).
+pub fn ensure_fifo(path: &Path) -> io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_fifo() => return Ok(()),
+        Ok(_) => std::fs::remove_file(path)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let status = std::process::Command::new("mkfifo").arg("-m").arg("600").arg(path).status()?;
+    if status.success() { Ok(()) } else { Err(io::Error::other(format!("mkfifo {} failed", path.display()))) }
+}
+
+/// Lines written to the FIFO at `path` by any number of successive writers.
+pub fn listen(path: &Path) -> io::Result<Receiver<String>> {
+    ensure_fifo(path)?;
+    let (tx, lines) = mpsc::channel::<String>();
+    let path = path.to_path_buf();
+    std::thread::Builder::new().name("control".into()).spawn(move || {
+        loop {
+            // Opening blocks until a writer opens the pipe; EOF when it closes it, then reopen.
+            let Ok(f) = std::fs::File::open(&path) else { break };
+            for line in BufReader::new(f).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        }
+    })?;
+    Ok(lines)
+}
+
+/// Errors of the control clients.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The emulator is not running (no state file, no reader on the FIFO, dead pid).
+    #[error("fpga-emu is not running in {dir}: {why}")]
+    NotRunning {
+        /// The emulator's folder.
+        dir: PathBuf,
+        /// What shows it.
+        why: String,
+    },
+    /// The command did not take effect in time.
+    #[error("timed out after {0:?} waiting for fpga-emu")]
+    Timeout(Duration),
+    /// The emulator reports a failure.
+    #[error("{0}")]
+    Failed(String),
+}
+
+fn not_running(dir: &Path, why: impl Into<String>) -> ClientError {
+    ClientError::NotRunning { dir: dir.to_path_buf(), why: why.into() }
+}
+
+/// Whether process `pid` exists.
+fn alive(pid: u64) -> bool {
+    pid > 0 && Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The state file, checked to belong to a live emulator.
+pub fn live_state(dir: &Path) -> Result<serde_json::Value, ClientError> {
+    let s = state::read_state(dir).map_err(|e| not_running(dir, format!("{}: {e}", state::STATE_FILE)))?;
+    let pid = s["pid"].as_u64().unwrap_or(0);
+    if s["state"] == "stopped" || !alive(pid) {
+        return Err(not_running(dir, format!("process {pid} has exited")));
+    }
+    Ok(s)
+}
+
+/// Write one command line to the FIFO; fails at once when no emulator reads it.
+pub fn send(dir: &Path, line: &str) -> Result<(), ClientError> {
+    let path = dir.join(CONTROL_FIFO);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| not_running(dir, format!("{}: {e}", path.display())))?;
+    f.write_all(format!("{line}\n").as_bytes()).map_err(|e| not_running(dir, format!("{}: {e}", path.display())))
+}
+
+/// Whether the state's bitstream is `want` (the image as given, its name, or its behaviour).
+pub fn matches(s: &serde_json::Value, want: &str) -> bool {
+    let b = &s["bitstream"];
+    [&b["image"], &b["name"], &b["behaviour"]].iter().any(|v| v.as_str() == Some(want))
+        || b["name"].as_str() == Some(crate::bitstream::stem(want))
+}
+
+/// Flash `image` (optionally with a delay in µs) and wait until the emulator runs it again.
+pub fn flash(
+    dir: &Path,
+    image: &str,
+    delay_us: Option<u64>,
+    timeout: Duration,
+) -> Result<serde_json::Value, ClientError> {
+    let before = live_state(dir)?["generation"].as_u64().unwrap_or(0);
+    let line = match delay_us {
+        Some(us) => format!("flash {image} {us}"),
+        None => format!("flash {image}"),
+    };
+    send(dir, &line)?;
+    let start = Instant::now();
+    loop {
+        let s = live_state(dir)?;
+        if s["generation"].as_u64().unwrap_or(0) > before && s["state"] == "running" {
+            if s["last_result"] != "ok" {
+                return Err(ClientError::Failed(format!(
+                    "flash {image}: {}",
+                    s["last_result"].as_str().unwrap_or("?")
+                )));
+            }
+            if s["bitstream"]["image"] != image {
+                return Err(ClientError::Failed(format!(
+                    "flash {image}: the card runs {} instead",
+                    s["bitstream"]["image"].as_str().unwrap_or("?")
+                )));
+            }
+            return Ok(s);
+        }
+        if start.elapsed() > timeout {
+            return Err(ClientError::Timeout(timeout));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Wait (up to `timeout`) until the emulator is running, with bitstream `expect` if given.
+pub fn status(dir: &Path, expect: Option<&str>, timeout: Duration) -> Result<serde_json::Value, ClientError> {
+    let start = Instant::now();
+    loop {
+        let r = live_state(dir).and_then(|s| {
+            if s["state"] != "running" {
+                return Err(ClientError::Failed(format!("the card is {}", s["state"].as_str().unwrap_or("?"))));
+            }
+            match expect {
+                Some(want) if !matches(&s, want) => Err(ClientError::Failed(format!(
+                    "the card runs {} ({}), not {want}",
+                    s["bitstream"]["name"].as_str().unwrap_or("?"),
+                    s["bitstream"]["image"].as_str().unwrap_or("?")
+                ))),
+                _ => Ok(s),
+            }
+        });
+        match r {
+            Ok(s) => return Ok(s),
+            Err(e) if start.elapsed() >= timeout => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expectations_match_image_name_or_behaviour() {
+        let s = serde_json::json!({"bitstream": {"image": "/w/bitstreams/rmvhdr.mcs", "name": "rmvhdr", "behaviour": "remove_header"}});
+        for want in ["/w/bitstreams/rmvhdr.mcs", "rmvhdr", "remove_header", "/elsewhere/rmvhdr.mcs"] {
+            assert!(matches(&s, want), "{want}");
+        }
+        assert!(!matches(&s, "forward"));
+        assert!(!matches(&s, "/w/bitstreams/forward.mcs"));
+    }
+
+    #[test]
+    fn clients_fail_fast_without_an_emulator() {
+        let dir = std::env::temp_dir().join(format!("fpga-emu-ctl-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(matches!(flash(&dir, "forward", None, Duration::from_secs(1)), Err(ClientError::NotRunning { .. })));
+        ensure_fifo(&dir.join(CONTROL_FIFO)).unwrap();
+        // A FIFO with no reader: the write side cannot open it.
+        assert!(matches!(send(&dir, "status"), Err(ClientError::NotRunning { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn fifo_lines_reach_the_listener() {
+        let dir = std::env::temp_dir().join(format!("fpga-emu-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lines = listen(&dir.join(CONTROL_FIFO)).unwrap();
+        // The listener may not have opened the FIFO yet: retry until it has.
+        let start = Instant::now();
+        while send(&dir, "flash forward").is_err() {
+            assert!(start.elapsed() < Duration::from_secs(5));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        send(&dir, "quit").ok();
+        assert_eq!(lines.recv_timeout(Duration::from_secs(5)).unwrap(), "flash forward");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,385 @@
+//! The forwarding loop: switch link A → program + delay → host link P (pipeline), switch link B →
+//! host link B unchanged (bypass), flashing on command.
+//!
+//! One thread does everything, so the two copies of a probe are seen in the same loop pass and the
+//! pipeline copy's delay starts when its bypass twin leaves. Frames wait in a FIFO (a constant delay
+//! keeps their order). The loop sleeps in short steps while idle and spins for the last stretch
+//! before a frame is due, so that the emulated delay is precise to a few µs rather than to the
+//! timer's granularity.
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use latency_agent::probe::{self, ProbeFormat};
+use latency_agent::sys::af_packet::PacketRing;
+
+use crate::bitstream::{self, Bitstream};
+use crate::packet::Verdict;
+use crate::state::{self, Counters, FakeBar, Phase, State};
+
+/// Frames taken from a ring per loop pass.
+const BUDGET: usize = 64;
+/// Time without frames after which the loop sleeps [`Config::idle_poll`] instead of
+/// [`Config::poll`].
+pub const IDLE_AFTER: Duration = Duration::from_millis(20);
+/// How often the counters are written to the state file.
+const STATE_EVERY: Duration = Duration::from_secs(1);
+
+/// The emulator's settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Switch-facing link of the pipeline copy (A).
+    pub switch_a: String,
+    /// Switch-facing link of the bypass copy (B).
+    pub switch_b: String,
+    /// Host-facing link of the pipeline (P).
+    pub host_p: String,
+    /// Host-facing link of the bypass (B).
+    pub host_b: String,
+    /// Folder of the state file, control FIFO, fake BAR and pid file.
+    pub dir: PathBuf,
+    /// Bitstream loaded at start.
+    pub bitstream: Bitstream,
+    /// Delay given on the command line (kept across resets).
+    pub delay_override: Option<Duration>,
+    /// How long a flash keeps the host-facing links down.
+    pub flash_down: Duration,
+    /// Longest sleep of the loop while frames flow.
+    pub poll: Duration,
+    /// Sleep of the loop once no frame has come for [`IDLE_AFTER`] (keeps an idle emulator cheap;
+    /// both copies of the first probe wait alike, so the differential is unaffected).
+    pub idle_poll: Duration,
+    /// How long before a frame is due the loop stops sleeping and spins.
+    pub spin: Duration,
+}
+
+/// A command for the running emulator (from the control FIFO or a signal).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// Load a bitstream (image path, name or spec file), with an optional delay override.
+    Flash {
+        /// What to load.
+        image: String,
+        /// Delay override.
+        delay: Option<Duration>,
+    },
+    /// Flash the loaded bitstream again (a reset: links bounce, the pipeline empties).
+    Reset,
+    /// Write the state file now.
+    Status,
+    /// Exit.
+    Quit,
+}
+
+/// Parse a control line: `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`.
+pub fn parse_command(line: &str) -> Result<Control, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["flash", image] => Ok(Control::Flash { image: (*image).to_string(), delay: None }),
+        ["flash", image, us] => {
+            let us: u64 = us.parse().map_err(|_| format!("`{us}` is not a delay in µs"))?;
+            Ok(Control::Flash { image: (*image).to_string(), delay: Some(Duration::from_micros(us)) })
+        }
+        ["reset"] => Ok(Control::Reset),
+        ["status"] => Ok(Control::Status),
+        ["quit"] => Ok(Control::Quit),
+        _ => Err(format!("unknown command `{line}` (expected `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`)")),
+    }
+}
+
+/// Errors that stop the emulator.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// A link cannot be opened.
+    #[error("{link}: {source}")]
+    Link {
+        /// Interface.
+        link: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// The state folder cannot be written.
+    #[error("{path}: {source}")]
+    State {
+        /// File or folder.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+struct Emu {
+    cfg: Config,
+    rx_a: PacketRing,
+    rx_b: PacketRing,
+    tx_p: PacketRing,
+    tx_b: PacketRing,
+    bar: FakeBar,
+    bitstream: Bitstream,
+    /// Delay given with the last flash command (kept across resets).
+    delay_override: Option<Duration>,
+    queue: VecDeque<(Instant, Vec<u8>)>,
+    counters: Counters,
+    generation: u64,
+    last_result: String,
+    flashed_at_ms: u64,
+    phase: Phase,
+    /// When a frame was last taken from a switch link.
+    last_frame: Instant,
+}
+
+/// Send a frame, retrying once after `ENETDOWN`: a packet socket reports a link that went down
+/// (a flash) on its next send even when the link is up again.
+fn send(ring: &mut PacketRing, frame: &[u8], counters: &mut Counters) -> bool {
+    let mut r = ring.send(frame);
+    if matches!(&r, Err(e) if e.raw_os_error() == Some(libc::ENETDOWN)) {
+        r = ring.send(frame);
+    }
+    if r.is_err() {
+        counters.send_errors += 1;
+    }
+    r.is_ok()
+}
+
+fn is_probe(frame: &[u8]) -> bool {
+    probe::parse(frame, ProbeFormat::Latencylab).is_some() || probe::parse(frame, ProbeFormat::Compact).is_some()
+}
+
+/// Lower this thread's timer slack (default 50 µs) so that short sleeps end on time.
+fn lower_timer_slack() {
+    let _ = std::fs::write("/proc/thread-self/timerslack_ns", "1000");
+}
+
+/// `ip link set DEV up|down`.
+fn link_set(dev: &str, up: bool) -> Result<(), String> {
+    let state = if up { "up" } else { "down" };
+    match Command::new("ip").args(["link", "set", "dev", dev, state]).output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("ip link set {dev} {state}: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => Err(format!("ip link set {dev} {state}: {e}")),
+    }
+}
+
+impl Emu {
+    fn write_state(&self) -> Result<(), EmuError> {
+        let s = State {
+            pid: std::process::id(),
+            state: self.phase,
+            generation: self.generation,
+            last_result: &self.last_result,
+            bitstream: &self.bitstream,
+            flashed_at_ms: self.flashed_at_ms,
+            links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b],
+            counters: &self.counters,
+        };
+        state::write_state(&self.cfg.dir, &s).map_err(|source| EmuError::State { path: self.cfg.dir.clone(), source })
+    }
+
+    /// One pass: take what both switch links hold, forward due pipeline frames.
+    fn pass(&mut self) {
+        let now = Instant::now();
+        let behaviour = self.bitstream.behaviour;
+        let due = now + self.bitstream.delay;
+        let (queue, counters) = (&mut self.queue, &mut self.counters);
+        let mut got = self.rx_a.poll(BUDGET, &mut |frame, _| {
+            counters.pipeline_in += 1;
+            counters.probes_in[0] += u64::from(is_probe(frame));
+            match behaviour.apply(frame) {
+                Verdict::Pass(out) => queue.push_back((due, out.into_owned())),
+                Verdict::Drop(reason) => *counters.pipeline_dropped.entry(reason.name()).or_default() += 1,
+            }
+        });
+        let tx_b = &mut self.tx_b;
+        got += self.rx_b.poll(BUDGET, &mut |frame, _| {
+            counters.bypass_in += 1;
+            counters.probes_in[1] += u64::from(is_probe(frame));
+            if send(tx_b, frame, counters) {
+                counters.bypass_out += 1;
+            }
+        });
+        let now = Instant::now();
+        if got > 0 {
+            self.last_frame = now;
+        }
+        while self.queue.front().is_some_and(|(due, _)| *due <= now) {
+            if let Some((_, frame)) = self.queue.pop_front()
+                && send(&mut self.tx_p, &frame, &mut self.counters)
+            {
+                self.counters.pipeline_out += 1;
+            }
+        }
+    }
+
+    /// Sleep or spin until the next pass.
+    fn wait(&self) {
+        match self.queue.front() {
+            None if self.last_frame.elapsed() > IDLE_AFTER => std::thread::sleep(self.cfg.idle_poll),
+            None => std::thread::sleep(self.cfg.poll),
+            Some((due, _)) => {
+                let left = due.saturating_duration_since(Instant::now());
+                if left > self.cfg.spin {
+                    std::thread::sleep((left - self.cfg.spin).min(self.cfg.poll));
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+
+    /// Discard everything the switch links hold (links down: nothing crosses the card).
+    fn discard(&mut self) {
+        let lost = &mut self.counters.lost_to_flash;
+        for ring in [&mut self.rx_a, &mut self.rx_b] {
+            ring.poll(usize::MAX, &mut |_, _| *lost += 1);
+        }
+    }
+
+    /// Flash the loaded bitstream again (its spec file, if any, is read again).
+    fn reset(&mut self) -> Result<(), EmuError> {
+        let image = self.bitstream.image.clone();
+        self.flash(&image, self.delay_override)
+    }
+
+    /// Load `image` as a re-enumeration would: links down, pipeline emptied, new program, links up.
+    fn flash(&mut self, image: &str, delay: Option<Duration>) -> Result<(), EmuError> {
+        let next = match bitstream::resolve(image, delay) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("fpga-emu: flash {image}: {e}");
+                self.generation += 1;
+                self.last_result = e.to_string();
+                return self.write_state();
+            }
+        };
+        eprintln!("fpga-emu: flashing {} ({}, {} µs)", next.image, next.behaviour, next.delay.as_micros());
+        self.phase = Phase::Flashing;
+        self.write_state()?;
+        let _ = self.bar.set_links_up(false);
+        self.counters.lost_to_flash += self.queue.len() as u64;
+        self.queue.clear();
+        let mut problems: Vec<String> = Vec::new();
+        for dev in [&self.cfg.host_p, &self.cfg.host_b] {
+            problems.extend(link_set(dev, false).err());
+        }
+        let until = Instant::now() + self.cfg.flash_down;
+        while Instant::now() < until {
+            self.discard();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.bitstream = next;
+        self.delay_override = delay;
+        for dev in [&self.cfg.host_p, &self.cfg.host_b] {
+            problems.extend(link_set(dev, true).err());
+        }
+        self.discard();
+        let _ = self.bar.set_links_up(true);
+        self.generation += 1;
+        self.flashed_at_ms = state::unix_ms();
+        self.last_result = if problems.is_empty() { "ok".into() } else { problems.join("; ") };
+        self.phase = Phase::Running;
+        eprintln!("fpga-emu: running {} (generation {}): {}", self.bitstream.name, self.generation, self.last_result);
+        self.write_state()
+    }
+}
+
+/// Run the emulator until `stop` is set or a `quit` command arrives. `hup` (SIGHUP) resets the
+/// card (flashes the loaded bitstream again).
+pub fn run(
+    cfg: Config,
+    stop: &Arc<AtomicBool>,
+    hup: &Arc<AtomicBool>,
+    commands: &Receiver<String>,
+) -> Result<(), EmuError> {
+    let open = |link: &str| PacketRing::open(link).map_err(|source| EmuError::Link { link: link.to_string(), source });
+    let bar = FakeBar::create(&cfg.dir).map_err(|source| EmuError::State { path: cfg.dir.clone(), source })?;
+    let mut emu = Emu {
+        rx_a: open(&cfg.switch_a)?,
+        rx_b: open(&cfg.switch_b)?,
+        tx_p: open(&cfg.host_p)?,
+        tx_b: open(&cfg.host_b)?,
+        bar,
+        bitstream: cfg.bitstream.clone(),
+        delay_override: cfg.delay_override,
+        queue: VecDeque::new(),
+        counters: Counters::default(),
+        generation: 0,
+        last_result: "ok".into(),
+        flashed_at_ms: state::unix_ms(),
+        phase: Phase::Running,
+        last_frame: Instant::now(),
+        cfg,
+    };
+    lower_timer_slack();
+    for dev in [&emu.cfg.host_p, &emu.cfg.host_b] {
+        if let Err(e) = link_set(dev, true) {
+            eprintln!("fpga-emu: {e}");
+        }
+    }
+    let _ = emu.bar.set_links_up(true);
+    emu.write_state()?;
+    eprintln!(
+        "fpga-emu: running {} ({}, {} µs): {} -> {} (pipeline), {} -> {} (bypass)",
+        emu.bitstream.name,
+        emu.bitstream.behaviour,
+        emu.bitstream.delay.as_micros(),
+        emu.cfg.switch_a,
+        emu.cfg.host_p,
+        emu.cfg.switch_b,
+        emu.cfg.host_b
+    );
+    let mut last_write = Instant::now();
+    let mut written = emu.counters.clone();
+    while !stop.load(Ordering::Relaxed) {
+        while let Ok(line) = commands.try_recv() {
+            match parse_command(&line) {
+                Ok(Control::Flash { image, delay }) => emu.flash(&image, delay)?,
+                Ok(Control::Reset) => emu.reset()?,
+                Ok(Control::Status) => emu.write_state()?,
+                Ok(Control::Quit) => stop.store(true, Ordering::Relaxed),
+                Err(e) => eprintln!("fpga-emu: {e}"),
+            }
+        }
+        if hup.swap(false, Ordering::Relaxed) {
+            emu.reset()?;
+        }
+        emu.pass();
+        if last_write.elapsed() >= STATE_EVERY && emu.counters != written {
+            emu.write_state()?;
+            written = emu.counters.clone();
+            last_write = Instant::now();
+        }
+        emu.wait();
+    }
+    emu.phase = Phase::Stopped;
+    let _ = emu.bar.set_links_up(false);
+    emu.write_state()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_lines_parse() {
+        assert_eq!(
+            parse_command("flash /var/tmp/x/rmvhdr.mcs"),
+            Ok(Control::Flash { image: "/var/tmp/x/rmvhdr.mcs".into(), delay: None })
+        );
+        assert_eq!(
+            parse_command("  flash forward 350 "),
+            Ok(Control::Flash { image: "forward".into(), delay: Some(Duration::from_micros(350)) })
+        );
+        assert_eq!(parse_command("reset"), Ok(Control::Reset));
+        assert_eq!(parse_command("quit"), Ok(Control::Quit));
+        assert_eq!(parse_command("status"), Ok(Control::Status));
+        assert!(parse_command("flash").is_err());
+        assert!(parse_command("flash x y").is_err());
+        assert!(parse_command("boot").is_err());
+    }
+}

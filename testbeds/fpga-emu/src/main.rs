@@ -1,0 +1,197 @@
+//! `fpga-emu`: run the FPGA emulator, or tell a running one to flash, or check its state.
+//!
+//! Exit status: 0 success; 1 the command failed (flash error, wrong bitstream, timeout, emulator
+//! not running); 2 invalid arguments.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use fpga_emu::{bitstream, control, emulator, state};
+
+/// User-space FPGA SmartNIC emulator of the emulated testbed.
+#[derive(Parser)]
+#[command(name = "fpga-emu", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the emulator (until SIGTERM/SIGINT or `quit` on the control FIFO; SIGHUP resets it).
+    Run {
+        /// Switch-facing link of the pipeline copy (A).
+        #[arg(long)]
+        switch_a: String,
+        /// Switch-facing link of the bypass copy (B).
+        #[arg(long)]
+        switch_b: String,
+        /// Host-facing link of the pipeline (P).
+        #[arg(long)]
+        host_p: String,
+        /// Host-facing link of the bypass (B).
+        #[arg(long)]
+        host_b: String,
+        /// Folder of the state file, control FIFO (`ctl`), fake BAR (`bar2`) and pid file.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Bitstream loaded at start: a name, an image path or a spec file.
+        #[arg(long, default_value = "null")]
+        bitstream: String,
+        /// Pipeline delay override, µs (else the bitstream's).
+        #[arg(long)]
+        delay_us: Option<u64>,
+        /// How long a flash keeps the host-facing links down, ms.
+        #[arg(long, default_value_t = 500)]
+        flash_down_ms: u64,
+        /// Longest sleep of the loop while frames flow, µs.
+        #[arg(long, default_value_t = 50)]
+        poll_us: u64,
+        /// Sleep of the loop after 20 ms without frames, µs.
+        #[arg(long, default_value_t = 1000)]
+        idle_poll_us: u64,
+        /// Spin instead of sleeping this long before a frame is due, µs.
+        #[arg(long, default_value_t = 100)]
+        spin_us: u64,
+    },
+    /// Flash a running emulator and wait until it runs the new bitstream.
+    Flash {
+        /// The emulator's folder.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Image path (its file stem names the behaviour), behaviour name, or spec file.
+        image: String,
+        /// Pipeline delay override, µs.
+        #[arg(long)]
+        delay_us: Option<u64>,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 10.0)]
+        timeout_s: f64,
+    },
+    /// Reset a running emulator (flash the loaded bitstream again) and wait until it runs.
+    Reset {
+        /// The emulator's folder.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 10.0)]
+        timeout_s: f64,
+    },
+    /// Print the state; exit 1 unless the emulator runs (the bitstream `--expect`, if given).
+    Status {
+        /// The emulator's folder.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Expected bitstream: image path, name or behaviour.
+        #[arg(long)]
+        expect: Option<String>,
+        /// Wait up to this many seconds for the condition.
+        #[arg(long, default_value_t = 0.0)]
+        wait_s: f64,
+    },
+    /// Print what a bitstream resolves to (behaviour, delay).
+    Resolve {
+        /// Image path, name or spec file.
+        image: String,
+    },
+}
+
+fn seconds(s: f64) -> Result<Duration, (u8, String)> {
+    Duration::try_from_secs_f64(s).map_err(|e| (2, format!("bad duration {s}: {e}")))
+}
+
+fn print(v: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string(v).unwrap_or_default());
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Run {
+            switch_a,
+            switch_b,
+            host_p,
+            host_b,
+            dir,
+            bitstream,
+            delay_us,
+            flash_down_ms,
+            poll_us,
+            idle_poll_us,
+            spin_us,
+        } => {
+            let delay_override = delay_us.map(Duration::from_micros);
+            match bitstream::resolve(&bitstream, delay_override) {
+                Err(e) => Err((2, e.to_string())),
+                Ok(b) => run(emulator::Config {
+                    switch_a,
+                    switch_b,
+                    host_p,
+                    host_b,
+                    dir,
+                    bitstream: b,
+                    delay_override,
+                    flash_down: Duration::from_millis(flash_down_ms),
+                    poll: Duration::from_micros(poll_us),
+                    idle_poll: Duration::from_micros(idle_poll_us),
+                    spin: Duration::from_micros(spin_us),
+                }),
+            }
+        }
+        Command::Flash { dir, image, delay_us, timeout_s } => seconds(timeout_s).and_then(|t| {
+            let s = control::flash(&dir, &image, delay_us, t).map_err(|e| (1, e.to_string()))?;
+            print(&s["bitstream"]);
+            Ok(())
+        }),
+        Command::Reset { dir, timeout_s } => seconds(timeout_s).and_then(|t| {
+            let s = control::live_state(&dir).map_err(|e| (1, e.to_string()))?;
+            let image = s["bitstream"]["image"].as_str().unwrap_or("null").to_string();
+            let delay = s["bitstream"]["delay_us"].as_u64();
+            let s = control::flash(&dir, &image, delay, t).map_err(|e| (1, e.to_string()))?;
+            print(&s["bitstream"]);
+            Ok(())
+        }),
+        Command::Status { dir, expect, wait_s } => seconds(wait_s).and_then(|t| {
+            let s = control::status(&dir, expect.as_deref(), t).map_err(|e| (1, e.to_string()))?;
+            print(&s);
+            Ok(())
+        }),
+        Command::Resolve { image } => match bitstream::resolve(&image, None) {
+            Ok(b) => {
+                print(&b);
+                Ok(())
+            }
+            Err(e) => Err((1, e.to_string())),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, msg)) => {
+            eprintln!("fpga-emu: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn run(cfg: emulator::Config) -> Result<(), (u8, String)> {
+    std::fs::create_dir_all(&cfg.dir).map_err(|e| (1, format!("{}: {e}", cfg.dir.display())))?;
+    let pidfile = cfg.dir.join(state::PID_FILE);
+    std::fs::write(&pidfile, format!("{}\n", std::process::id()))
+        .map_err(|e| (1, format!("{}: {e}", pidfile.display())))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hup = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| (1, format!("signal handler: {e}")))?;
+    }
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())
+        .map_err(|e| (1, format!("signal handler: {e}")))?;
+    let fifo = cfg.dir.join(state::CONTROL_FIFO);
+    let commands = control::listen(&fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?;
+    let result = emulator::run(cfg, &stop, &hup, &commands).map_err(|e| (1, e.to_string()));
+    let _ = std::fs::remove_file(&pidfile);
+    result
+}
