@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis bench-agent testbed-up testbed-down clean
+.PHONY: build test fmt-check clippy doc unit run-sim bench-sim bench-analysis bench-agent testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -64,6 +64,11 @@ testbed-up:
 
 testbed-down:
 	testbeds/emulated/down.sh
+
+## Orchestration overhead of a study on the emulated testbed, per step and in total.
+bench-e2e:
+	$(CARGO) build --release -p fpga-emu -p latency-agent -p orchestrator
+	testbeds/emulated/bench-e2e.sh
 
 clean:
 	$(CARGO) clean

@@ -160,6 +160,16 @@ fn paper_plan_renders_the_documented_oct_commands() {
     assert!(cmd("pcie_remove").contains("echo 1 > /sys/bus/pci/devices/$d/remove"));
     assert_eq!(cmd("reset_method_clear"), "echo '' > /sys/bus/pci/devices/0000:3b:00.0/reset_method");
     assert!(cmd("driver_bind").ends_with("-b vfio-pci 0000:3b:00.0 0000:3b:00.1"));
+    // EAL arguments built from the inventory's cores, PCI functions and drivers.
+    assert!(
+        cmd("agent_start").contains(
+            "--control /var/tmp/latency/runs/forward_s1/ctl --pidfile /var/tmp/latency/agent.pid -- -l 2,4,6 --main-lcore 2 \
+             --file-prefix=latency-agent --no-shconf -a 0000:3b:00.0 -a 0000:3b:00.1 -a 0000:86:00.0 \
+             -d librte_net_qdma.so -d librte_common_mlx5.so -d librte_net_mlx5.so"
+        ),
+        "{}",
+        cmd("agent_start")
+    );
     let replay = first["runs"][0]["steps"][0]["command"].as_str().unwrap();
     assert_eq!(
         replay,

@@ -278,7 +278,8 @@ pub struct Receiver {
     pub poller_cores: Vec<u32>,
     /// NUMA node of the FPGA.
     pub numa_node: u32,
-    /// DPDK EAL arguments of the agent.
+    /// DPDK EAL arguments of the agent: as given, or built from the fields above (see
+    /// [`latency_agent::eal::eal_args_from_inventory`]).
     pub eal_args: Vec<String>,
     /// PCI address of the reflect NIC (ConnectX-5).
     pub reflect_pci: Option<String>,
@@ -563,6 +564,8 @@ const RECEIVER_KEYS: &[&str] = &[
     "poller_cores",
     "numa_node",
     "eal_args",
+    "main_core",
+    "dpdk_drivers",
     "reflect_pci",
 ];
 
@@ -587,10 +590,30 @@ fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         d.error(node.pos, format!("`poller_cores` needs one core per port (2), found {}", c.len()));
     }
     let numa = m.get("numa_node").map_or(Some(0), |v| d.int(v, 0..=64)).map(|x| x as u32);
-    let eal = m.get("eal_args").map_or(Some(Vec::new()), |v| str_list(d, v));
+    let main_core = m.get("main_core").map_or(Some(None), |v| d.int(v, 0..=4095).map(|c| Some(c as u32)));
+    let drivers = m.get("dpdk_drivers").map_or(Some(Vec::new()), |v| str_list(d, v));
+    let eal = m.get("eal_args").map(|v| str_list(d, v));
     let reflect = match m.get("reflect_pci") {
         Some(v) => pci_list(d, v).map(|l| l.into_iter().next()),
         None => Some(None),
+    };
+    // Without literal `eal_args`, the EAL arguments are built from the inventory's own facts.
+    let eal = match eal {
+        Some(given) => given,
+        None => (|| {
+            let allow: Vec<String> = fpga_pci.clone()?.into_iter().chain(reflect.clone()?).collect();
+            Some(latency_agent::eal::eal_args_from_inventory(
+                cores.as_deref()?,
+                main_core?,
+                numa?,
+                &allow,
+                &[],
+                false,
+                None,
+                "latency-agent",
+                drivers.as_deref()?,
+            ))
+        })(),
     };
     m.finish(d, RECEIVER_KEYS);
     Some(Receiver {
