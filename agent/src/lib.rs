@@ -4,6 +4,7 @@
 //! reader of run data (agent, simulator, importer, analysis) shares.
 
 pub mod capture;
+pub mod control;
 pub mod eal;
 pub mod probe;
 pub mod recorder;

@@ -5,7 +5,7 @@
 //! agent running detached under `setsid`), one per line: `begin <run>`, `end <run>`, `quit`. Events on stdout, one JSON object per line:
 //! `ready` (ports, TSC rate), `begin` (run file), `end` (per-run counters), `error`, `stopped`.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -270,7 +270,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     let lines = match control {
-        Some(fifo) => control_fifo(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
+        Some(fifo) => latency_agent::control::listen(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
         None => {
             let (tx, lines) = std::sync::mpsc::channel::<String>();
             std::thread::spawn(move || {
@@ -324,31 +324,6 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     }
     emit(json!({ "event": "stopped" }));
     Ok(())
-}
-
-/// Lines written to a named pipe by any number of successive writers.
-fn control_fifo(path: &std::path::Path) -> std::io::Result<std::sync::mpsc::Receiver<String>> {
-    if !path.exists() {
-        let status = std::process::Command::new("mkfifo").arg("-m").arg("600").arg(path).status()?;
-        if !status.success() {
-            return Err(std::io::Error::other("mkfifo failed"));
-        }
-    }
-    let (tx, lines) = std::sync::mpsc::channel::<String>();
-    let path = path.to_path_buf();
-    std::thread::spawn(move || {
-        loop {
-            // Opening blocks until a writer opens the pipe; EOF when it closes it, then reopen.
-            let Ok(f) = std::fs::File::open(&path) else { break };
-            for line in BufReader::new(f).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    Ok(lines)
 }
 
 #[cfg(not(feature = "dpdk"))]

@@ -12,50 +12,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use latency_agent::probe::{self, ProbeFormat};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
-fn ok(cmd: &mut Command) {
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
-}
-
-/// A network namespace with veth pairs s0–r0 and s1–r1, deleted on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: &str) -> Netns {
-        let _ = Command::new("ip").args(["netns", "del", name]).output();
-        ok(Command::new("ip").args(["netns", "add", name]));
-        let ns = Netns(name.to_string());
-        for i in 0..2 {
-            ok(Command::new("ip").args([
-                "-n",
-                name,
-                "link",
-                "add",
-                &format!("s{i}"),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &format!("r{i}"),
-            ]));
-        }
-        ok(Command::new("ip").args(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
-        for dev in ["lo", "s0", "r0", "s1", "r1"] {
-            ok(Command::new("ip").args(["-n", name, "link", "set", dev, "up"]));
-        }
-        ns
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
-}
+mod common;
+use common::{Netns, have, is_root};
 
 /// A classic pcap of `n` broadcast probes (ids 1..=n) and `junk` non-probe frames.
 fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
@@ -86,7 +44,7 @@ fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
 
 #[test]
 fn af_packet_capture_records_every_probe_once_per_port() {
-    if !(have("ip") && have("tcpreplay") && nix_is_root()) {
+    if !(have("ip") && have("tcpreplay") && is_root()) {
         assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
         eprintln!("skipped: needs root, ip and tcpreplay");
         return;
@@ -176,13 +134,9 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-fn nix_is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 #[test]
 fn a_detached_agent_is_controlled_through_a_named_pipe() {
-    if !have("ip") || !nix_is_root() {
+    if !have("ip") || !is_root() {
         assert!(std::env::var_os("CI").is_none(), "CI must provide root and ip");
         eprintln!("skipped: needs root and ip");
         return;

@@ -19,13 +19,8 @@ use arrow_array::types::{UInt8Type, UInt64Type};
 use latency_agent::probe::{self, ProbeFormat};
 use latency_agent::sys::dpdk::{eal_args, eal_args_from_inventory};
 
-fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
+mod common;
+use common::{Netns, have, is_root, ok};
 
 /// Whether the test can run here; panics under CI when it cannot.
 fn can_run(tools: &[&str]) -> bool {
@@ -36,11 +31,6 @@ fn can_run(tools: &[&str]) -> bool {
     assert!(std::env::var_os("CI").is_none(), "CI must run this as root with {tools:?} (missing: {missing:?})");
     eprintln!("skipped: needs root and {tools:?} (missing: {missing:?})");
     false
-}
-
-fn ok(cmd: &mut Command) {
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -268,42 +258,6 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
     check_run(&read_run(&file), n);
     let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// A network namespace with veth pairs s0–r0 and s1–r1, deleted on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: &str) -> Netns {
-        let _ = Command::new("ip").args(["netns", "del", name]).output();
-        ok(Command::new("ip").args(["netns", "add", name]));
-        let ns = Netns(name.to_string());
-        for i in 0..2 {
-            ok(Command::new("ip").args([
-                "-n",
-                name,
-                "link",
-                "add",
-                &format!("s{i}"),
-                "type",
-                "veth",
-                "peer",
-                "name",
-                &format!("r{i}"),
-            ]));
-        }
-        ok(Command::new("ip").args(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
-        for dev in ["lo", "s0", "r0", "s1", "r1"] {
-            ok(Command::new("ip").args(["-n", name, "link", "set", dev, "up"]));
-        }
-        ns
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
-    }
 }
 
 #[test]
