@@ -22,7 +22,9 @@ clippy:
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps $(FEATURES)
 
+# The end-to-end tests start binaries of other packages (fpga-emu, latency-agent): build them all.
 unit:
+	$(CARGO) build --workspace --bins $(FEATURES)
 	$(CARGO) nextest run --workspace --no-fail-fast $(FEATURES)
 
 ## The whole paper study on the built-in simulated testbed.
