@@ -133,7 +133,28 @@ fn emulated_study_end_to_end() {
     runs.dedup();
     assert_eq!((n, runs.len()), (24, 24), "no run lost or recorded twice");
 
-    // 4. A host that never answers: a clear error naming the host and the step, within the timeout.
+    // 4. Faults during a study: the agent killed mid-run (the run is retried on a restarted agent)
+    //    and the SSH masters killed (reconnected); the study still completes with every run once.
+    let faults_dir = tmp("faults");
+    let faulty = orchestrate(&["run", PLAN, "--out", faults_dir.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&faults_dir, "run_finished", 2);
+    let pkill = |pattern: &str| Command::new("pkill").args(["-9", "-f", pattern]).status().unwrap();
+    assert!(pkill("latency-agent capture").success(), "an agent was running");
+    wait_for(&faults_dir, "run_finished", 4);
+    assert!(pkill("ssh.* -M .*emu-").success(), "ssh masters were running");
+    let out = faulty.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("restarting it") && err.contains("reconnecting"), "{err}");
+    let j = journal(&faults_dir);
+    assert!(j.iter().any(|e| e["event"] == "run_retried"), "the interrupted run was retried");
+    assert_eq!(j.iter().filter(|e| e["event"] == "run_finished").count(), 24);
+
+    // 5. A host that never answers: a clear error naming the host and the step, within the timeout.
     let inv = std::fs::read_to_string(root().join("testbeds/emulated.yaml")).unwrap();
     let dead = root().join("testbeds/dead-host.yaml");
     std::fs::write(
@@ -151,7 +172,7 @@ fn emulated_study_end_to_end() {
     assert!(err.contains("sender (emu-nowhere)") && err.contains("connect"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(45), "connect timeout honoured");
 
-    for d in [dir, first_dir, second_dir] {
+    for d in [dir, first_dir, second_dir, faults_dir] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

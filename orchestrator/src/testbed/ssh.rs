@@ -345,13 +345,48 @@ impl SshTestbed {
         let before =
             self.sh(Role::Receiver, "agent", &format!("wc -l < {}", shell_quote(&events)), Duration::from_secs(10))?;
         let skip: usize = before.trim().parse().unwrap_or(0);
+        // A pipe with no reader (a dead agent) would block the writer for ever: bounded remotely.
+        let write = format!("printf '%s\\n' {} > {ctl}", shell_quote(line));
         self.sh(
             Role::Receiver,
             "agent",
-            &format!("printf '%s\\n' {} > {ctl}", shell_quote(line)),
-            Duration::from_secs(10),
+            &format!("timeout 10 sh -c {}", shell_quote(&write)),
+            Duration::from_secs(15),
         )?;
         self.wait_event(session, skip, want, timeout)
+    }
+
+    /// Whether the session's agent process is alive (by its pidfile).
+    fn agent_alive(&self) -> bool {
+        let pidfile = shell_quote(&format!("{}/agent.pid", self.inv.receiver.host.workdir));
+        self.sh(
+            Role::Receiver,
+            "agent",
+            &format!("kill -0 $(cat {pidfile} 2>/dev/null) 2>/dev/null"),
+            Duration::from_secs(10),
+        )
+        .is_ok()
+    }
+
+    /// Restart an agent that died during the session: its start, register init and health gate
+    /// again (the shell's registers are cleared whenever a DPDK application starts).
+    fn restart_agent(&mut self, session: &StudySession, cancel: &Cancel) -> Result<(), TestbedError> {
+        eprintln!(
+            "warning: {}: the agent of {} is gone; restarting it",
+            self.conn(Role::Receiver).name,
+            session.name()
+        );
+        self.kill_leftovers();
+        let steps: Vec<Step> = session
+            .steps
+            .iter()
+            .filter(|s| matches!(s.action, Action::AgentStart | Action::RegisterInit | Action::HealthCheck))
+            .cloned()
+            .collect();
+        for st in &steps {
+            self.step(session, st, 1, cancel)?;
+        }
+        Ok(())
     }
 
     /// Wait for an event of kind `want` after the first `skip` lines of the agent's events.
@@ -386,6 +421,13 @@ impl SshTestbed {
                     action: format!("agent {want}"),
                     seconds: timeout.as_secs_f64(),
                 });
+            }
+            if want != "ready" && start.elapsed() > Duration::from_secs(1) && !self.agent_alive() {
+                return Err(failed(
+                    &self.conn(Role::Receiver).name,
+                    "agent",
+                    format!("the agent exited before `{want}`"),
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -466,6 +508,9 @@ impl Testbed for SshTestbed {
     ) -> Result<RunData, TestbedError> {
         let start = Instant::now();
         let name = session.name();
+        if !self.agent_alive() {
+            self.restart_agent(session, cancel)?;
+        }
         let begin = self.agent_command(&name, &format!("begin {}", run.run), "begin", Duration::from_secs(30))?;
         let file = begin["file"].as_str().unwrap_or_default().to_string();
         for st in &run.steps {
