@@ -138,7 +138,7 @@ impl SshTestbed {
             owner,
             tsc_hz: None,
             facts: serde_json::Value::Null,
-            drain: Duration::from_millis(500),
+            drain: Duration::from_millis(100),
         };
         tb.take_leases()?;
         tb.kill_leftovers();
