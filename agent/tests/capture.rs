@@ -8,12 +8,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt8Type, UInt64Type};
 use latency_agent::probe::{self, ProbeFormat};
 
 mod common;
-use common::{Netns, have, is_root};
+use common::{Netns, check_run, have, is_root, read_run};
 
 /// A classic pcap of `n` broadcast probes (ids 1..=n) and `junk` non-probe frames.
 fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
@@ -106,26 +104,9 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     assert!(agent.wait().unwrap().success());
 
     for f in &files {
-        let reader = arrow_ipc::reader::StreamReader::try_new(std::fs::File::open(f).unwrap(), None).unwrap();
-        assert_eq!(reader.schema(), latency_agent::record_schema());
-        let mut per_port: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
-        for b in reader {
-            let b = b.unwrap();
-            let ids = b.column(0).as_primitive::<UInt64Type>();
-            let ports = b.column(1).as_primitive::<UInt8Type>();
-            let tsc = b.column(2).as_primitive::<UInt64Type>();
-            let seq = b.column(3).as_primitive::<UInt64Type>();
-            for k in 0..b.num_rows() {
-                let p = ports.value(k) as usize;
-                assert_eq!(seq.value(k), per_port[p].len() as u64, "per-port arrival sequence");
-                per_port[p].push((ids.value(k), tsc.value(k)));
-            }
-        }
+        let per_port = read_run(f);
+        check_run(&per_port, n);
         for recs in &per_port {
-            let mut ids: Vec<u64> = recs.iter().map(|r| r.0).collect();
-            assert!(recs.windows(2).all(|w| w[0].1 <= w[1].1), "stamps are monotonic per port");
-            ids.sort_unstable();
-            assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "every id exactly once per port");
             // tcpreplay paced 3,000 probes at 10 kpps: ~0.3 s between first and last stamp.
             let span_s = (recs.last().unwrap().1 - recs[0].1) as f64 / hz;
             assert!((span_s - 0.2999).abs() < 0.03, "stamp span {span_s} s");

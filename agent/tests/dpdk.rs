@@ -14,13 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt8Type, UInt64Type};
 use latency_agent::probe::{self, ProbeFormat};
 use latency_agent::sys::dpdk::{eal_args, eal_args_from_inventory};
 
 mod common;
-use common::{Netns, have, is_root, ok};
+use common::{Netns, check_run, have, is_root, ok, read_run};
 
 /// Whether the test can run here; panics under CI when it cannot.
 fn can_run(tools: &[&str]) -> bool {
@@ -132,36 +130,6 @@ impl Drop for Agent {
 /// The agent command line for a DPDK capture on ports 0 and 1.
 fn agent_args(cmd: &mut Command, out: &Path, eal: &[String]) {
     cmd.args(["capture", "--backend", "dpdk", "--ports", "0,1", "--out"]).arg(out).arg("--").args(eal);
-}
-
-/// Read a run file: per port, the (id, tsc) records in arrival order (checking `seq`).
-fn read_run(file: &Path) -> [Vec<(u64, u64)>; 2] {
-    let reader = arrow_ipc::reader::StreamReader::try_new(File::open(file).unwrap(), None).unwrap();
-    assert_eq!(reader.schema(), latency_agent::record_schema());
-    let mut per_port: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
-    for b in reader {
-        let b = b.unwrap();
-        let ids = b.column(0).as_primitive::<UInt64Type>();
-        let ports = b.column(1).as_primitive::<UInt8Type>();
-        let tsc = b.column(2).as_primitive::<UInt64Type>();
-        let seq = b.column(3).as_primitive::<UInt64Type>();
-        for k in 0..b.num_rows() {
-            let p = ports.value(k) as usize;
-            assert_eq!(seq.value(k), per_port[p].len() as u64, "per-port arrival sequence");
-            per_port[p].push((ids.value(k), tsc.value(k)));
-        }
-    }
-    per_port
-}
-
-/// Every id of `1..=n` exactly once per port, TSC stamps monotonic per port.
-fn check_run(per_port: &[Vec<(u64, u64)>; 2], n: u64) {
-    for (p, recs) in per_port.iter().enumerate() {
-        assert!(recs.windows(2).all(|w| w[0].1 <= w[1].1), "port {p}: stamps are monotonic");
-        let mut ids: Vec<u64> = recs.iter().map(|r| r.0).collect();
-        ids.sort_unstable();
-        assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "port {p}: every id exactly once");
-    }
 }
 
 fn check_end(end: &serde_json::Value, n: u64, non_probe: u64) {
