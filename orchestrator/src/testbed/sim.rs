@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::model::{ProgramModel, SimModel};
 use super::{Cancel, RunData, Testbed, TestbedError};
+use crate::analysis::stats::normal;
 use crate::plan::{Plan, TraceSource};
 use crate::probes;
 use crate::schedule::{Run, Session, SessionKind, Step};
@@ -68,13 +69,6 @@ pub fn key(parts: &[&[u8]]) -> u64 {
 
 fn rng(parts: &[&[u8]]) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(key(parts))
-}
-
-/// Standard normal draw (Box–Muller).
-fn normal(r: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = 1.0 - r.random::<f64>();
-    let u2: f64 = r.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 impl SimTestbed {
