@@ -3,6 +3,8 @@
 
 use std::io;
 
+use crate::probe::{self, ProbeFormat};
+
 /// One receive port.
 pub trait RxPort: Send {
     /// Hand the frames waiting on the port (up to `budget`) to `f` with their TSC stamps; returns
@@ -13,24 +15,59 @@ pub trait RxPort: Send {
     fn name(&self) -> String;
 }
 
-/// Linux AF_PACKET receive ring (no DPDK needed).
-pub struct AfPacketPort(crate::sys::af_packet::PacketRing);
+/// Linux AF_PACKET receive ring (no DPDK needed), optionally reflecting every probe out of
+/// another interface, tagged (reflect mode).
+pub struct AfPacketPort {
+    ring: crate::sys::af_packet::PacketRing,
+    reflect: Option<Reflect>,
+}
+
+/// Where and how a port reflects its probes.
+struct Reflect {
+    tx: crate::sys::af_packet::PacketSender,
+    tag: u8,
+    format: ProbeFormat,
+    frame: Vec<u8>,
+}
 
 impl AfPacketPort {
     /// Open `interface` (needs CAP_NET_RAW).
     pub fn open(interface: &str) -> io::Result<Self> {
         crate::sys::af_packet::PacketRing::open(interface)
-            .map(AfPacketPort)
+            .map(|ring| AfPacketPort { ring, reflect: None })
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))
+    }
+
+    /// Send a copy of every probe received, tagged `tag` ([`probe::TAG_PIPELINE`] or
+    /// [`probe::TAG_BYPASS`]), out of `interface` right after it is stamped. Each port has its own
+    /// socket on that interface (as each has its own TX queue with DPDK).
+    pub fn reflect_to(mut self, interface: &str, tag: u8, format: ProbeFormat) -> io::Result<Self> {
+        let tx = crate::sys::af_packet::PacketSender::open(interface)
+            .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))?;
+        self.reflect = Some(Reflect { tx, tag, format, frame: Vec::with_capacity(2048) });
+        Ok(self)
     }
 }
 
 impl RxPort for AfPacketPort {
     fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
-        self.0.poll(budget, f)
+        let AfPacketPort { ring, reflect } = self;
+        match reflect {
+            None => ring.poll(budget, f),
+            Some(r) => ring.poll(budget, &mut |data, tsc| {
+                f(data, tsc);
+                r.frame.clear();
+                r.frame.extend_from_slice(data);
+                if probe::set_tag(&mut r.frame, r.format, r.tag) {
+                    // A reflection the interface refuses is lost like one dropped on the wire:
+                    // the controller finds it missing from the sender's capture.
+                    let _ = r.tx.send(&r.frame);
+                }
+            }),
+        }
     }
 
     fn name(&self) -> String {
-        format!("af_packet:{}", self.0.interface())
+        format!("af_packet:{}", self.ring.interface())
     }
 }

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::json;
 
 use latency_agent::capture::{AfPacketPort, RxPort};
-use latency_agent::probe::ProbeFormat;
+use latency_agent::probe::{self, ProbeFormat};
 use latency_agent::recorder::{Options, Recorder};
 use latency_agent::{regs, sys, tsc};
 
@@ -75,10 +75,10 @@ struct CaptureArgs {
     /// Write the process id here (removed on exit).
     #[arg(long)]
     pidfile: Option<PathBuf>,
-    /// DPDK port that reflects every stamped probe (tagged P or B, one TX queue per path) to
-    /// the sender's hardware-timestamping NIC.
+    /// Reflect every stamped probe, tagged P or B, to the sender's hardware-timestamping NIC out
+    /// of this port: a DPDK port id (one TX queue per path), or an interface name (af_packet).
     #[arg(long)]
-    reflect_port: Option<u16>,
+    reflect_port: Option<String>,
     /// Read commands from this named pipe (created if missing) instead of stdin.
     #[arg(long)]
     control: Option<PathBuf>,
@@ -231,8 +231,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         tsc_window_ms,
         eal,
     } = args;
-    let (backend, reflect_port, force_tsc, queue, tsc_window_ms) =
-        (*backend, *reflect_port, *force_tsc, *queue, *tsc_window_ms);
+    let (backend, force_tsc, queue, tsc_window_ms) = (*backend, *force_tsc, *queue, *tsc_window_ms);
     let format: ProbeFormat = probe_format.parse().map_err(|e| (2, format!("{e}")))?;
     if ports.len() != 2 {
         return Err((2, format!("two ports are needed (pipeline, bypass), got {}", ports.len())));
@@ -248,15 +247,28 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         ));
     }
     let rx: Vec<Box<dyn RxPort>> = match backend {
-        Backend::AfPacket if reflect_port.is_some() => {
-            return Err((2, "reflect mode needs the dpdk backend".into()));
-        }
         Backend::AfPacket => ports
             .iter()
-            .map(|p| AfPacketPort::open(p).map(|x| Box::new(x) as Box<dyn RxPort>))
-            .collect::<Result<_, _>>()
+            .zip([probe::TAG_PIPELINE, probe::TAG_BYPASS])
+            .map(|(p, tag)| {
+                let port = AfPacketPort::open(p)?;
+                let port = match reflect_port {
+                    Some(r) => port.reflect_to(r, tag, format)?,
+                    None => port,
+                };
+                Ok(Box::new(port) as Box<dyn RxPort>)
+            })
+            .collect::<Result<_, std::io::Error>>()
             .map_err(|e| (1, e.to_string()))?,
-        Backend::Dpdk => open_dpdk(ports, reflect_port, format, eal)?,
+        Backend::Dpdk => {
+            let reflect_port = match reflect_port {
+                Some(r) => Some(r.parse::<u16>().map_err(|_| {
+                    (2, format!("--reflect-port {r}: the dpdk backend takes a DPDK port id (0, 1, 2, ...)"))
+                })?),
+                None => None,
+            };
+            open_dpdk(ports, reflect_port, format, eal)?
+        }
     };
     let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
     if let Some(p) = &pidfile {

@@ -157,3 +157,120 @@ fn a_detached_agent_is_controlled_through_a_named_pipe() {
     assert_eq!(lines[2]["records"], 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The frames of a classic pcap file (either resolution, little-endian as tcpdump writes here).
+fn pcap_frames(bytes: &[u8]) -> Vec<Vec<u8>> {
+    assert!(matches!(u32::from_le_bytes(bytes[..4].try_into().unwrap()), 0xa1b2_c3d4 | 0xa1b2_3c4d));
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        out.push(bytes[at + 16..at + 16 + caplen].to_vec());
+        at += 16 + caplen;
+    }
+    out
+}
+
+#[test]
+fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
+    if !(have("ip") && have("tcpreplay") && have("tcpdump") && is_root()) {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip, tcpreplay and tcpdump");
+        eprintln!("skipped: needs root, ip, tcpreplay and tcpdump");
+        return;
+    }
+    let ns = Netns::new(&format!("agent-reflect-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agent-reflect-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.pcap");
+    let (n, junk) = (400, 7);
+    write_trace(&trace, n, junk, ProbeFormat::Latencylab);
+
+    // The sender's side of the reflect link: a capture, ready before any probe is sent.
+    let capture = dir.join("reflected.pcap");
+    let tcpdump_log = dir.join("tcpdump.log");
+    let mut tcpdump = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            "tcpdump",
+            "-i",
+            "s2",
+            "-U",
+            "--immediate-mode",
+            "-s",
+            "256",
+            "-B",
+            "16384",
+            "-w",
+        ])
+        .arg(&capture)
+        .stderr(std::fs::File::create(&tcpdump_log).unwrap())
+        .spawn()
+        .unwrap();
+    while !std::fs::read_to_string(&tcpdump_log).unwrap().contains("listening on") {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    let mut agent = Command::new("ip")
+        .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+        .args(["--ports", "r0,r1", "--reflect-port", "r2", "--out"])
+        .arg(dir.join("runs"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = agent.stdin.take().unwrap();
+    let mut events = BufReader::new(agent.stdout.take().unwrap()).lines();
+    let mut next = || -> serde_json::Value { serde_json::from_str(&events.next().unwrap().unwrap()).unwrap() };
+    assert_eq!(next()["event"], "ready");
+    writeln!(stdin, "begin 1").unwrap();
+    assert_eq!(next()["event"], "begin");
+    for dev in ["s0", "s1"] {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=5000"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    writeln!(stdin, "end 1").unwrap();
+    let end = next();
+    assert_eq!((end["matched"].as_u64(), end["non_probe"].as_u64()), (Some(n), Some(2 * junk)), "{end}");
+    drop(stdin);
+    assert!(agent.wait().unwrap().success());
+    // tcpdump exits on SIGINT without reading what is still in its ring: give it time to.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    Command::new("kill").args(["-INT", &tcpdump.id().to_string()]).status().unwrap();
+    tcpdump.wait().unwrap();
+
+    // Every probe came back exactly once per port, tagged P from r0 and B from r1, otherwise
+    // unchanged; frames without a probe were not reflected.
+    let frames = pcap_frames(&std::fs::read(&capture).unwrap());
+    let mut seen = std::collections::BTreeMap::new();
+    for f in &frames {
+        let p = probe::parse(f, ProbeFormat::Latencylab).expect("a reflected frame carries a probe");
+        *seen.entry((p.tag, p.id)).or_insert(0) += 1;
+        let mut untagged = f.clone();
+        assert!(probe::set_tag(&mut untagged, ProbeFormat::Latencylab, 0));
+        let mut sent = vec![0xff; 6];
+        sent.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+        sent.extend(probe::payload(p.id, ProbeFormat::Latencylab, 64));
+        sent.resize(sent.len().max(64), 0);
+        assert_eq!(untagged, sent);
+    }
+    let missing: Vec<_> = (1..=n)
+        .flat_map(|id| [(Some(probe::TAG_PIPELINE), id), (Some(probe::TAG_BYPASS), id)])
+        .filter(|k| !seen.contains_key(k))
+        .collect();
+    let log = std::fs::read_to_string(&tcpdump_log).unwrap();
+    assert_eq!(frames.len() as u64, 2 * n, "missing {missing:?}; tcpdump: {log}");
+    for id in 1..=n {
+        for tag in [probe::TAG_PIPELINE, probe::TAG_BYPASS] {
+            assert_eq!(seen.get(&(Some(tag), id)), Some(&1), "probe {id} tag {}", tag as char);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -176,6 +176,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 trace_file: &trace_file,
                 pacing_pps: proto.pacing_pps,
                 probe_format,
+                reflect: proto.reflect,
             };
             let render = |action: Action, run: Option<u32>| -> Step {
                 match inventory {

@@ -193,3 +193,38 @@ fn help_documents_exit_codes() {
     assert!(out.contains("2    invalid input"), "{out}");
     assert!(Path::new(env!("CARGO_BIN_EXE_orchestrate")).exists());
 }
+
+#[test]
+fn reflect_plan_renders_the_oct_capture_and_reflect_commands() {
+    let o =
+        orchestrate(&["plan", "../plans/emulated-reflect.yaml", "--testbed", "../testbeds/oct-u280.yaml", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let first = &v["sessions"][0];
+    let agent_start = first["steps"].as_array().unwrap().iter().find(|s| s["action"] == "agent_start").unwrap();
+    assert!(
+        agent_start["command"]
+            .as_str()
+            .unwrap()
+            .contains("--pidfile /var/tmp/latency/agent.pid --reflect-port 2 -- -l 2,4,6"),
+        "{agent_start}"
+    );
+    let steps: Vec<(&str, &str)> = first["runs"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["action"].as_str().unwrap(), s["command"].as_str().unwrap()))
+        .collect();
+    let actions: Vec<&str> = steps.iter().map(|s| s.0).collect();
+    assert_eq!(actions, ["capture_start", "replay", "capture_stop"]);
+    assert!(
+        steps[0].1.contains(
+            "setsid tcpdump -i enp134s0np0 -j adapter_unsynced -Q in --time-stamp-precision=nano --immediate-mode \
+             -s 512 -B 16384 -w /var/tmp/latency/captures/forward_s1-run01.pcap"
+        ),
+        "{}",
+        steps[0].1
+    );
+    assert!(steps[0].1.contains("time stamp is not supported"), "no host-clock fallback: {}", steps[0].1);
+    assert!(steps[2].1.starts_with("p=$(cat /var/tmp/latency/capture.pid) && kill -INT \"$p\""), "{}", steps[2].1);
+}

@@ -58,7 +58,16 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn run(out: &Path, extra: &[&str]) -> Output {
-    orchestrate(&["run", PLAN, "--out", out.to_str().unwrap()]).args(extra).output().unwrap()
+    run_with(out, extra, "")
+}
+
+/// `orchestrate run` with the fault-injection points `failpoints` armed (feature `failpoints`).
+fn run_with(out: &Path, extra: &[&str], failpoints: &str) -> Output {
+    orchestrate(&["run", PLAN, "--out", out.to_str().unwrap()])
+        .args(extra)
+        .env("ORCHESTRATE_FAILPOINTS", failpoints)
+        .output()
+        .unwrap()
 }
 
 fn journal(dir: &Path) -> Vec<serde_json::Value> {
@@ -80,11 +89,30 @@ fn emulated_study_end_to_end() {
         return;
     }
     let _testbed = Testbed::up();
+    let traces = Path::new("/var/tmp/latency-emu/sender/traces");
+    let _ = std::fs::remove_dir_all(traces);
 
-    // 1. A whole study: every probe accounted for, delays recovered within 5 %.
+    // 0. Uploads corrupted on their way to the host: the checksum mismatch is detected, the bad
+    //    file never takes the trace's name, and the study stops before any run with a clear error.
+    let corrupt_dir = tmp("corrupt");
+    let o = run_with(&corrupt_dir, &[], "corrupt-upload");
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("sender (emu-sender): upload: /var/tmp/latency-emu/sender/traces/")
+            && err.contains("checksum mismatch after upload"),
+        "{err}"
+    );
+    assert!(!traces.join("forward_500.pcap").exists() && !traces.join("forward_500.pcap.part").exists());
+    assert!(corrupt_dir.join("plan.yaml").is_file(), "the results folder is kept: {err}");
+
+    // 1. A whole study: every probe accounted for, delays recovered within 5 %. Its first upload is
+    //    corrupted once: detected and sent again.
     let dir = tmp("study");
-    let o = run(&dir, &[]);
+    let o = run_with(&dir, &[], "corrupt-upload=1");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("checksum mismatch after upload") && err.contains("uploading again"), "{err}");
     let s: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
     for (program, delay_ns) in [("forward", 300_000.0), ("remove_header", 400_000.0)] {
         let p50 = s["programs"][program]["latency_ns"]["p50"].as_f64().unwrap();
@@ -98,6 +126,12 @@ fn emulated_study_end_to_end() {
         assert_eq!(c["matched"], want, "{e}");
         assert_eq!(c["matched"].as_u64().unwrap() + c["bypass_only"].as_u64().unwrap(), 500, "{e}");
         assert_eq!(c["duplicates"], 0, "{e}");
+        // Pacing seen by both ends (tcpreplay's report, the bypass stamps), within the ±5 % the
+        // run checks enforce.
+        for side in ["sender_pps", "receiver_pps"] {
+            let pps = e["pacing"][side].as_f64().unwrap_or_else(|| panic!("no {side} in {e}"));
+            assert!((pps - 2000.0).abs() <= 100.0, "{side} {pps}: {e}");
+        }
     }
     assert!(dir.join("report.md").is_file());
     let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("provenance.json")).unwrap()).unwrap();
@@ -172,7 +206,37 @@ fn emulated_study_end_to_end() {
     assert!(err.contains("sender (emu-nowhere)") && err.contains("connect"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(45), "connect timeout honoured");
 
-    for d in [dir, first_dir, second_dir, faults_dir] {
+    // 6. Reflect mode: every stamped copy goes back to the sender, whose capture (tcpdump, another
+    //    clock) is joined to the records by probe id and tag; that clock agrees with the TSC.
+    let reflect_dir = tmp("reflect");
+    let o = orchestrate(&["run", "../plans/emulated-reflect.yaml", "--out", reflect_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reflect_dir.join("summary.json")).unwrap()).unwrap();
+    let forward = &s["programs"]["forward"];
+    let session = &forward["sessions"][0];
+    let hw = &forward["hw_check"];
+    let pairs = session["matched"].as_u64().unwrap() - session["excluded"].as_u64().unwrap();
+    assert_eq!(hw["pairs"].as_u64(), Some(pairs), "every matched probe has both reflections: {hw}");
+    assert_eq!(hw["pass"], true, "{hw}");
+    // The median of R = hw_P − hw_B against the median of D on the TSC. They differ by the reflect
+    // channel's P/B asymmetry C, here scheduling of two pollers and tcpdump on 2 vCPUs (up to
+    // ~20 µs seen); a wrong join would be off by a probe interval (500 µs) or negate R.
+    let r50 =
+        hw["levels"].as_array().unwrap().iter().find(|l| l["level"] == 50.0).unwrap()["measured_ns"].as_f64().unwrap();
+    let d50 = session["raw_median_ns"].as_f64().unwrap();
+    assert!((r50 - d50).abs() <= 0.15 * d50, "R median {r50} ns vs D median {d50} ns");
+    let (batches, _) =
+        orchestrator::results::runfile::read(&reflect_dir.join("data/program=forward/session=1/run=1.parquet"))
+            .unwrap();
+    for b in &batches {
+        assert_eq!(b.column_by_name("hw_ns").unwrap().null_count(), 0, "every record has its sender stamp");
+    }
+    assert!(reflect_dir.join("logs/forward_s1/capture_stop.log").is_file());
+
+    for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

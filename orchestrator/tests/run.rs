@@ -263,3 +263,34 @@ fn runs_failing_their_checks_are_retried_then_reported() {
     assert!(err.contains("failed: forward_s1 run 1: bypass port saw"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn runs_off_their_pacing_are_rejected_and_the_achieved_pacing_is_recorded() {
+    // 10 % slow: every run is outside the default ±5 % and is retried, then reported.
+    let dir = tmp("slow-sender");
+    let o = run(&dir, &["--sim-model", "tests/fixtures/good/slow-sender.yaml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = journal(&dir);
+    assert_eq!(j.iter().filter(|e| e["event"] == "run_failed").count(), RUNS);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("pacing 450.0 pps seen by the sender, -10.0 % off the planned 500 pps (tolerance ±5.0 %)"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // 3 % fast: accepted, and both views of the rate are stored with each run: 515 pps within the
+    // departure jitter (2 µs σ over 20,000 probes) and the receiver's stamps (ns over ~39 s).
+    let dir = tmp("fast-sender");
+    let o = run(&dir, &["--sim-model", "tests/fixtures/good/fast-sender.yaml"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let finished: Vec<serde_json::Value> = journal(&dir).into_iter().filter(|e| e["event"] == "run_finished").collect();
+    assert_eq!(finished.len(), RUNS);
+    for e in &finished {
+        for side in ["sender_pps", "receiver_pps"] {
+            let pps = e["pacing"][side].as_f64().unwrap();
+            assert!((pps - 515.0).abs() < 0.01, "{side}: {pps} in {e}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -4,7 +4,8 @@
 #   sender   sshd (10.250.0.2), tcpreplay on snd0
 #   switch   tc ingress on sw-in: mirror every frame to sw-a, redirect it to sw-b
 #   fpga     fpga-emu: fpga-a -> program + delay -> fpga-p (pipeline), fpga-b -> fpga-hb (bypass)
-#   receiver sshd (10.250.0.3), the agent on r0 (pipeline P) and r1 (bypass B)
+#   receiver sshd (10.250.0.3), the agent on r0 (pipeline P) and r1 (bypass B); in reflect mode
+#            it sends every probe back out of rfl0 to the sender's cap0 (tcpdump there)
 #   root     bridge emu-mgmt 10.250.0.1/24 with veths into sender and receiver (SSH only)
 #
 # Idempotent: what exists is kept, what is missing is created, processes are started only when
@@ -165,6 +166,7 @@ veth switch sw-a fpga fpga-a
 veth switch sw-b fpga fpga-b
 veth fpga fpga-p receiver r0
 veth fpga fpga-hb receiver r1
+veth receiver rfl0 sender cap0
 
 # The switch: every frame entering sw-in is copied to sw-a (mirror) and sent on to sw-b
 # (redirect). Copy A is always queued first; the null image measures that constant offset.

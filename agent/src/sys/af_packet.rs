@@ -34,22 +34,85 @@ fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &T)
     })
 }
 
+fn ifindex(interface: &str) -> io::Result<u32> {
+    let name =
+        CString::new(interface).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
+    // SAFETY: `name` is a valid NUL-terminated string.
+    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if ifindex == 0 {
+        return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface `{interface}`")));
+    }
+    Ok(ifindex)
+}
+
+/// A raw packet socket receiving `proto` (network order; 0 receives nothing).
+fn packet_socket(proto: u16) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call; the result is checked before it is owned.
+    let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, libc::c_int::from(proto)) };
+    check(raw)?;
+    // SAFETY: `raw` is a fresh, valid descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+fn bind(fd: &OwnedFd, ifindex: u32, proto: u16) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain data; all-zero is a valid starting value.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto;
+    sll.sll_ifindex = ifindex as i32;
+    // SAFETY: `sll` is a valid sockaddr_ll and the length passed is its size.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
+    })
+}
+
+/// A socket that only sends frames out of one interface (reflect mode); it receives nothing.
+pub struct PacketSender {
+    fd: OwnedFd,
+    interface: String,
+}
+
+impl PacketSender {
+    /// Open a sender on `interface` (needs CAP_NET_RAW).
+    pub fn open(interface: &str) -> io::Result<PacketSender> {
+        let ifindex = ifindex(interface)?;
+        let fd = packet_socket(0)?;
+        bind(&fd, ifindex, 0)?;
+        Ok(PacketSender { fd, interface: interface.to_string() })
+    }
+
+    /// Send one Ethernet frame (header included). The kernel copies the frame before this
+    /// returns.
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        send(&self.fd, &self.interface, frame)
+    }
+}
+
+/// Send one Ethernet frame on a packet socket bound to `interface`.
+fn send(fd: &OwnedFd, interface: &str, frame: &[u8]) -> io::Result<()> {
+    // SAFETY: `frame` is a live, initialised slice and the length passed is its length; the
+    // kernel only reads it during the call. The socket is bound to the interface, so no
+    // destination address is needed.
+    let n = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n as usize != frame.len() {
+        return Err(io::Error::other(format!("{interface}: sent {n} of {} bytes", frame.len())));
+    }
+    Ok(())
+}
+
 impl PacketRing {
     /// Open a ring on `interface` (needs CAP_NET_RAW).
     pub fn open(interface: &str) -> io::Result<PacketRing> {
-        let name =
-            CString::new(interface).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"))?;
-        // SAFETY: `name` is a valid NUL-terminated string.
-        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if ifindex == 0 {
-            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no interface `{interface}`")));
-        }
+        let ifindex = ifindex(interface)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: plain socket(2) call; the result is checked before it is owned.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, libc::c_int::from(proto)) };
-        check(raw)?;
-        // SAFETY: `raw` is a fresh, valid descriptor owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = packet_socket(proto)?;
         setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V2 as libc::c_int))?;
         let req = libc::tpacket_req {
             tp_block_size: BLOCK_SIZE,
@@ -80,19 +143,7 @@ impl PacketRing {
             next: 0,
             interface: interface.to_string(),
         };
-        // SAFETY: sockaddr_ll is plain data; all-zero is a valid starting value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = proto;
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: `sll` is a valid sockaddr_ll and the length passed is its size.
-        check(unsafe {
-            libc::bind(
-                ring.fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as u32,
-            )
-        })?;
+        bind(&ring.fd, ifindex, proto)?;
         // SAFETY: packet_mreq is plain data.
         let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
         mreq.mr_ifindex = ifindex as i32;
@@ -111,17 +162,7 @@ impl PacketRing {
     /// kernel copies the frame before this returns. Frames sent this way are not seen by this
     /// socket's own receive ring.
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        // SAFETY: `frame` is a live, initialised slice and the length passed is its length; the
-        // kernel only reads it during the call. The socket is bound to the interface, so no
-        // destination address is needed.
-        let n = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if n as usize != frame.len() {
-            return Err(io::Error::other(format!("{}: sent {n} of {} bytes", self.interface, frame.len())));
-        }
-        Ok(())
+        send(&self.fd, &self.interface, frame)
     }
 
     /// Hand every frame waiting in the ring to `f` (in arrival order) with a TSC stamp taken right

@@ -24,7 +24,8 @@ pub fn ok(cmd: &mut Command) {
     assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// A network namespace with veth pairs s0–r0 and s1–r1, deleted on drop.
+/// A network namespace with veth pairs s0–r0 and s1–r1 (the two receive ports) and s2–r2 (reflect
+/// port r2, seen from s2), deleted on drop.
 pub struct Netns(pub String);
 
 impl Netns {
@@ -32,7 +33,7 @@ impl Netns {
         let _ = Command::new("ip").args(["netns", "del", name]).output();
         ok(Command::new("ip").args(["netns", "add", name]));
         let ns = Netns(name.to_string());
-        for i in 0..2 {
+        for i in 0..3 {
             ok(Command::new("ip").args([
                 "-n",
                 name,
@@ -47,7 +48,7 @@ impl Netns {
             ]));
         }
         ok(Command::new("ip").args(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"]));
-        for dev in ["lo", "s0", "r0", "s1", "r1"] {
+        for dev in ["lo", "s0", "r0", "s1", "r1", "s2", "r2"] {
             ok(Command::new("ip").args(["-n", name, "link", "set", dev, "up"]));
         }
         ns

@@ -143,12 +143,11 @@ pub fn pair_batches(
             continue;
         }
         diffs.push((id, d as f64 * ns));
-        if let Some(r) = p.hw_diffs.get(k) {
+        if let Some(Some(r)) = p.hw_diffs.get(k) {
             hw.push((d as f64 * ns, *r as f64));
         }
     }
-    let (n, span) = p.bypass_span;
-    let pacing_pps = (span > 0).then(|| (n - 1) as f64 / (span as f64 / tsc_hz));
+    let pacing_pps = p.bypass_pps(tsc_hz);
     RunPairs { group, session, diffs, hw, counts: p.counts, excluded, pacing_pps }
 }
 

@@ -29,14 +29,23 @@ pub struct Paired {
     /// Matched probes and their differentials in ticks.
     pub diffs: Vec<(u64, i64)>,
     /// Reflect mode: hardware-clock differential R = hw_P − hw_B (ns) of each matched probe, in
-    /// the order of `diffs` (empty without hardware stamps).
-    pub hw_diffs: Vec<i64>,
+    /// the order of `diffs`; `None` where a reflected copy was not captured (empty without
+    /// hardware stamps).
+    pub hw_diffs: Vec<Option<i64>>,
     /// Counts.
     pub counts: Counts,
     /// Probe of the earliest record of the run: the first probe after the idle gap.
     pub first_id: Option<u64>,
     /// Bypass copies and the TSC span between the first and last of them (pacing check).
     pub bypass_span: (u64, u64),
+}
+
+impl Paired {
+    /// Rate of the bypass copies' arrivals, packets per second: intervals over the TSC span.
+    pub fn bypass_pps(&self, tsc_hz: f64) -> Option<f64> {
+        let (n, span) = self.bypass_span;
+        (n > 1 && span > 0 && tsc_hz > 0.0).then(|| (n - 1) as f64 / (span as f64 / tsc_hz))
+    }
 }
 
 const NONE: u64 = u64::MAX;
@@ -101,8 +110,8 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
         (true, true) => {
             counts.matched += 1;
             diffs.push((id, p as i64 - b as i64));
-            if let (true, Some(hp), Some(hb)) = (has_hw, hw_first[0].get(&id), hw_first[1].get(&id)) {
-                hw_diffs.push(hp - hb);
+            if has_hw {
+                hw_diffs.push(hw_first[0].get(&id).zip(hw_first[1].get(&id)).map(|(hp, hb)| hp - hb));
             }
         }
         (true, false) => counts.pipeline_only += 1,
@@ -120,9 +129,6 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
         for id in ids {
             visit(id, sparse[0].get(&id).copied().unwrap_or(NONE), sparse[1].get(&id).copied().unwrap_or(NONE));
         }
-    }
-    if hw_diffs.len() != diffs.len() {
-        hw_diffs.clear();
     }
     let span = if b_count > 1 { b_max - b_min } else { 0 };
     Paired { diffs, hw_diffs, counts, first_id: earliest.map(|(_, id)| id), bypass_span: (b_count, span) }

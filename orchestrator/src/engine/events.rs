@@ -9,6 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::analysis::pairs::Counts;
+use crate::testbed::replay::Pacing;
 
 /// Something that happened during a study.
 #[derive(Clone, Debug, Serialize)]
@@ -120,6 +121,8 @@ pub enum Event {
         records: u64,
         /// Copy counts.
         counts: Counts,
+        /// Pacing achieved.
+        pacing: Pacing,
         /// Seconds the run took on the testbed.
         seconds: f64,
     },

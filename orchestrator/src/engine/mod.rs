@@ -7,7 +7,7 @@ pub mod provenance;
 
 use std::collections::BTreeMap;
 
-use crate::analysis::pairs::{self, Counts};
+use crate::analysis::pairs::{self, Paired};
 use crate::digest;
 use crate::plan::inventory::{Action, Inventory};
 use crate::plan::{Plan, StepPolicy, TraceSource, default_policy};
@@ -15,7 +15,8 @@ use crate::probes;
 use crate::results::journal::{self, Journal};
 use crate::results::{ResultsDir, ResultsError, runfile};
 use crate::schedule::{Run, Schedule, Session, SessionKind, Step};
-use crate::testbed::{Cancel, Testbed, TestbedError};
+use crate::testbed::replay::Pacing;
+use crate::testbed::{Cancel, RunData, Testbed, TestbedError};
 use events::{Event, Observer};
 
 /// Why a study stopped before its end.
@@ -124,9 +125,14 @@ impl Engine<'_> {
         }
     }
 
-    /// Why a run's counts are not acceptable, if they are not.
-    fn check_run(&self, s: &Session, c: &Counts) -> Option<String> {
+    /// Why a run is not acceptable, if it is not: copies missing or duplicated, packets the
+    /// sender could not send, reflections not captured, or pacing off the plan.
+    fn check_run(&self, s: &Session, paired: &Paired, data: &RunData, pacing: &Pacing) -> Option<String> {
         let checks = &self.plan.protocol.run_checks;
+        let c = &paired.counts;
+        if let Some(r) = data.replay.filter(|r| r.failed > 0) {
+            return Some(format!("the sender failed to send {} of {} packets", r.failed, r.packets));
+        }
         let frac = checks.min_matched_fraction;
         let bypass = c.matched + c.bypass_only;
         if (bypass as f64) < frac * s.probes as f64 {
@@ -144,7 +150,15 @@ impl Engine<'_> {
         if c.duplicates > checks.max_duplicates {
             return Some(format!("{} duplicated copies (maximum {})", c.duplicates, checks.max_duplicates));
         }
-        None
+        let reflected = paired.hw_diffs.iter().filter(|r| r.is_some()).count();
+        if self.plan.protocol.reflect && (reflected as f64) < frac * c.matched as f64 {
+            return Some(format!(
+                "the sender captured both reflections of {reflected} of {} matched probes (minimum {:.1} %)",
+                c.matched,
+                frac * 100.0
+            ));
+        }
+        pacing.check(f64::from(self.plan.protocol.pacing_pps), checks.pacing_tolerance)
     }
 
     fn run_metadata(&self, s: &Session, r: &Run, attempt: u32, tb: &dyn Testbed, seed: u64) -> Vec<(String, String)> {
@@ -205,8 +219,10 @@ impl Engine<'_> {
                     continue;
                 }
             };
-            let counts = pairs::pair(&data.batches).counts;
-            if let Some(why) = self.check_run(s, &counts) {
+            let paired = pairs::pair(&data.batches);
+            let pacing =
+                Pacing { sender_pps: data.replay.and_then(|r| r.pps()), receiver_pps: paired.bypass_pps(tb.tsc_hz()) };
+            if let Some(why) = self.check_run(s, &paired, &data, &pacing) {
                 reason = why;
                 if attempt < max {
                     self.emit(Event::RunRetried { index: s.index, run: r.run, attempt, reason: reason.clone() })?;
@@ -227,7 +243,8 @@ impl Engine<'_> {
                 path: rel.to_string_lossy().into_owned(),
                 sha256,
                 records,
-                counts,
+                counts: paired.counts,
+                pacing,
                 seconds: data.seconds,
             })?;
             outcome.complete += 1;

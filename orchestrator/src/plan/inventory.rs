@@ -145,17 +145,26 @@ impl Action {
             Action::ResetMethodClear => "echo '' > /sys/bus/pci/devices/{{ fpga_pf0 }}/reset_method",
             Action::DriverBind => "modprobe vfio-pci && {{ devbind }} -b vfio-pci {{ fpga_pci }}",
             Action::AgentStart => {
-                "mkdir -p {{ session_dir }} && { setsid {{ agent }} capture --backend dpdk --probe-format {{ probe_format }} --cores {{ poller_cores }} --out {{ session_dir }} --control {{ session_dir }}/ctl --pidfile {{ agent_pidfile }} -- {{ eal_args }} < /dev/null > {{ session_dir }}/events.jsonl 2> {{ session_dir }}/agent.log & }"
+                "mkdir -p {{ session_dir }} && { setsid {{ agent }} capture --backend dpdk --probe-format {{ probe_format }} --cores {{ poller_cores }} --out {{ session_dir }} --control {{ session_dir }}/ctl --pidfile {{ agent_pidfile }} {{ reflect_args }} -- {{ eal_args }} < /dev/null > {{ session_dir }}/events.jsonl 2> {{ session_dir }}/agent.log & }"
             }
             Action::RegisterInit => "{{ agent }} regs init --bar {{ bar_file }}",
             Action::HealthCheck => "{{ agent }} regs check --bar {{ bar_file }}",
+            // Received frames only (the replay may leave by the same port); untagged ones are
+            // ignored when the capture is joined. The capture is ready once tcpdump listens; a
+            // NIC without the time-stamp type asked for is an error (tcpdump itself would only
+            // warn and stamp with the host clock). A small snapshot and a 16 MiB ring keep every reflection even
+            // if tcpdump is not scheduled for a while.
             Action::CaptureStart => {
-                "setsid tcpdump -i {{ capture_iface }} -j adapter_unsynced --time-stamp-precision=nano --immediate-mode -w {{ capture_file }} ether dst {{ capture_mac }} < /dev/null > /dev/null 2>&1 & echo $! > {{ capture_pidfile }}"
+                "mkdir -p \"$(dirname {{ capture_file }})\" && rm -f {{ capture_file }} && { setsid tcpdump -i {{ capture_iface }} -j {{ capture_tstamp }} -Q in --time-stamp-precision=nano --immediate-mode -s 512 -B 16384 -w {{ capture_file }} < /dev/null > /dev/null 2> {{ capture_file }}.log & echo $! > {{ capture_pidfile }}; } && for t in $(seq 100); do if grep -q 'time stamp is not supported' {{ capture_file }}.log; then cat {{ capture_file }}.log >&2; kill $(cat {{ capture_pidfile }}); rm -f {{ capture_pidfile }}; exit 1; fi; grep -q 'listening on' {{ capture_file }}.log && exit 0; sleep 0.05; done; cat {{ capture_file }}.log >&2; exit 1"
             }
             Action::Replay => {
                 "taskset -c {{ replay_core }} tcpreplay -q -T nano -i {{ sender_iface }} --pps={{ pacing_pps }} {{ trace }}"
             }
-            Action::CaptureStop => "kill -INT $(cat {{ capture_pidfile }}) && rm -f {{ capture_pidfile }}",
+            // Stop the capture and wait until tcpdump has written its file and exited; its
+            // closing counts (captured, dropped by kernel) go to the step log.
+            Action::CaptureStop => {
+                "p=$(cat {{ capture_pidfile }}) && kill -INT \"$p\" && for t in $(seq 100); do s=$(awk '{print $3}' /proc/\"$p\"/stat 2>/dev/null); if [ -z \"$s\" ] || [ \"$s\" = Z ]; then rm -f {{ capture_pidfile }}; tail -n 3 {{ capture_file }}.log; exit 0; fi; sleep 0.05; done; echo \"tcpdump $p did not stop\" >&2; exit 1"
+            }
             Action::AgentStop => "kill -TERM $(cat {{ agent_pidfile }}) && rm -f {{ agent_pidfile }}",
         }
     }
@@ -171,8 +180,8 @@ pub const VARIABLES: &[&str] = &[
     "bitstream_sha256",
     "capture_file",
     "capture_iface",
-    "capture_mac",
     "capture_pidfile",
+    "capture_tstamp",
     "config_fpga_key",
     "devbind",
     "eal_args",
@@ -187,6 +196,7 @@ pub const VARIABLES: &[&str] = &[
     "program",
     "qspi_bar",
     "qspi_pci",
+    "reflect_args",
     "replay_core",
     "run",
     "sender_iface",
@@ -245,8 +255,9 @@ pub struct Sender {
     pub replay_core: u32,
     /// Hardware-timestamping capture interface (reflect mode).
     pub capture_iface: String,
-    /// MAC the reflected probes are sent to (capture filter).
-    pub capture_mac: String,
+    /// tcpdump's time-stamp type on it (`tcpdump -J -i <iface>` lists them): `adapter_unsynced`,
+    /// the adapter's own clock, by default.
+    pub capture_tstamp: String,
 }
 
 /// Receiver settings.
@@ -283,6 +294,9 @@ pub struct Receiver {
     pub eal_args: Vec<String>,
     /// PCI address of the reflect NIC (ConnectX-5).
     pub reflect_pci: Option<String>,
+    /// What the agent's `--reflect-port` names in reflect mode: the reflect NIC's DPDK port id
+    /// (by default the one after the FPGA's functions), or an interface (AF_PACKET backend).
+    pub reflect_port: Option<String>,
 }
 
 /// A decoded inventory.
@@ -334,6 +348,11 @@ impl Inventory {
         format!("{}/runs/{session_name}", self.receiver.host.workdir)
     }
 
+    /// The sender's capture of one run's reflected probes (reflect mode).
+    pub fn capture_file(&self, session_name: &str, run: u32) -> String {
+        format!("{}/captures/{session_name}-run{run:02}.pcap", self.sender.host.workdir)
+    }
+
     /// Variables for one step. `ctx` supplies the schedule-dependent ones.
     pub fn vars(&self, ctx: &StepContext<'_>) -> Vars {
         let r = &self.receiver;
@@ -349,12 +368,9 @@ impl Inventory {
         v.insert("bar_file", word(&format!("/sys/bus/pci/devices/{}/resource{}", r.fpga_pci[0], r.register_bar)));
         v.insert("bitstream", word(&format!("{rwork}/bitstreams/{}", ctx.bitstream_file)));
         v.insert("bitstream_sha256", word(ctx.bitstream_sha256));
-        v.insert(
-            "capture_file",
-            word(&format!("{swork}/captures/{}-run{:02}.pcap", ctx.session_name, ctx.run.unwrap_or(0))),
-        );
+        v.insert("capture_file", word(&self.capture_file(ctx.session_name, ctx.run.unwrap_or(0))));
         v.insert("capture_iface", word(&s.capture_iface));
-        v.insert("capture_mac", word(&s.capture_mac));
+        v.insert("capture_tstamp", word(&s.capture_tstamp));
         v.insert("capture_pidfile", word(&format!("{swork}/capture.pid")));
         v.insert("config_fpga_key", word(&r.config_fpga_key));
         v.insert("devbind", word(&r.devbind));
@@ -371,6 +387,11 @@ impl Inventory {
         v.insert("program", word(ctx.program));
         v.insert("qspi_bar", word(&r.qspi_bar.to_string()));
         v.insert("qspi_pci", word(&r.qspi_pci));
+        let reflect_args = match (&r.reflect_port, ctx.reflect) {
+            (Some(p), true) => vec!["--reflect-port".to_string(), p.clone()],
+            _ => Vec::new(),
+        };
+        v.insert("reflect_args", list(&reflect_args));
         v.insert("replay_core", word(&s.replay_core.to_string()));
         v.insert("run", word(&ctx.run.map_or(String::new(), |r| r.to_string())));
         v.insert("sender_iface", word(&s.interface));
@@ -406,6 +427,8 @@ pub struct StepContext<'a> {
     pub pacing_pps: u32,
     /// Probe id format name.
     pub probe_format: &'a str,
+    /// Whether the study reflects probes to the sender.
+    pub reflect: bool,
 }
 
 const KEYS: &[&str] = &["name", "sender", "receiver", "actions", "steps", "estimates_s"];
@@ -536,15 +559,15 @@ fn decode_sender(d: &mut Decoder, n: &Node) -> Option<Sender> {
     let host = decode_host(d, &mut m);
     let interface = m.req(d, "interface").and_then(|v| d.string(v));
     let replay_core = m.req(d, "replay_core").and_then(|v| d.int(v, 0..=4095)).map(|c| c as u32);
+    let capture_tstamp = m.get("capture_tstamp").map_or_else(|| Some("adapter_unsynced".to_string()), |v| d.string(v));
     let capture_iface = m.get("capture_iface").map_or_else(|| interface.clone(), |v| d.string(v));
-    let capture_mac = m.get("capture_mac").map_or(Some(String::new()), |v| d.string(v));
-    m.finish(d, &["ssh", "workdir", "interface", "replay_core", "capture_iface", "capture_mac"]);
+    m.finish(d, &["ssh", "workdir", "interface", "replay_core", "capture_iface", "capture_tstamp"]);
     Some(Sender {
         host: host?,
         interface: interface?,
         replay_core: replay_core?,
         capture_iface: capture_iface?,
-        capture_mac: capture_mac?,
+        capture_tstamp: capture_tstamp?,
     })
 }
 
@@ -567,6 +590,7 @@ const RECEIVER_KEYS: &[&str] = &[
     "main_core",
     "dpdk_drivers",
     "reflect_pci",
+    "reflect_port",
 ];
 
 fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
@@ -615,6 +639,10 @@ fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
             ))
         })(),
     };
+    let reflect_port = match m.get("reflect_port") {
+        Some(v) => d.string(v).map(Some),
+        None => Some(reflect.clone().flatten().and(fpga_pci.as_ref().map(|f| f.len().to_string()))),
+    };
     m.finish(d, RECEIVER_KEYS);
     Some(Receiver {
         host: host?,
@@ -632,6 +660,7 @@ fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         numa_node: numa?,
         eal_args: eal?,
         reflect_pci: reflect?,
+        reflect_port: reflect_port?,
     })
 }
 
@@ -693,11 +722,11 @@ fn decode_estimates(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, f64>> 
 
 /// Cross-checks between a plan and the inventory it runs on.
 pub fn check_plan(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
-    if plan.protocol.reflect && inv.sender.capture_mac.is_empty() {
+    if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
         diags.push(Diagnostic {
             file: inv.path.clone(),
             pos: Pos { line: 1, col: 1 },
-            message: "plan uses `protocol.reflect` but the sender has no `capture_mac`".into(),
+            message: "plan uses `protocol.reflect` but the receiver has no `reflect_pci` or `reflect_port`".into(),
         });
     }
 }

@@ -78,6 +78,9 @@ pub struct RunChecks {
     pub max_duplicates: u64,
     /// Attempts of one run before it is reported failed.
     pub max_attempts: u32,
+    /// Largest relative deviation of the achieved pacing from `pacing_pps`, as reported by the
+    /// sender and as seen in the receiver's stamps of the bypass copies.
+    pub pacing_tolerance: f64,
 }
 
 /// The measurement protocol.
@@ -495,7 +498,7 @@ fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
 
 impl Default for RunChecks {
     fn default() -> Self {
-        RunChecks { min_matched_fraction: 0.99, max_duplicates: 0, max_attempts: 3 }
+        RunChecks { min_matched_fraction: 0.99, max_duplicates: 0, max_attempts: 3, pacing_tolerance: 0.05 }
     }
 }
 
@@ -514,11 +517,16 @@ fn decode_run_checks(d: &mut Decoder, n: &Node) -> Option<RunChecks> {
         Some(v) => d.int(v, 1..=20).map(|v| v as u32),
         None => Some(def.max_attempts),
     };
-    m.finish(d, &["min_matched_fraction", "max_duplicates", "max_attempts"]);
+    let pacing_tolerance = match m.get("pacing_tolerance") {
+        Some(v) => d.number(v, 0.0..=1.0),
+        None => Some(def.pacing_tolerance),
+    };
+    m.finish(d, &["min_matched_fraction", "max_duplicates", "max_attempts", "pacing_tolerance"]);
     Some(RunChecks {
         min_matched_fraction: min_matched_fraction?,
         max_duplicates: max_duplicates?,
         max_attempts: max_attempts?,
+        pacing_tolerance: pacing_tolerance?,
     })
 }
 

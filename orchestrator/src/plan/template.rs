@@ -102,6 +102,12 @@ impl Template {
                 Part::Text(t) => out.push_str(t),
                 Part::Var(name) => match vars.get(name.as_str()) {
                     Some(TemplateValue::Word(w)) => out.push_str(&shell_quote(w)),
+                    // An empty list also takes the space before it, so that no double space is left.
+                    Some(TemplateValue::List(items)) if items.is_empty() => {
+                        if out.ends_with(' ') {
+                            out.pop();
+                        }
+                    }
                     Some(TemplateValue::List(items)) => {
                         let quoted: Vec<String> = items.iter().map(|i| shell_quote(i)).collect();
                         out.push_str(&quoted.join(" "));
@@ -145,6 +151,12 @@ mod tests {
             t.render(&v).unwrap(),
             "for d in 0000:d8:00.0 'a b'; do echo 1 > /sys/bus/pci/devices/$d/remove; done"
         );
+        let t = Template::parse("agent capture {{ extra }} -- {{ eal }}").unwrap();
+        let v = vars(&[
+            ("extra", TemplateValue::List(vec![])),
+            ("eal", TemplateValue::List(vec!["-l".into(), "2".into()])),
+        ]);
+        assert_eq!(t.render(&v).unwrap(), "agent capture -- -l 2", "an empty list leaves no double space");
     }
 
     #[test]

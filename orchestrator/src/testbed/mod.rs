@@ -2,7 +2,10 @@
 //! simulation) sits behind [`Testbed`]. The engine only sees steps that succeed or fail and runs
 //! that return records.
 
+pub mod failpoint;
 pub mod model;
+pub mod reflect;
+pub mod replay;
 pub mod sim;
 
 use std::sync::Arc;
@@ -73,6 +76,8 @@ pub struct RunData {
     pub batches: Vec<RecordBatch>,
     /// Seconds the run took on the testbed (modelled on the simulator).
     pub seconds: f64,
+    /// The sender's report of the replay, when it gave one.
+    pub replay: Option<replay::ReplayReport>,
 }
 
 /// A testbed the engine can drive.

@@ -83,6 +83,8 @@ pub struct SimModel {
     pub session_delta_spread_ns: f64,
     /// Sender departure jitter σ, ns.
     pub pacing_jitter_ns: f64,
+    /// Relative error of the sender's rate: 0.1 replays 10 % faster than planned, −0.1 slower.
+    pub pacing_error: f64,
     /// Hardware-clock channel noise σ per reflected copy, ns.
     pub reflect_channel_ns: f64,
     /// Probability of a non-first mode at a bring-up.
@@ -120,6 +122,7 @@ impl Default for SimModel {
             loss: 0.0,
             session_delta_spread_ns: 0.4,
             pacing_jitter_ns: 2000.0,
+            pacing_error: 0.0,
             reflect_channel_ns: 4.0,
             mode_change_prob: 0.5,
             step_failure_prob: 0.0,
@@ -166,6 +169,9 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
     num(d, &mut m, "session_delta_spread_ns", &mut out.session_delta_spread_ns, 1e6);
     num(d, &mut m, "pacing_jitter_ns", &mut out.pacing_jitter_ns, 1e9);
     num(d, &mut m, "reflect_channel_ns", &mut out.reflect_channel_ns, 1e6);
+    if let Some(v) = m.get("pacing_error").and_then(|v| d.number(v, -0.9..=10.0)) {
+        out.pacing_error = v;
+    }
     num(d, &mut m, "mode_change_prob", &mut out.mode_change_prob, 1.0);
     num(d, &mut m, "step_failure_prob", &mut out.step_failure_prob, 1.0);
     for (key, target) in [("outlier_ns", &mut out.outlier_ns), ("first_probe_ns", &mut out.first_probe_ns)] {
@@ -207,6 +213,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "loss",
             "session_delta_spread_ns",
             "pacing_jitter_ns",
+            "pacing_error",
             "reflect_channel_ns",
             "mode_change_prob",
             "step_failure_prob",

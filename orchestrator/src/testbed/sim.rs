@@ -12,6 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::model::{ProgramModel, SimModel};
+use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError};
 use crate::analysis::stats::normal;
 use crate::plan::{Plan, TraceSource};
@@ -194,7 +195,7 @@ impl SimTestbed {
             &run.run.to_le_bytes(),
             &attempt.to_le_bytes(),
         ]);
-        let interval = 1e9 / f64::from(self.pacing_pps);
+        let interval = 1e9 / (f64::from(self.pacing_pps) * (1.0 + m.pacing_error));
         // Times are ns from the run's start (f64 keeps sub-ns precision there); the run's place on
         // the study's TSC time line is added in integer ticks.
         let run_span_s = (run.replay_s + self.idle_gap_s).ceil() as u64 + 1;
@@ -219,9 +220,12 @@ impl SimTestbed {
         };
         let mut pipe: Vec<(f64, u64)> = Vec::with_capacity(n as usize);
         let mut byp: Vec<(f64, u64)> = Vec::with_capacity(n as usize);
+        let (mut first_sent, mut last_sent) = (f64::INFINITY, f64::NEG_INFINITY);
         for id in probes::ids(n) {
             let jitter = (m.pacing_jitter_ns * normal(&mut r)).clamp(-interval / 3.0, interval / 3.0);
-            let arrive = (id - 1) as f64 * interval + jitter + WIRE_NS;
+            let sent = (id - 1) as f64 * interval + jitter;
+            (first_sent, last_sent) = (first_sent.min(sent), last_sent.max(sent));
+            let arrive = sent + WIRE_NS;
             if let Some(t) = copy(&mut r, arrive) {
                 byp.push((t, id));
             }
@@ -264,7 +268,9 @@ impl SimTestbed {
         if !b.is_empty() {
             batches.extend(b.finish().ok());
         }
-        RunData { batches, seconds: run.replay_s }
+        // What tcpreplay would report of this replay.
+        let replay = ReplayReport { packets: n, seconds: ((last_sent - first_sent) / 1e9).max(0.0), failed: 0 };
+        RunData { batches, seconds: run.replay_s, replay: Some(replay) }
     }
 
     fn step_fails(&self, session: &Session, what: &str, attempt: u32) -> bool {

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use arrow_array::RecordBatch;
 use openssh::{KnownHosts, Session, SessionBuilder};
 
-use super::{Cancel, RunData, Testbed, TestbedError};
+use super::replay::ReplayReport;
+use super::{Cancel, RunData, Testbed, TestbedError, reflect};
 use crate::plan::inventory::{Action, Host, Inventory, Role, SshTarget};
 use crate::plan::template::shell_quote;
 use crate::schedule::{Run, Session as StudySession, Step};
@@ -269,8 +270,9 @@ impl SshTestbed {
         serde_json::Value::Object(facts)
     }
 
-    /// Upload `local` to `remote` on `role` unless a file with the same sha256 is already there;
-    /// the upload is verified by the remote sha256.
+    /// Upload `local` to `remote` on `role` unless a file with the same sha256 is already there.
+    /// The bytes are written to `<remote>.part` and renamed into place only when the host's sha256
+    /// of them is the one sent; a mismatch is retried once, then reported.
     pub fn upload(&self, role: Role, local: &Path, remote: &str) -> Result<(), TestbedError> {
         let c = self.conn(role);
         let want = crate::digest::sha256_file(local)
@@ -282,34 +284,55 @@ impl SshTestbed {
             return Ok(());
         }
         let bytes = std::fs::read(local).map_err(|e| failed("local", "upload", format!("{}: {e}", local.display())))?;
-        let tmp = format!("{remote}.part");
         let cmd = format!(
-            "mkdir -p \"$(dirname {q})\" && cat > {t} && mv {t} {q} && sha256sum {q} | cut -d' ' -f1",
-            t = shell_quote(&tmp)
+            "mkdir -p \"$(dirname {q})\" && cat > {t} && s=$(sha256sum < {t} | cut -d' ' -f1) \
+             && if [ \"$s\" = {w} ]; then mv {t} {q}; else rm -f {t}; fi && echo \"$s\"",
+            t = shell_quote(&format!("{remote}.part")),
+            w = shell_quote(&want),
         );
-        let session = c.session.borrow();
-        let got = self
-            .rt
-            .block_on(async {
-                use tokio::io::AsyncWriteExt;
-                let mut child =
-                    session.shell(&cmd).stdin(openssh::Stdio::piped()).stdout(openssh::Stdio::piped()).spawn().await?;
-                if let Some(mut stdin) = child.stdin().take() {
-                    stdin.write_all(&bytes).await.map_err(openssh::Error::ChildIo)?;
-                    stdin.shutdown().await.map_err(openssh::Error::ChildIo)?;
-                }
-                child.wait_with_output().await
-            })
-            .map_err(|e| failed(&c.name, "upload", format!("{remote}: {e}")))?;
-        let got = String::from_utf8_lossy(&got.stdout).trim().to_string();
-        if got != want {
-            return Err(failed(
-                &c.name,
-                "upload",
-                format!("{remote}: checksum mismatch after upload (sent {want}, host has {got})"),
-            ));
+        let mut mismatch = String::new();
+        for attempt in 1..=2 {
+            let mut sent = bytes.clone();
+            if super::failpoint::hit("corrupt-upload")
+                && let Some(b) = sent.last_mut()
+            {
+                *b ^= 0x01;
+            }
+            let out = self.send(c, &cmd, &sent).map_err(|e| failed(&c.name, "upload", format!("{remote}: {e}")))?;
+            if !out.status.success() {
+                let err = String::from_utf8_lossy(&out.stderr);
+                return Err(failed(&c.name, "upload", format!("{remote}: {}", err.trim())));
+            }
+            let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if got == want {
+                return Ok(());
+            }
+            mismatch = format!("{remote}: checksum mismatch after upload (sent {want}, host has {got})");
+            if attempt == 1 {
+                eprintln!("warning: {}: {mismatch}; uploading again", c.name);
+            }
         }
-        Ok(())
+        Err(failed(&c.name, "upload", mismatch))
+    }
+
+    /// Run `cmd` on `c` with `bytes` as its standard input.
+    fn send(&self, c: &Conn, cmd: &str, bytes: &[u8]) -> Result<std::process::Output, openssh::Error> {
+        let session = c.session.borrow();
+        self.rt.block_on(async {
+            use tokio::io::AsyncWriteExt;
+            let mut child = session
+                .shell(cmd)
+                .stdin(openssh::Stdio::piped())
+                .stdout(openssh::Stdio::piped())
+                .stderr(openssh::Stdio::piped())
+                .spawn()
+                .await?;
+            if let Some(mut stdin) = child.stdin().take() {
+                stdin.write_all(bytes).await.map_err(openssh::Error::ChildIo)?;
+                stdin.shutdown().await.map_err(openssh::Error::ChildIo)?;
+            }
+            child.wait_with_output().await
+        })
     }
 
     /// Read a remote file whole, verified against the host's sha256 of it.
@@ -513,6 +536,7 @@ impl Testbed for SshTestbed {
         }
         let begin = self.agent_command(&name, &format!("begin {}", run.run), "begin", Duration::from_secs(30))?;
         let file = begin["file"].as_str().unwrap_or_default().to_string();
+        let mut replay = None;
         for st in &run.steps {
             if cancel.is_cancelled() {
                 let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
@@ -521,16 +545,32 @@ impl Testbed for SshTestbed {
             let cmd = st.command.as_deref().unwrap_or("true");
             let policy = self.inv.steps[&st.action];
             self.log(&name, st.action.name(), &format!("# run {} attempt {attempt}\n$ {cmd}", run.run));
-            let out = self.sh(st.action.role(), st.action.name(), cmd, Duration::from_secs_f64(policy.timeout_s));
-            if let Ok(o) = &out {
-                self.log(&name, st.action.name(), o);
-            }
-            if let Err(e) = out {
-                let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
-                return Err(e);
+            match self.sh(st.action.role(), st.action.name(), cmd, Duration::from_secs_f64(policy.timeout_s)) {
+                Ok(out) => {
+                    self.log(&name, st.action.name(), &out);
+                    if st.action == Action::Replay {
+                        replay = ReplayReport::parse(&out);
+                        // The last copies (and their reflections) are still on their way.
+                        std::thread::sleep(self.drain);
+                    }
+                }
+                Err(e) => {
+                    // Stop a capture this run started (best effort), then the agent's run.
+                    if let Some(stop) = run.steps.iter().find(|s| s.action == Action::CaptureStop)
+                        && st.action == Action::Replay
+                    {
+                        let _ = self.sh(
+                            Role::Sender,
+                            stop.action.name(),
+                            stop.command.as_deref().unwrap_or("true"),
+                            Duration::from_secs(10),
+                        );
+                    }
+                    let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
+                    return Err(e);
+                }
             }
         }
-        std::thread::sleep(self.drain);
         let end = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(60))?;
         self.log(&name, "run", &end.to_string());
         let bytes = self.download(Role::Receiver, &file)?;
@@ -541,9 +581,17 @@ impl Testbed for SshTestbed {
             &format!("mv {f} {f}.collected-{attempt}", f = shell_quote(&file)),
             Duration::from_secs(10),
         );
-        let batches = decode_stream(&bytes)
+        let mut batches = decode_stream(&bytes)
             .map_err(|e| failed(&self.conn(Role::Receiver).name, "collect", format!("{file}: {e}")))?;
-        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64() })
+        if run.steps.iter().any(|s| s.action == Action::CaptureStop) {
+            let capture = self.inv.capture_file(&name, run.run);
+            let pcap = self.download(Role::Sender, &capture)?;
+            let (joined, counts) = reflect::join(&batches, &pcap)
+                .map_err(|e| failed(&self.conn(Role::Sender).name, "collect", format!("{capture}: {e}")))?;
+            self.log(&name, "run", &format!("reflect: {}", serde_json::json!(counts)));
+            batches = joined;
+        }
+        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay })
     }
 
     fn cleanup(&mut self) {
