@@ -40,6 +40,47 @@ fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
     std::fs::write(path, out).unwrap();
 }
 
+/// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin; its events
+/// are read one JSON line at a time.
+struct Agent {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    events: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl Agent {
+    fn start(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+            .args(["--ports", "r0,r1", "--out"])
+            .arg(out)
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let events = BufReader::new(child.stdout.take().unwrap()).lines();
+        Agent { child, stdin, events }
+    }
+
+    fn send(&mut self, command: &str) {
+        writeln!(self.stdin.as_mut().unwrap(), "{command}").unwrap();
+    }
+
+    fn next(&mut self) -> serde_json::Value {
+        serde_json::from_str(&self.events.next().unwrap().unwrap()).unwrap()
+    }
+
+    /// Close stdin (the agent stops) and wait for a clean exit.
+    fn stop(mut self) -> Vec<serde_json::Value> {
+        drop(self.stdin.take());
+        let rest = self.events.by_ref().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
+        assert!(self.child.wait().unwrap().success());
+        rest
+    }
+}
+
 #[test]
 fn af_packet_capture_records_every_probe_once_per_port() {
     if !(have("ip") && have("tcpreplay") && is_root()) {
@@ -55,25 +96,15 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     let n = 3000;
     write_trace(&trace, n, 25, ProbeFormat::Latencylab);
 
-    let mut agent = Command::new("ip")
-        .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
-        .args(["--ports", "r0,r1", "--cores", "0,1", "--out"])
-        .arg(dir.join("runs"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = agent.stdin.take().unwrap();
-    let mut events = BufReader::new(agent.stdout.take().unwrap()).lines();
-    let mut next = || -> serde_json::Value { serde_json::from_str(&events.next().unwrap().unwrap()).unwrap() };
-    let ready = next();
+    let mut agent = Agent::start(&ns, &dir.join("runs"), &["--cores", "0,1"]);
+    let ready = agent.next();
     assert_eq!(ready["event"], "ready");
     let hz = ready["tsc"]["hz"].as_f64().unwrap();
 
     let mut files: Vec<PathBuf> = Vec::new();
     for run in 1..=2u32 {
-        writeln!(stdin, "begin {run}").unwrap();
-        let begin = next();
+        agent.send(&format!("begin {run}"));
+        let begin = agent.next();
         assert_eq!(begin["run"], run);
         files.push(PathBuf::from(begin["file"].as_str().unwrap()));
         let replay = |dev: &str| {
@@ -90,8 +121,8 @@ fn af_packet_capture_records_every_probe_once_per_port() {
         });
         assert!(a.status.success() && b.status.success());
         std::thread::sleep(std::time::Duration::from_millis(200));
-        writeln!(stdin, "end {run}").unwrap();
-        let end = next();
+        agent.send(&format!("end {run}"));
+        let end = agent.next();
         assert_eq!(end["event"], "end", "{end}");
         assert_eq!(end["matched"], n, "{end}");
         assert_eq!((end["pipeline_only"].as_u64(), end["bypass_only"].as_u64()), (Some(0), Some(0)), "{end}");
@@ -99,9 +130,9 @@ fn af_packet_capture_records_every_probe_once_per_port() {
         assert_eq!(end["non_probe"], 50, "{end}");
         assert_eq!(end["dropped"], 0, "{end}");
     }
-    drop(stdin); // stdin closed: the agent exits cleanly
-    assert_eq!(next()["event"], "stopped");
-    assert!(agent.wait().unwrap().success());
+    // stdin closed: the agent exits cleanly.
+    let last: Vec<serde_json::Value> = agent.stop();
+    assert_eq!(last.iter().map(|e| e["event"].as_str().unwrap()).collect::<Vec<_>>(), ["stopped"]);
 
     for f in &files {
         let per_port = read_run(f);
@@ -186,7 +217,10 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
     let (n, junk) = (400, 7);
     write_trace(&trace, n, junk, ProbeFormat::Latencylab);
 
-    // The sender's side of the reflect link: a capture, ready before any probe is sent.
+    // The sender's side of the reflect link: a capture, ready before any probe is sent. A small
+    // snapshot and a large buffer (as the orchestrator's capture uses): in immediate mode each
+    // frame takes a whole snapshot-sized slot of tcpdump's ring, and with both cores busy polling
+    // tcpdump is not scheduled for a while.
     let capture = dir.join("reflected.pcap");
     let tcpdump_log = dir.join("tcpdump.log");
     let mut tcpdump = Command::new("ip")
@@ -213,20 +247,10 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 
-    let mut agent = Command::new("ip")
-        .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
-        .args(["--ports", "r0,r1", "--reflect-port", "r2", "--out"])
-        .arg(dir.join("runs"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = agent.stdin.take().unwrap();
-    let mut events = BufReader::new(agent.stdout.take().unwrap()).lines();
-    let mut next = || -> serde_json::Value { serde_json::from_str(&events.next().unwrap().unwrap()).unwrap() };
-    assert_eq!(next()["event"], "ready");
-    writeln!(stdin, "begin 1").unwrap();
-    assert_eq!(next()["event"], "begin");
+    let mut agent = Agent::start(&ns, &dir.join("runs"), &["--reflect-port", "r2"]);
+    assert_eq!(agent.next()["event"], "ready");
+    agent.send("begin 1");
+    assert_eq!(agent.next()["event"], "begin");
     for dev in ["s0", "s1"] {
         let o = Command::new("ip")
             .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=5000"])
@@ -236,11 +260,10 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         assert!(o.status.success());
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    writeln!(stdin, "end 1").unwrap();
-    let end = next();
+    agent.send("end 1");
+    let end = agent.next();
     assert_eq!((end["matched"].as_u64(), end["non_probe"].as_u64()), (Some(n), Some(2 * junk)), "{end}");
-    drop(stdin);
-    assert!(agent.wait().unwrap().success());
+    agent.stop();
     // tcpdump exits on SIGINT without reading what is still in its ring: give it time to.
     std::thread::sleep(std::time::Duration::from_millis(200));
     Command::new("kill").args(["-INT", &tcpdump.id().to_string()]).status().unwrap();

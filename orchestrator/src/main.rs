@@ -228,7 +228,13 @@ fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
     for p in plans {
         match plan::load(p, None) {
             Ok((plan, _)) => {
-                eprintln!("{}: ok (study `{}`, {} programs)", p.display(), plan.study, plan.programs.len())
+                eprintln!(
+                    "{}: ok (study `{}`, {} program{})",
+                    p.display(),
+                    plan.study,
+                    plan.programs.len(),
+                    if plan.programs.len() == 1 { "" } else { "s" }
+                )
             }
             Err(plan::Invalid(mut d)) => all.append(&mut d),
         }

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::bitstream::Programming;
 use crate::plan::inventory::{Action, Role, StepContext};
 use crate::plan::{Bitstream, FlashPolicy, Inventory, Plan, ProbeFormat, TraceSource};
 
@@ -204,7 +205,12 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             let steps: Vec<Step> = Action::ALL
                 .into_iter()
                 .filter(|a| a.role() == Role::Receiver && *a != Action::AgentStop)
-                .filter(|a| reflash || !matches!(a, Action::Flash | Action::Boot))
+                .filter(|a| reflash || !matches!(a, Action::Flash | Action::FlashJtag | Action::Boot))
+                .filter(|a| match g.bitstream.programming {
+                    Programming::Qspi => *a != Action::FlashJtag,
+                    // Loaded over JTAG, the image runs at once: there is nothing to boot.
+                    Programming::Jtag => !matches!(a, Action::Flash | Action::Boot),
+                })
                 .filter(|a| g.table.is_some() || *a != Action::TableLoad)
                 .map(|a| render(a, None))
                 .collect();

@@ -228,3 +228,74 @@ fn reflect_plan_renders_the_oct_capture_and_reflect_commands() {
     assert!(steps[0].1.contains("time stamp is not supported"), "no host-clock fallback: {}", steps[0].1);
     assert!(steps[2].1.starts_with("p=$(cat /var/tmp/latency/capture.pid) && kill -INT \"$p\""), "{}", steps[2].1);
 }
+
+#[test]
+fn jtag_images_are_loaded_with_vivado_and_need_no_boot() {
+    let dir = std::env::temp_dir().join(format!("orchestrate-jtag-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = |name: &str, programming: &str, null: bool| {
+        format!(
+            "name: {name}\nfile: bin/{name}.bit\nsha256: {}\nboard: au280\nshell: test\nclock_mhz: 250\n{}programming: {programming}\n",
+            "ab".repeat(32),
+            if null { "null: true\n" } else { "vendor_bound_cycles: 55\n" }
+        )
+    };
+    std::fs::write(dir.join("fwd.yaml"), manifest("fwd", "jtag", false)).unwrap();
+    std::fs::write(dir.join("golden.yaml"), manifest("golden", "qspi", true)).unwrap();
+    std::fs::write(
+        dir.join("plan.yaml"),
+        "study: jtag\ntestbed: sim\nprotocol: { sessions: 1, runs: 1, pacing_pps: 500, idle_gap_s: 1, seed: 1 }\n\
+         traces:\n  t: { generate: { template: forward, count: 10 } }\n\
+         programs:\n  - { name: fwd, bitstream: fwd.yaml, trace: t, null: golden.yaml }\n",
+    )
+    .unwrap();
+    // The OCT inventory with the receiver's work folder here and a stand-in for Vivado that
+    // records its arguments.
+    let work = dir.join("work");
+    let vivado = dir.join("vivado");
+    std::fs::write(&vivado, "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$(dirname \"$0\")/vivado.args\"\n").unwrap();
+    Command::new("chmod").arg("+x").arg(&vivado).status().unwrap();
+    let inv = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbeds/oct-u280.yaml"))
+        .unwrap()
+        .replace("/var/tmp/latency", work.to_str().unwrap())
+        .replace("receiver:\n", &format!("receiver:\n  vivado: {}\n", vivado.display()));
+    std::fs::write(dir.join("inv.yaml"), inv).unwrap();
+
+    let o = orchestrate(&[
+        "plan",
+        dir.join("plan.yaml").to_str().unwrap(),
+        "--testbed",
+        dir.join("inv.yaml").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let actions = |s: &serde_json::Value| -> Vec<String> {
+        s["steps"].as_array().unwrap().iter().map(|s| s["action"].as_str().unwrap().to_string()).collect()
+    };
+    let (fwd, null) = (&v["sessions"][0], &v["sessions"][1]);
+    assert!(actions(fwd)[0] == "flash_jtag" && !actions(fwd).iter().any(|a| a == "flash" || a == "boot"));
+    assert!(actions(null)[..2] == ["flash", "boot"] && !actions(null).iter().any(|a| a == "flash_jtag"));
+
+    // The rendered command writes the hardware-manager script and hands it the image and device.
+    std::fs::create_dir_all(&work).unwrap();
+    let cmd = fwd["steps"][0]["command"].as_str().unwrap();
+    let run = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let tcl = work.join("program-jtag.tcl");
+    assert_eq!(
+        std::fs::read_to_string(&tcl).unwrap(),
+        "open_hw_manager\nconnect_hw_server\nopen_hw_target\nset dev [lindex [get_hw_devices [lindex $argv 1]] 0]\n\
+         current_hw_device $dev\nset_property PROGRAM.FILE [lindex $argv 0] $dev\nprogram_hw_devices $dev\nclose_hw_manager\n"
+    );
+    let args = std::fs::read_to_string(dir.join("vivado.args")).unwrap();
+    let image = work.join("bitstreams/fwd.bit");
+    let want = ["-mode", "batch", "-nojournal", "-nolog", "-notrace", "-source", tcl.to_str().unwrap(), "-tclargs"]
+        .into_iter()
+        .chain([image.to_str().unwrap(), "xcu280_0"])
+        .map(|a| format!("{a}\n"))
+        .collect::<String>();
+    assert_eq!(args, want);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

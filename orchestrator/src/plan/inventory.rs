@@ -19,8 +19,12 @@ use super::{Plan, StepPolicy, decode_steps, default_policy};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
-    /// Write the bitstream to the card (`config-fpga reset` + `xbflash2 program --spi`, or JTAG).
+    /// Write the bitstream to the card's flash (`config-fpga reset` + `xbflash2 program --spi`);
+    /// images whose manifest says `programming: qspi`.
     Flash,
+    /// Load the bitstream over JTAG with Vivado's hardware manager (volatile, no boot needed);
+    /// images whose manifest says `programming: jtag`.
+    FlashJtag,
     /// Boot the FPGA from the new image (`config-fpga boot`).
     Boot,
     /// Reload the `onic` kernel driver.
@@ -73,8 +77,9 @@ impl Role {
 
 impl Action {
     /// Every action, in execution order.
-    pub const ALL: [Action; 15] = [
+    pub const ALL: [Action; 16] = [
         Action::Flash,
+        Action::FlashJtag,
         Action::Boot,
         Action::DriverReload,
         Action::PcieRemove,
@@ -95,6 +100,7 @@ impl Action {
     pub fn name(self) -> &'static str {
         match self {
             Action::Flash => "flash",
+            Action::FlashJtag => "flash_jtag",
             Action::Boot => "boot",
             Action::DriverReload => "driver_reload",
             Action::PcieRemove => "pcie_remove",
@@ -130,6 +136,11 @@ impl Action {
         match self {
             Action::Flash => {
                 "config-fpga reset {{ config_fpga_key }} && printf 'y\\n' | xbflash2 program --spi --image {{ bitstream }} -d {{ qspi_pci }} --bar {{ qspi_bar }}"
+            }
+            // The Tcl script is written next to the work folder and gets the image and the device
+            // as arguments, so that no value is ever spliced into Tcl.
+            Action::FlashJtag => {
+                "printf '%s\\n' 'open_hw_manager' 'connect_hw_server' 'open_hw_target' 'set dev [lindex [get_hw_devices [lindex $argv 1]] 0]' 'current_hw_device $dev' 'set_property PROGRAM.FILE [lindex $argv 0] $dev' 'program_hw_devices $dev' 'close_hw_manager' > {{ workdir }}/program-jtag.tcl && {{ vivado }} -mode batch -nojournal -nolog -notrace -source {{ workdir }}/program-jtag.tcl -tclargs {{ bitstream }} {{ jtag_device }}"
             }
             Action::Boot => "config-fpga boot {{ config_fpga_key }} && sleep 5",
             Action::DriverReload => {
@@ -188,6 +199,7 @@ pub const VARIABLES: &[&str] = &[
     "fpga_ifaces",
     "fpga_pci",
     "fpga_pf0",
+    "jtag_device",
     "numa_node",
     "onic_module",
     "pacing_pps",
@@ -205,6 +217,7 @@ pub const VARIABLES: &[&str] = &[
     "table",
     "table_driver",
     "trace",
+    "vivado",
     "workdir",
 ];
 
@@ -269,6 +282,10 @@ pub struct Receiver {
     pub fpga_pci: Vec<String>,
     /// Device argument of `xbflash2 -d`.
     pub qspi_pci: String,
+    /// Vivado's executable (JTAG programming).
+    pub vivado: String,
+    /// The FPGA's name in Vivado's hardware manager (`get_hw_devices`).
+    pub jtag_device: String,
     /// BAR given to `xbflash2 --bar`.
     pub qspi_bar: u32,
     /// BAR index of the Open-NIC-Shell registers on PF0.
@@ -328,6 +345,7 @@ impl Serialize for Template {
 pub fn default_estimate(a: Action) -> f64 {
     match a {
         Action::Flash => 420.0,
+        Action::FlashJtag => 90.0,
         Action::Boot => 30.0,
         Action::DriverReload => 15.0,
         Action::PcieRemove => 3.0,
@@ -378,6 +396,7 @@ impl Inventory {
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));
         v.insert("fpga_pci", list(&r.fpga_pci));
         v.insert("fpga_pf0", word(&r.fpga_pci[0]));
+        v.insert("jtag_device", word(&r.jtag_device));
         v.insert("numa_node", word(&r.numa_node.to_string()));
         v.insert("onic_module", word(&r.onic_module));
         v.insert("pacing_pps", word(&ctx.pacing_pps.to_string()));
@@ -400,6 +419,7 @@ impl Inventory {
         v.insert("table", word(&ctx.table.map_or(String::new(), |t| format!("{rwork}/tables/{t}"))));
         v.insert("table_driver", word(&r.table_driver));
         v.insert("trace", word(&format!("{swork}/traces/{}", ctx.trace_file)));
+        v.insert("vivado", word(&r.vivado));
         v.insert("workdir", word(rwork));
         v
     }
@@ -577,6 +597,8 @@ const RECEIVER_KEYS: &[&str] = &[
     "fpga_pci",
     "qspi_pci",
     "qspi_bar",
+    "vivado",
+    "jtag_device",
     "register_bar",
     "config_fpga_key",
     "onic_module",
@@ -604,6 +626,8 @@ fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let onic = m.req(d, "onic_module").and_then(|v| d.string(v));
     let ifaces = m.get("fpga_ifaces").map_or(Some(Vec::new()), |v| str_list(d, v));
     let devbind = m.get("devbind").map_or(Some("dpdk-devbind.py".into()), |v| d.string(v));
+    let vivado = m.get("vivado").map_or(Some("vivado".into()), |v| d.string(v));
+    let jtag_device = m.get("jtag_device").map_or(Some("xcu280_0".into()), |v| d.string(v));
     let table_driver = m.get("table_driver").map_or(Some("p4-table-driver".into()), |v| d.string(v));
     let agent = m.get("agent").map_or(Some("latency-agent".into()), |v| d.string(v));
     let cores_node = m.req(d, "poller_cores");
@@ -654,6 +678,8 @@ fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         onic_module: onic?,
         fpga_ifaces: ifaces?,
         devbind: devbind?,
+        vivado: vivado?,
+        jtag_device: jtag_device?,
         table_driver: table_driver?,
         agent: agent?,
         poller_cores: cores?,

@@ -407,6 +407,7 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
 pub fn default_policy(a: Action) -> StepPolicy {
     let (timeout_s, retries) = match a {
         Action::Flash => (1200.0, 1),
+        Action::FlashJtag => (600.0, 1),
         Action::PcieRescan | Action::PcieRemove => (60.0, 3),
         Action::Replay => (3600.0, 0),
         Action::AgentStart => (120.0, 2),
