@@ -160,6 +160,10 @@ fn paper_plan_renders_the_documented_oct_commands() {
     assert!(cmd("pcie_remove").contains("echo 1 > /sys/bus/pci/devices/$d/remove"));
     assert_eq!(cmd("reset_method_clear"), "echo '' > /sys/bus/pci/devices/0000:3b:00.0/reset_method");
     assert!(cmd("driver_bind").ends_with("-b vfio-pci 0000:3b:00.0 0000:3b:00.1"));
+    assert_eq!(
+        cmd("readback"),
+        "/var/tmp/latency/bin/latency-agent regs read --bar /sys/bus/pci/devices/0000:3b:00.0/resource2 0x0"
+    );
     // EAL arguments built from the inventory's cores, PCI functions and drivers.
     assert!(
         cmd("agent_start").contains(

@@ -137,6 +137,13 @@ fn emulated_study_end_to_end() {
     let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("provenance.json")).unwrap()).unwrap();
     assert!(prov["tsc_hz"].as_f64().is_some_and(|hz| hz > 1e8), "TSC rate reported by the agent: {prov}");
     assert!(dir.join("logs/forward_s1/flash.log").is_file(), "per-step logs");
+    // What each session read back from the card: the behaviour its bitstream asked for.
+    let readback = &prov["testbed"]["facts"]["readback"];
+    for (session, behaviour) in
+        [("forward_s2", "forward"), ("remove_header_s1", "remove_header"), ("null-forward_500_s1", "null")]
+    {
+        assert_eq!(readback[session]["bitstream"]["behaviour"], behaviour, "{session}: {readback}");
+    }
 
     // 2. The lease: a second orchestrator is refused while the first runs.
     let first_dir = tmp("first");

@@ -45,6 +45,8 @@ pub enum Action {
     RegisterInit,
     /// Check the BAR is readable and both CMAC RX status registers read 0x3.
     HealthCheck,
+    /// Read back what the card runs (kept in the provenance, per session).
+    Readback,
     /// Start the sender's hardware-timestamp capture (reflect mode).
     CaptureStart,
     /// Replay the probe trace at the plan's pacing.
@@ -77,7 +79,7 @@ impl Role {
 
 impl Action {
     /// Every action, in execution order.
-    pub const ALL: [Action; 16] = [
+    pub const ALL: [Action; 17] = [
         Action::Flash,
         Action::FlashJtag,
         Action::Boot,
@@ -90,6 +92,7 @@ impl Action {
         Action::AgentStart,
         Action::RegisterInit,
         Action::HealthCheck,
+        Action::Readback,
         Action::CaptureStart,
         Action::Replay,
         Action::CaptureStop,
@@ -111,6 +114,7 @@ impl Action {
             Action::AgentStart => "agent_start",
             Action::RegisterInit => "register_init",
             Action::HealthCheck => "health_check",
+            Action::Readback => "readback",
             Action::CaptureStart => "capture_start",
             Action::Replay => "replay",
             Action::CaptureStop => "capture_stop",
@@ -160,6 +164,8 @@ impl Action {
             }
             Action::RegisterInit => "{{ agent }} regs init --bar {{ bar_file }}",
             Action::HealthCheck => "{{ agent }} regs check --bar {{ bar_file }}",
+            // The Open-NIC shell's build status (system config register 0x0).
+            Action::Readback => "{{ agent }} regs read --bar {{ bar_file }} 0x0",
             // Received frames only (the replay may leave by the same port); untagged ones are
             // ignored when the capture is joined. The capture is ready once tcpdump listens; a
             // NIC without the time-stamp type asked for is an error (tcpdump itself would only
@@ -352,7 +358,7 @@ pub fn default_estimate(a: Action) -> f64 {
         Action::PcieRescan => 6.0,
         Action::TableLoad => 3.0,
         Action::AgentStart => 5.0,
-        Action::RegisterInit | Action::HealthCheck => 0.1,
+        Action::RegisterInit | Action::HealthCheck | Action::Readback => 0.1,
         Action::CaptureStart | Action::CaptureStop => 1.0,
         Action::ResetMethodClear | Action::DriverBind | Action::AgentStop => 1.0,
         Action::Replay => 0.0,

@@ -47,6 +47,8 @@ pub struct SshTestbed {
     facts: serde_json::Value,
     /// Seconds to wait after a replay for the last copies to reach the agent.
     drain: Duration,
+    /// What each session's `readback` step read from the card (JSON when it printed JSON).
+    readback: serde_json::Map<String, serde_json::Value>,
 }
 
 fn failed(host: &str, action: &str, message: impl Into<String>) -> TestbedError {
@@ -140,6 +142,7 @@ impl SshTestbed {
             tsc_hz: None,
             facts: serde_json::Value::Null,
             drain: Duration::from_millis(100),
+            readback: serde_json::Map::new(),
         };
         tb.take_leases()?;
         tb.kill_leftovers();
@@ -478,7 +481,13 @@ impl Testbed for SshTestbed {
     }
 
     fn facts(&self) -> serde_json::Value {
-        serde_json::json!({ "kind": "ssh", "inventory": self.inv.path, "hosts": self.facts, "tsc_hz": self.tsc_hz })
+        serde_json::json!({
+            "kind": "ssh",
+            "inventory": self.inv.path,
+            "hosts": self.facts,
+            "tsc_hz": self.tsc_hz,
+            "readback": self.readback,
+        })
     }
 
     fn tsc_hz(&self) -> f64 {
@@ -513,7 +522,12 @@ impl Testbed for SshTestbed {
             Ok(o) => self.log(&name, step.action.name(), o),
             Err(e) => self.log(&name, step.action.name(), &format!("error: {e}")),
         }
-        out?;
+        let out = out?;
+        if step.action == Action::Readback {
+            let text = out.trim();
+            let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
+            self.readback.insert(name.clone(), value);
+        }
         if step.action == Action::AgentStart {
             let ready = self.wait_event(&name, 0, "ready", Duration::from_secs_f64(policy.timeout_s))?;
             self.tsc_hz = ready["tsc"]["hz"].as_f64();
