@@ -59,8 +59,9 @@ impl RxPort for AfPacketPort {
                 r.frame.clear();
                 r.frame.extend_from_slice(data);
                 if probe::set_tag(&mut r.frame, r.format, r.tag) {
-                    // A reflection the interface refuses is lost like one dropped on the wire:
-                    // the controller finds it missing from the sender's capture.
+                    // Never blocks the poller: a reflection the interface refuses (its buffer
+                    // full) is lost like one dropped on the wire, and the controller finds it
+                    // missing from the sender's capture.
                     let _ = r.tx.send(&r.frame);
                 }
             }),

@@ -19,7 +19,9 @@
 # fpga-emu is pinned to core $EMU_CPU (default 1): the core of the bypass poller (poller_cores
 # [0, 1] in testbeds/emulated.yaml), so that a pipeline copy is stamped the moment it is sent, with
 # or without a delay, and the null calibration holds (pinned to the pipeline poller's core instead,
-# the recovered delays came out ~2 % low; unpinned, the null offset jumped between runs).
+# the recovered delays came out ~2 % low; unpinned, the null offset jumped between runs). It runs
+# SCHED_FIFO: it sleeps between frames, and must preempt the busy poller sharing its core the
+# moment a frame is due (in reflect mode, without it, copies were held up to a 4 ms tick).
 # Binaries: $BIN_DIR (default: target/release of the workspace if it has both, else target/debug)
 # must hold fpga-emu and latency-agent: cargo build --release -p fpga-emu -p latency-agent.
 set -euo pipefail
@@ -236,7 +238,7 @@ else
   pin=(taskset -c "$cpu")
   [ "$cpu" -lt "$(nproc)" ] || pin=()
   # Not a process-group leader, so setsid(1) execs in place and $! is fpga-emu's pid.
-  ip netns exec fpga setsid "${pin[@]}" "$run/bin/fpga-emu" run --switch-a fpga-a --switch-b fpga-b \
+  ip netns exec fpga setsid "${pin[@]}" chrt -f 50 "$run/bin/fpga-emu" run --switch-a fpga-a --switch-b fpga-b \
     --host-p fpga-p --host-b fpga-hb --dir "$run/fpga" --bitstream null \
     < /dev/null >> "$state/logs/fpga-emu.log" 2>&1 &
   echo $! > "$state/pids/fpga-emu.pid"

@@ -85,19 +85,20 @@ impl PacketSender {
         Ok(PacketSender { fd, interface: interface.to_string() })
     }
 
-    /// Send one Ethernet frame (header included). The kernel copies the frame before this
-    /// returns.
+    /// Send one Ethernet frame (header included) without ever blocking: when the socket's send
+    /// buffer is full (the kernel has not yet passed earlier frames on), the frame is refused
+    /// with `WouldBlock`. The kernel copies the frame before this returns.
     pub fn send(&self, frame: &[u8]) -> io::Result<()> {
-        send(&self.fd, &self.interface, frame)
+        send(&self.fd, &self.interface, frame, libc::MSG_DONTWAIT)
     }
 }
 
 /// Send one Ethernet frame on a packet socket bound to `interface`.
-fn send(fd: &OwnedFd, interface: &str, frame: &[u8]) -> io::Result<()> {
+fn send(fd: &OwnedFd, interface: &str, frame: &[u8], flags: libc::c_int) -> io::Result<()> {
     // SAFETY: `frame` is a live, initialised slice and the length passed is its length; the
     // kernel only reads it during the call. The socket is bound to the interface, so no
     // destination address is needed.
-    let n = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+    let n = unsafe { libc::send(fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -162,7 +163,7 @@ impl PacketRing {
     /// kernel copies the frame before this returns. Frames sent this way are not seen by this
     /// socket's own receive ring.
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        send(&self.fd, &self.interface, frame)
+        send(&self.fd, &self.interface, frame, 0)
     }
 
     /// Hand every frame waiting in the ring to `f` (in arrival order) with a TSC stamp taken right

@@ -172,7 +172,7 @@ impl Action {
             // warn and stamp with the host clock). A small snapshot and a 16 MiB ring keep every reflection even
             // if tcpdump is not scheduled for a while.
             Action::CaptureStart => {
-                "mkdir -p \"$(dirname {{ capture_file }})\" && rm -f {{ capture_file }} && { setsid tcpdump -i {{ capture_iface }} -j {{ capture_tstamp }} -Q in --time-stamp-precision=nano --immediate-mode -s 512 -B 16384 -w {{ capture_file }} < /dev/null > /dev/null 2> {{ capture_file }}.log & echo $! > {{ capture_pidfile }}; } && for t in $(seq 100); do if grep -q 'time stamp is not supported' {{ capture_file }}.log; then cat {{ capture_file }}.log >&2; kill $(cat {{ capture_pidfile }}); rm -f {{ capture_pidfile }}; exit 1; fi; grep -q 'listening on' {{ capture_file }}.log && exit 0; sleep 0.05; done; cat {{ capture_file }}.log >&2; exit 1"
+                "mkdir -p \"$(dirname {{ capture_file }})\" && rm -f {{ capture_file }} && { setsid tcpdump -i {{ capture_iface }} -j {{ capture_tstamp }} -Q in --time-stamp-precision=nano --immediate-mode -s 512 -B 16384 -w {{ capture_file }} < /dev/null > /dev/null 2> {{ capture_file }}.log & echo $! > {{ capture_pidfile }}; } && for t in $(seq 500); do if grep -q 'time stamp is not supported' {{ capture_file }}.log; then cat {{ capture_file }}.log >&2; kill $(cat {{ capture_pidfile }}); rm -f {{ capture_pidfile }}; exit 1; fi; grep -q 'listening on' {{ capture_file }}.log && exit 0; sleep 0.01; done; cat {{ capture_file }}.log >&2; exit 1"
             }
             Action::Replay => {
                 "taskset -c {{ replay_core }} tcpreplay -q -T nano -i {{ sender_iface }} --pps={{ pacing_pps }} {{ trace }}"
@@ -180,7 +180,7 @@ impl Action {
             // Stop the capture and wait until tcpdump has written its file and exited; its
             // closing counts (captured, dropped by kernel) go to the step log.
             Action::CaptureStop => {
-                "p=$(cat {{ capture_pidfile }}) && kill -INT \"$p\" && for t in $(seq 100); do s=$(awk '{print $3}' /proc/\"$p\"/stat 2>/dev/null); if [ -z \"$s\" ] || [ \"$s\" = Z ]; then rm -f {{ capture_pidfile }}; tail -n 3 {{ capture_file }}.log; exit 0; fi; sleep 0.05; done; echo \"tcpdump $p did not stop\" >&2; exit 1"
+                "p=$(cat {{ capture_pidfile }}) && kill -INT \"$p\" && for t in $(seq 500); do s=$(awk '{print $3}' /proc/\"$p\"/stat 2>/dev/null); if [ -z \"$s\" ] || [ \"$s\" = Z ]; then rm -f {{ capture_pidfile }}; tail -n 3 {{ capture_file }}.log; exit 0; fi; sleep 0.01; done; echo \"tcpdump $p did not stop\" >&2; exit 1"
             }
             Action::AgentStop => "kill -TERM $(cat {{ agent_pidfile }}) && rm -f {{ agent_pidfile }}",
         }
