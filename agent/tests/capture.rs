@@ -4,14 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use latency_agent::probe::{self, ProbeFormat};
 
 mod common;
-use common::{Netns, check_run, have, is_root, read_run};
+use common::{Agent, Netns, check_run, have, is_root, pcap_frames, read_run};
 
 /// A classic pcap of `n` broadcast probes (ids 1..=n) and `junk` non-probe frames.
 fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
@@ -40,45 +40,14 @@ fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
     std::fs::write(path, out).unwrap();
 }
 
-/// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin; its events
-/// are read one JSON line at a time.
-struct Agent {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    events: std::io::Lines<BufReader<std::process::ChildStdout>>,
-}
-
-impl Agent {
-    fn start(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
-            .args(["--ports", "r0,r1", "--out"])
-            .arg(out)
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let events = BufReader::new(child.stdout.take().unwrap()).lines();
-        Agent { child, stdin, events }
-    }
-
-    fn send(&mut self, command: &str) {
-        writeln!(self.stdin.as_mut().unwrap(), "{command}").unwrap();
-    }
-
-    fn next(&mut self) -> serde_json::Value {
-        serde_json::from_str(&self.events.next().unwrap().unwrap()).unwrap()
-    }
-
-    /// Close stdin (the agent stops) and wait for a clean exit.
-    fn stop(mut self) -> Vec<serde_json::Value> {
-        drop(self.stdin.take());
-        let rest = self.events.by_ref().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
-        assert!(self.child.wait().unwrap().success());
-        rest
-    }
+/// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin.
+fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+        .args(["--ports", "r0,r1", "--out"])
+        .arg(out)
+        .args(extra);
+    Agent::spawn(cmd)
 }
 
 #[test]
@@ -96,7 +65,7 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     let n = 3000;
     write_trace(&trace, n, 25, ProbeFormat::Latencylab);
 
-    let mut agent = Agent::start(&ns, &dir.join("runs"), &["--cores", "0,1"]);
+    let mut agent = start_agent(&ns, &dir.join("runs"), &["--cores", "0,1"]);
     let ready = agent.next();
     assert_eq!(ready["event"], "ready");
     let hz = ready["tsc"]["hz"].as_f64().unwrap();
@@ -107,19 +76,7 @@ fn af_packet_capture_records_every_probe_once_per_port() {
         let begin = agent.next();
         assert_eq!(begin["run"], run);
         files.push(PathBuf::from(begin["file"].as_str().unwrap()));
-        let replay = |dev: &str| {
-            Command::new("ip")
-                .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=10000"])
-                .arg(&trace)
-                .output()
-                .unwrap()
-        };
-        let (a, b) = std::thread::scope(|s| {
-            let a = s.spawn(|| replay("s0"));
-            let b = s.spawn(|| replay("s1"));
-            (a.join().unwrap(), b.join().unwrap())
-        });
-        assert!(a.status.success() && b.status.success());
+        ns.replay_both(&trace, 10_000);
         std::thread::sleep(std::time::Duration::from_millis(200));
         agent.send(&format!("end {run}"));
         let end = agent.next();
@@ -130,9 +87,7 @@ fn af_packet_capture_records_every_probe_once_per_port() {
         assert_eq!(end["non_probe"], 50, "{end}");
         assert_eq!(end["dropped"], 0, "{end}");
     }
-    // stdin closed: the agent exits cleanly.
-    let last: Vec<serde_json::Value> = agent.stop();
-    assert_eq!(last.iter().map(|e| e["event"].as_str().unwrap()).collect::<Vec<_>>(), ["stopped"]);
+    agent.finish(); // stdin closed: `stopped`, and a clean exit
 
     for f in &files {
         let per_port = read_run(f);
@@ -189,19 +144,6 @@ fn a_detached_agent_is_controlled_through_a_named_pipe() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The frames of a classic pcap file (either resolution, little-endian as tcpdump writes here).
-fn pcap_frames(bytes: &[u8]) -> Vec<Vec<u8>> {
-    assert!(matches!(u32::from_le_bytes(bytes[..4].try_into().unwrap()), 0xa1b2_c3d4 | 0xa1b2_3c4d));
-    let mut out = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        out.push(bytes[at + 16..at + 16 + caplen].to_vec());
-        at += 16 + caplen;
-    }
-    out
-}
-
 #[test]
 fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
     if !(have("ip") && have("tcpreplay") && have("tcpdump") && is_root()) {
@@ -247,23 +189,16 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 
-    let mut agent = Agent::start(&ns, &dir.join("runs"), &["--reflect-port", "r2"]);
+    let mut agent = start_agent(&ns, &dir.join("runs"), &["--reflect-port", "r2"]);
     assert_eq!(agent.next()["event"], "ready");
     agent.send("begin 1");
     assert_eq!(agent.next()["event"], "begin");
-    for dev in ["s0", "s1"] {
-        let o = Command::new("ip")
-            .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=5000"])
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert!(o.status.success());
-    }
+    ns.replay_both(&trace, 5_000);
     std::thread::sleep(std::time::Duration::from_millis(200));
     agent.send("end 1");
     let end = agent.next();
     assert_eq!((end["matched"].as_u64(), end["non_probe"].as_u64()), (Some(n), Some(2 * junk)), "{end}");
-    agent.stop();
+    agent.finish();
     // tcpdump exits on SIGINT without reading what is still in its ring: give it time to.
     std::thread::sleep(std::time::Duration::from_millis(200));
     Command::new("kill").args(["-INT", &tcpdump.id().to_string()]).status().unwrap();
@@ -271,7 +206,7 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
 
     // Every probe came back exactly once per port, tagged P from r0 and B from r1, otherwise
     // unchanged; frames without a probe were not reflected.
-    let frames = pcap_frames(&std::fs::read(&capture).unwrap());
+    let frames = pcap_frames(&capture);
     let mut seen = std::collections::BTreeMap::new();
     for f in &frames {
         let p = probe::parse(f, ProbeFormat::Latencylab).expect("a reflected frame carries a probe");

@@ -8,17 +8,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, ErrorKind, Lines, Write};
+use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use latency_agent::probe::{self, ProbeFormat};
 use latency_agent::sys::dpdk::{eal_args, eal_args_from_inventory};
 
 mod common;
-use common::{Netns, check_run, have, is_root, ok, read_run};
+use common::{Agent, Netns, check_run, have, is_root, ok, pcap_frames, read_run};
 
 /// Whether the test can run here; panics under CI when it cannot.
 fn can_run(tools: &[&str]) -> bool {
@@ -84,47 +84,6 @@ fn pcap_records(n: u64, junk: u64) -> Vec<u8> {
         record(frame(b"not a probe"));
     }
     out
-}
-
-/// The agent under test, with its JSON event stream.
-struct Agent {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    events: Lines<BufReader<ChildStdout>>,
-}
-
-impl Agent {
-    fn spawn(mut cmd: Command) -> Agent {
-        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-        let stdin = child.stdin.take();
-        let events = BufReader::new(child.stdout.take().unwrap()).lines();
-        Agent { child, stdin, events }
-    }
-
-    fn send(&mut self, line: &str) {
-        writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
-    }
-
-    fn next(&mut self) -> serde_json::Value {
-        let line = self.events.next().expect("the agent closed its stdout").unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON event: {line:?}: {e}"))
-    }
-
-    /// Close stdin, expect `stopped` and a clean exit.
-    fn finish(mut self) {
-        drop(self.stdin.take());
-        assert_eq!(self.next()["event"], "stopped");
-        assert!(self.child.wait().unwrap().success());
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 /// The agent command line for a DPDK capture on ports 0 and 1.
@@ -257,20 +216,7 @@ fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
     let begin = agent.next();
     assert_eq!(begin["run"], 1, "{begin}");
     let file = PathBuf::from(begin["file"].as_str().unwrap());
-    let replay = |dev: &str| {
-        Command::new("ip")
-            .args(["netns", "exec", &ns.0, "tcpreplay", "-q", "-T", "nano", "-i", dev, "--pps=10000"])
-            .arg(&trace)
-            .output()
-            .unwrap()
-    };
-    let (a, b) = std::thread::scope(|sc| {
-        let a = sc.spawn(|| replay("s0"));
-        let b = sc.spawn(|| replay("s1"));
-        (a.join().unwrap(), b.join().unwrap())
-    });
-    assert!(a.status.success(), "tcpreplay s0: {}", String::from_utf8_lossy(&a.stderr));
-    assert!(b.status.success(), "tcpreplay s1: {}", String::from_utf8_lossy(&b.stderr));
+    ns.replay_both(&trace, 10_000);
     std::thread::sleep(Duration::from_millis(300));
     agent.send("end 1");
     check_end(&agent.next(), n, 2 * junk);
@@ -373,21 +319,6 @@ fn in_child(name: &str) -> bool {
     eprint!("{stderr}");
     assert!(out.status.success() && stdout.contains("1 passed"), "child test {name} failed:\n{stdout}\n{stderr}");
     false
-}
-
-/// The frames of a pcap file (classic, either timestamp precision).
-fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
-    let bytes = std::fs::read(path).unwrap();
-    assert!(bytes.len() >= 24, "{}: no pcap header", path.display());
-    let mut frames = Vec::new();
-    let mut at = 24;
-    while at + 16 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
-        frames.push(bytes[at + 16..at + 16 + len].to_vec());
-        at += 16 + len;
-    }
-    assert_eq!(at, bytes.len(), "{}: truncated record", path.display());
-    frames
 }
 
 /// Reflect mode, in process: ports 0 and 1 replay the same probes (`net_pcap` files), port 2 is

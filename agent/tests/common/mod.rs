@@ -2,8 +2,9 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
@@ -55,6 +56,27 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// Replay `trace` on s0 and s1 at once (tcpreplay, `pps` packets per second each).
+    pub fn replay_both(&self, trace: &Path, pps: u32) {
+        let replay = |dev: &str| {
+            Command::new("ip")
+                .args(["netns", "exec", &self.0, "tcpreplay", "-q", "-T", "nano", "-i", dev])
+                .arg(format!("--pps={pps}"))
+                .arg(trace)
+                .output()
+                .unwrap()
+        };
+        let (a, b) = std::thread::scope(|sc| {
+            let a = sc.spawn(|| replay("s0"));
+            let b = sc.spawn(|| replay("s1"));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert!(a.status.success(), "tcpreplay s0: {}", String::from_utf8_lossy(&a.stderr));
+        assert!(b.status.success(), "tcpreplay s1: {}", String::from_utf8_lossy(&b.stderr));
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
@@ -89,4 +111,60 @@ pub fn check_run(per_port: &[Vec<(u64, u64)>; 2], n: u64) {
         ids.sort_unstable();
         assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "port {p}: every id exactly once");
     }
+}
+
+/// The agent under test, with its JSON event stream.
+pub struct Agent {
+    pub child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    events: Lines<BufReader<ChildStdout>>,
+}
+
+impl Agent {
+    pub fn spawn(mut cmd: Command) -> Agent {
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        let stdin = child.stdin.take();
+        let events = BufReader::new(child.stdout.take().unwrap()).lines();
+        Agent { child, stdin, events }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
+    }
+
+    pub fn next(&mut self) -> serde_json::Value {
+        let line = self.events.next().expect("the agent closed its stdout").unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON event: {line:?}: {e}"))
+    }
+
+    /// Close stdin, expect `stopped` and a clean exit.
+    pub fn finish(mut self) {
+        drop(self.stdin.take());
+        assert_eq!(self.next()["event"], "stopped");
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The frames of a pcap file (classic, either timestamp precision).
+pub fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap();
+    assert!(bytes.len() >= 24, "{}: no pcap header", path.display());
+    let mut frames = Vec::new();
+    let mut at = 24;
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        frames.push(bytes[at + 16..at + 16 + len].to_vec());
+        at += 16 + len;
+    }
+    assert_eq!(at, bytes.len(), "{}: truncated record", path.display());
+    frames
 }
