@@ -11,34 +11,7 @@ use std::process::{Command, Stdio};
 use latency_agent::probe::{self, ProbeFormat};
 
 mod common;
-use common::{Agent, Netns, check_run, have, is_root, pcap_frames, read_run};
-
-/// A classic pcap of `n` broadcast probes (ids 1..=n) and `junk` non-probe frames.
-fn write_trace(path: &Path, n: u64, junk: u64, format: ProbeFormat) {
-    let mut out = Vec::new();
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend([2, 0, 4, 0]);
-    out.extend([0u8; 8]);
-    out.extend(65535u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    let mut frame = |payload: Vec<u8>| {
-        let mut f = vec![0xff; 6];
-        f.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
-        f.extend(payload);
-        f.resize(f.len().max(64), 0);
-        out.extend([0u8; 8]);
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend(f);
-    };
-    for id in 1..=n {
-        frame(probe::payload(id, format, 64));
-    }
-    for _ in 0..junk {
-        frame(b"not a probe".to_vec());
-    }
-    std::fs::write(path, out).unwrap();
-}
+use common::{Agent, Netns, check_run, frame, have, is_root, pcap_frames, read_run, write_trace};
 
 /// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin.
 fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
@@ -63,7 +36,7 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.pcap");
     let n = 3000;
-    write_trace(&trace, n, 25, ProbeFormat::Latencylab);
+    write_trace(&trace, n, 25);
 
     let mut agent = start_agent(&ns, &dir.join("runs"), &["--cores", "0,1"]);
     let ready = agent.next();
@@ -157,7 +130,7 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.pcap");
     let (n, junk) = (400, 7);
-    write_trace(&trace, n, junk, ProbeFormat::Latencylab);
+    write_trace(&trace, n, junk);
 
     // The sender's side of the reflect link: a capture, ready before any probe is sent. A small
     // snapshot and a large buffer (as the orchestrator's capture uses): in immediate mode each
@@ -213,11 +186,7 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         *seen.entry((p.tag, p.id)).or_insert(0) += 1;
         let mut untagged = f.clone();
         assert!(probe::set_tag(&mut untagged, ProbeFormat::Latencylab, 0));
-        let mut sent = vec![0xff; 6];
-        sent.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
-        sent.extend(probe::payload(p.id, ProbeFormat::Latencylab, 64));
-        sent.resize(sent.len().max(64), 0);
-        assert_eq!(untagged, sent);
+        assert_eq!(untagged, frame(&probe::payload(p.id, ProbeFormat::Latencylab, 64)));
     }
     let missing: Vec<_> = (1..=n)
         .flat_map(|id| [(Some(probe::TAG_PIPELINE), id), (Some(probe::TAG_BYPASS), id)])

@@ -18,7 +18,9 @@ use latency_agent::probe::{self, ProbeFormat};
 use latency_agent::sys::dpdk::{eal_args, eal_args_from_inventory};
 
 mod common;
-use common::{Agent, Netns, check_run, have, is_root, ok, pcap_frames, read_run};
+use common::{
+    Agent, Netns, check_run, have, is_root, ok, pcap_frames, pcap_header, pcap_records, read_run, write_trace,
+};
 
 /// Whether the test can run here; panics under CI when it cannot.
 fn can_run(tools: &[&str]) -> bool {
@@ -46,44 +48,6 @@ fn scratch(name: &str) -> PathBuf {
 /// EAL arguments for a test run: no hugepages, no PCI, main lcore 0, a private file prefix.
 fn test_eal(prefix: &str, vdevs: &[String]) -> Vec<String> {
     eal_args_from_inventory(&[0], None, 0, &[], vdevs, true, Some(512), prefix, &[])
-}
-
-/// Classic pcap file header (microseconds, Ethernet).
-fn pcap_header() -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend([2, 0, 4, 0]);
-    out.extend([0u8; 8]);
-    out.extend(65535u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    out
-}
-
-/// A broadcast frame: 14-byte Ethernet header, then `payload`, padded to 64 bytes.
-fn frame(payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0xff; 6];
-    f.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
-    f.extend_from_slice(payload);
-    f.resize(f.len().max(64), 0);
-    f
-}
-
-/// pcap records of probes `1..=n` (LatencyLab format) and `junk` frames without a probe.
-fn pcap_records(n: u64, junk: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut record = |f: Vec<u8>| {
-        out.extend([0u8; 8]);
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend((f.len() as u32).to_le_bytes());
-        out.extend(f);
-    };
-    for id in 1..=n {
-        record(frame(&probe::payload(id, ProbeFormat::Latencylab, 64)));
-    }
-    for _ in 0..junk {
-        record(frame(b"not a probe"));
-    }
-    out
 }
 
 /// The agent command line for a DPDK capture on ports 0 and 1.
@@ -196,9 +160,7 @@ fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
     let ns = Netns::new(&format!("agent-dpdk-{}", std::process::id()));
     let (n, junk) = (2000u64, 10u64);
     let trace = dir.join("t.pcap");
-    let mut bytes = pcap_header();
-    bytes.extend(pcap_records(n, junk));
-    std::fs::write(&trace, bytes).unwrap();
+    write_trace(&trace, n, junk);
 
     let prefix = format!("lat-afp-{}", std::process::id());
     // 4,096-frame kernel rings (default 512): ~0.4 s of slack at 10 kpps if a poller is starved.
@@ -335,9 +297,7 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
     let dir = scratch("reflect");
     let (n, junk) = (500u64, 5u64);
     let rx = dir.join("rx.pcap");
-    let mut bytes = pcap_header();
-    bytes.extend(pcap_records(n, junk));
-    std::fs::write(&rx, bytes).unwrap();
+    write_trace(&rx, n, junk);
     let out: Vec<PathBuf> = (0..2).map(|q| dir.join(format!("tx{q}.pcap"))).collect();
     let vdevs = vec![
         format!("net_pcap0,rx_pcap={}", rx.display()),

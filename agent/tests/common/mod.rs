@@ -8,6 +8,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
+use latency_agent::probe::{self, ProbeFormat};
 
 /// Whether `tool` is on the PATH.
 pub fn have(tool: &str) -> bool {
@@ -167,4 +168,49 @@ pub fn pcap_frames(path: &Path) -> Vec<Vec<u8>> {
     }
     assert_eq!(at, bytes.len(), "{}: truncated record", path.display());
     frames
+}
+
+/// Classic pcap file header (microseconds, Ethernet).
+pub fn pcap_header() -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend([2, 0, 4, 0]);
+    out.extend([0u8; 8]);
+    out.extend(65535u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    out
+}
+
+/// A broadcast frame: 14-byte Ethernet header, then `payload`, padded to 64 bytes.
+pub fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0xff; 6];
+    f.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+    f.extend_from_slice(payload);
+    f.resize(f.len().max(64), 0);
+    f
+}
+
+/// pcap records of probes `1..=n` (LatencyLab format) and `junk` frames without a probe.
+pub fn pcap_records(n: u64, junk: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut record = |f: Vec<u8>| {
+        out.extend([0u8; 8]);
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend((f.len() as u32).to_le_bytes());
+        out.extend(f);
+    };
+    for id in 1..=n {
+        record(frame(&probe::payload(id, ProbeFormat::Latencylab, 64)));
+    }
+    for _ in 0..junk {
+        record(frame(b"not a probe"));
+    }
+    out
+}
+
+/// A classic pcap file at `path` of probes `1..=n` and `junk` frames without a probe.
+pub fn write_trace(path: &Path, n: u64, junk: u64) {
+    let mut bytes = pcap_header();
+    bytes.extend(pcap_records(n, junk));
+    std::fs::write(path, bytes).unwrap();
 }
