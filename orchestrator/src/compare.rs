@@ -8,6 +8,13 @@ use serde::Serialize;
 use crate::analysis::stats::histogram_distances;
 use crate::analysis::summary::{ProgramSummary, Summary, level_key};
 
+/// Largest accepted median shift when neither the flags nor the plan say, ns.
+pub const DEFAULT_MEDIAN_SHIFT_NS: f64 = 3.0;
+/// Largest accepted p99 shift when neither the flags nor the plan say, ns.
+pub const DEFAULT_P99_SHIFT_NS: f64 = 10.0;
+/// Largest accepted Kolmogorov–Smirnov distance when neither the flags nor the plan say.
+pub const DEFAULT_KS_DISTANCE: f64 = 0.1;
+
 /// Regression thresholds.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Thresholds {
@@ -17,6 +24,17 @@ pub struct Thresholds {
     pub p99_shift_ns: f64,
     /// Largest accepted Kolmogorov–Smirnov distance.
     pub ks_distance: f64,
+}
+
+impl Thresholds {
+    /// Command-line values (median, p99, KS) first, then the candidate plan's, then the defaults.
+    pub fn resolve(flags: [Option<f64>; 3], plan: Option<&crate::plan::Regression>) -> Thresholds {
+        Thresholds {
+            median_shift_ns: flags[0].or(plan.map(|r| r.median_shift_ns)).unwrap_or(DEFAULT_MEDIAN_SHIFT_NS),
+            p99_shift_ns: flags[1].or(plan.map(|r| r.p99_shift_ns)).unwrap_or(DEFAULT_P99_SHIFT_NS),
+            ks_distance: flags[2].or(plan.map(|r| r.ks_distance)).unwrap_or(DEFAULT_KS_DISTANCE),
+        }
+    }
 }
 
 /// Comparison of one program.
@@ -63,26 +81,31 @@ impl Comparison {
 }
 
 fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thresholds) -> ProgramComparison {
-    let get = |s: &ProgramSummary, k: &str| s.latency_ns.get(k).copied().unwrap_or(f64::NAN);
-    let shift = get(c, "p50") - get(b, "p50");
+    let mut failures = Vec::new();
+    // A statistic that cannot be judged is a failure, never a pass.
+    let mut get = |s: &ProgramSummary, which: &str, k: &str| match s.latency_ns.get(k).copied() {
+        Some(v) if v.is_finite() => v,
+        _ => {
+            failures.push(format!("{k} is missing from the {which} summary; cannot judge it"));
+            f64::NAN
+        }
+    };
+    let p50 = level_key(50.0);
+    let shift = get(c, "candidate", &p50) - get(b, "baseline", &p50);
+    let p99_key = level_key(99.0);
+    let p99 = get(c, "candidate", &p99_key) - get(b, "baseline", &p99_key);
     let half = |ci: [f64; 2]| (ci[1] - ci[0]) / 2.0;
     let h = half(b.median_ci95_ns).hypot(half(c.median_ci95_ns));
     let ci = [shift - h, shift + h];
-    let quantile_shifts_ns: Vec<(String, f64)> = b
-        .latency_ns
-        .keys()
-        .filter(|k| c.latency_ns.contains_key(*k))
-        .map(|k| (k.clone(), get(c, k) - get(b, k)))
-        .collect();
+    let quantile_shifts_ns: Vec<(String, f64)> =
+        b.latency_ns.iter().filter_map(|(k, bv)| Some((k.clone(), c.latency_ns.get(k)? - bv))).collect();
     let dist = histogram_distances(&b.histogram, &c.histogram);
-    let mut failures = Vec::new();
     if shift.abs() > t.median_shift_ns && (ci[0] > 0.0 || ci[1] < 0.0) {
         failures.push(format!(
             "median moved {shift:+.1} ns (95 % CI [{:+.1}, {:+.1}]), threshold ±{} ns",
             ci[0], ci[1], t.median_shift_ns
         ));
     }
-    let p99 = get(c, &level_key(99.0)) - get(b, &level_key(99.0));
     if p99.abs() > t.p99_shift_ns {
         failures.push(format!("p99 moved {p99:+.1} ns, threshold ±{} ns", t.p99_shift_ns));
     }
@@ -155,39 +178,33 @@ pub fn markdown(c: &Comparison) -> String {
     s
 }
 
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 /// JUnit XML: one test case per program.
-pub fn junit(c: &Comparison) -> String {
-    let failures = c.programs.iter().filter(|p| !p.failures.is_empty()).count() + c.unmatched.len();
-    let mut s = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite name=\"latency-regression\" tests=\"{}\" failures=\"{failures}\">\n",
-        c.programs.len() + c.unmatched.len()
-    );
+pub fn junit(c: &Comparison) -> Result<String, quick_junit::SerializeError> {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut suite = TestSuite::new("latency-regression");
     for p in &c.programs {
-        s.push_str(&format!(
-            "    <testcase classname=\"{}\" name=\"{}\">\n",
-            xml_escape(&c.candidate),
-            xml_escape(&p.program)
-        ));
-        if !p.failures.is_empty() {
-            let msg = xml_escape(&p.failures.join("; "));
-            s.push_str(&format!("      <failure message=\"{msg}\">{msg}</failure>\n"));
-        }
-        s.push_str(&format!(
-            "      <system-out>median shift {:+.2} ns, CI [{:+.2}, {:+.2}]</system-out>\n    </testcase>\n",
+        let status = if p.failures.is_empty() {
+            TestCaseStatus::success()
+        } else {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(p.failures.join("; "));
+            s
+        };
+        let mut case = TestCase::new(p.program.as_str(), status);
+        case.set_classname(c.candidate.as_str()).set_system_out(format!(
+            "median shift {:+.2} ns, CI [{:+.2}, {:+.2}]",
             p.median_shift_ns, p.median_shift_ci95_ns[0], p.median_shift_ci95_ns[1]
         ));
+        suite.add_test_case(case);
     }
     for u in &c.unmatched {
-        let msg = xml_escape(u);
-        s.push_str(&format!(
-            "    <testcase classname=\"{}\" name=\"{msg}\">\n      <failure message=\"{msg}\">{msg}</failure>\n    </testcase>\n",
-            xml_escape(&c.candidate)
-        ));
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(u.as_str());
+        let mut case = TestCase::new(u.as_str(), s);
+        case.set_classname(c.candidate.as_str());
+        suite.add_test_case(case);
     }
-    s.push_str("  </testsuite>\n</testsuites>\n");
-    s
+    let mut report = Report::new("orchestrate compare");
+    report.add_test_suite(suite);
+    report.to_string()
 }

@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod compare;
 pub mod digest;
 pub mod engine;
+pub mod exit;
 pub mod import;
 pub mod pcap;
 pub mod plan;

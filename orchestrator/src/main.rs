@@ -6,21 +6,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use orchestrator::exit::ExitStatus;
 use orchestrator::plan::{self, yaml::Diagnostic};
 use orchestrator::schedule::{self, Schedule};
 
-const EXIT_CODES: &str = "\
-Exit status:
-  0    success
-  1    the study ran but runs failed their checks, or a regression was found
-  2    invalid input: plan, manifest, inventory or arguments (nothing was touched)
-  3    testbed failure: a host or step failed after its retries
-  4    results could not be written or read
-  130  interrupted (Ctrl-C); the journal is consistent and --resume continues";
-
 /// Declarative orchestrator for FPGA SmartNIC latency studies.
 #[derive(Parser)]
-#[command(name = "orchestrate", version, after_help = EXIT_CODES)]
+#[command(name = "orchestrate", version, after_help = ExitStatus::help())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -54,9 +46,10 @@ struct RunArgs {
 enum Command {
     /// Run a study (`orchestrate PLAN` is the same).
     Run(RunArgs),
-    /// Check plans and everything they reference; report every problem at once.
+    /// Check plans (and everything they reference), inventories and bitstream manifests, each
+    /// told apart by its keys; report every problem at once.
     Validate {
-        /// Plan files.
+        /// Plan, inventory or bitstream manifest files.
         #[arg(required = true)]
         plans: Vec<PathBuf>,
     },
@@ -83,13 +76,13 @@ enum Command {
         #[arg(long)]
         junit: Option<PathBuf>,
         /// Largest accepted median shift, ns (default: the candidate plan's, else 3).
-        #[arg(long)]
+        #[arg(long, value_parser = non_negative)]
         median_shift_ns: Option<f64>,
         /// Largest accepted p99 shift, ns (default: the candidate plan's, else 10).
-        #[arg(long)]
+        #[arg(long, value_parser = non_negative)]
         p99_shift_ns: Option<f64>,
         /// Largest accepted Kolmogorov–Smirnov distance (default: the candidate plan's, else 0.1).
-        #[arg(long)]
+        #[arg(long, value_parser = non_negative)]
         ks: Option<f64>,
     },
     /// Convert published data into a results folder.
@@ -131,8 +124,8 @@ enum TraceOp {
         /// Header template: forward, five_tuple, remove_header, checksum.
         #[arg(long)]
         template: String,
-        /// Number of probes (ids 1..=N).
-        #[arg(long)]
+        /// Number of probes (ids 1..=N), at least 1.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_PROBES)))]
         count: u32,
         /// Probe id format: latencylab (ASCII marker) or compact (binary).
         #[arg(long, default_value = "latencylab")]
@@ -149,7 +142,8 @@ enum TraceOp {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Count and check the probes of a pcap (exit 1 when it has problems).
+    /// Count and check the probes of a pcap (exit 1 when it has problems, 2 when it is no
+    /// readable pcap).
     Inspect {
         /// The pcap.
         file: PathBuf,
@@ -162,7 +156,39 @@ enum TraceOp {
 enum Failure {
     Invalid(Vec<Diagnostic>),
     Usage(String),
-    Exit(u8, String),
+    Exit(ExitStatus, String),
+}
+
+/// A threshold: a finite number ≥ 0 (NaN would silently disable a check).
+fn non_negative(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err(format!("`{text}` must be a finite number ≥ 0")),
+        Err(e) => Err(format!("`{text}`: {e}")),
+    }
+}
+
+/// Write to stdout; a reader that went away (`| head`) ends the output quietly.
+fn out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Exit(ExitStatus::Results, format!("standard output: {e}"))),
+    }
+}
+
+impl From<orchestrator::results::ResultsError> for Failure {
+    fn from(e: orchestrator::results::ResultsError) -> Failure {
+        Failure::Exit((&e).into(), e.to_string())
+    }
+}
+
+impl From<orchestrator::analysis::AnalysisError> for Failure {
+    fn from(e: orchestrator::analysis::AnalysisError) -> Failure {
+        Failure::Exit((&e).into(), e.to_string())
+    }
 }
 
 /// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
@@ -184,31 +210,32 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Validate { plans } => validate(&plans),
         Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
-        Command::Analyze { dir } => analyze(&dir).map(|_| ()),
-        Command::Report { dir, format } => report(&dir, &format),
+        Command::Analyze { dir } => analyze(&dir),
+        Command::Report { dir, format } => report_formats(&format).and_then(|f| report(&dir, &f)),
         Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
             compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
         Command::Trace { op } => trace(op),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Exit(code, msg)) => {
+    let status = match result {
+        Ok(()) => ExitStatus::Success,
+        Err(Failure::Exit(status, msg)) => {
             if !msg.is_empty() {
                 eprintln!("error: {msg}");
             }
-            ExitCode::from(code)
+            status
         }
         Err(Failure::Invalid(diags)) => {
             print_diagnostics(&diags);
-            ExitCode::from(2)
+            ExitStatus::Invalid
         }
         Err(Failure::Usage(msg)) => {
             eprintln!("error: {msg}");
-            ExitCode::from(2)
+            ExitStatus::Invalid
         }
-    }
+    };
+    ExitCode::from(status.code())
 }
 
 fn print_diagnostics(diags: &[Diagnostic]) {
@@ -226,16 +253,8 @@ fn print_diagnostics(diags: &[Diagnostic]) {
 fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
     let mut all = Vec::new();
     for p in plans {
-        match plan::load(p, None) {
-            Ok((plan, _)) => {
-                eprintln!(
-                    "{}: ok (study `{}`, {} program{})",
-                    p.display(),
-                    plan.study,
-                    plan.programs.len(),
-                    if plan.programs.len() == 1 { "" } else { "s" }
-                )
-            }
+        match plan::load_any(p) {
+            Ok(doc) => eprintln!("{}: ok ({})", p.display(), doc.summary()),
             Err(plan::Invalid(mut d)) => all.append(&mut d),
         }
     }
@@ -250,47 +269,89 @@ fn load_schedule(path: &Path, testbed: Option<&str>) -> Result<Schedule, Failure
 fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failure> {
     let s = load_schedule(path, testbed)?;
     if json {
-        let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Usage(e.to_string()))?;
-        println!("{text}");
+        let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+        out(&(text + "\n"))
     } else {
-        print!("{}", orchestrator::schedule::describe(&s));
+        out(&orchestrator::schedule::describe(&s))
     }
-    Ok(())
+}
+
+/// A word for a shell command line (quoted when it needs to be).
+fn shell_word(w: &str) -> String {
+    if !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@+".contains(&b)) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// This process's command line, for the lock's holder message.
+fn command_line() -> String {
+    std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" ")
 }
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
-    use orchestrator::engine::{self, EngineError, Options, events};
-    use orchestrator::results::{self, ResultsDir};
+    use orchestrator::engine::{self, Options, StartedWith, events};
+    use orchestrator::results::{self, ResultsDir, journal, provenance::TOOL_VERSION};
     use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
 
     let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
     let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)?;
     let seed = args.seed.unwrap_or(plan.protocol.seed);
-    let results_err = |e: results::ResultsError| Failure::Exit(4, e.to_string());
-    let dir = match &args.out {
-        Some(out) if args.resume => ResultsDir::open(out).map_err(|e| Failure::Usage(e.to_string()))?,
-        Some(out) => ResultsDir::create(out).map_err(|e| Failure::Usage(e.to_string()))?,
+    let model = match (&inventory, &args.sim_model) {
+        (None, Some(p)) => {
+            let mut diags = Vec::new();
+            Some(plan::load_file(p, &mut diags, model::decode).ok_or(Failure::Invalid(diags))?)
+        }
+        (None, None) => Some(model::SimModel::default()),
+        (Some(_), _) => None,
+    };
+    let started = StartedWith {
+        plan_hash: plan.hash.clone(),
+        seed,
+        testbed: inventory.as_ref().map_or_else(|| "sim".to_string(), |i| i.name.clone()),
+        testbed_arg: args.testbed.clone(),
+        sim_model: args.sim_model.as_ref().map(|p| p.display().to_string()),
+        tool_version: TOOL_VERSION.into(),
+    };
+    // Every check before a byte is written: the folder, its lock and, on resume, the study in it.
+    let (dir, _lock) = match &args.out {
+        Some(out) if args.resume => {
+            let dir = ResultsDir::open(out)?;
+            let lock = dir.lock(&command_line())?;
+            let entries = journal::read(&dir.journal_path())?;
+            if let Some(original) = StartedWith::from_journal(&entries) {
+                let differences = original.differences(&started);
+                if !differences.is_empty() {
+                    return Err(Failure::Usage(format!(
+                        "cannot resume {}: it was started otherwise (nothing was changed)\n  {}",
+                        dir.root().display(),
+                        differences.join("\n  ")
+                    )));
+                }
+            }
+            (dir, lock)
+        }
+        Some(out) => {
+            let dir = ResultsDir::create(out, true)?;
+            let lock = dir.lock(&command_line())?;
+            (dir, lock)
+        }
         None => {
             let name = format!("{}-{}", results::utc(results::now_secs()).replace(':', ""), &plan.hash[..12]);
-            ResultsDir::create(&Path::new("results").join(&plan.study).join(name)).map_err(results_err)?
+            let dir = ResultsDir::create(&Path::new("results").join(&plan.study).join(name), true)?;
+            let lock = dir.lock(&command_line())?;
+            (dir, lock)
         }
     };
     if !args.resume {
-        results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false).map_err(results_err)?;
+        results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false)?;
     }
-    let mut testbed: Box<dyn Testbed> = match &inventory {
-        None => {
-            let model = match &args.sim_model {
-                Some(p) => {
-                    let mut diags = Vec::new();
-                    plan::load_file(p, &mut diags, model::decode).ok_or(Failure::Invalid(diags))?
-                }
-                None => model::SimModel::default(),
-            };
-            Box::new(SimTestbed::new(&plan, model, args.realtime).with_seed(seed))
-        }
-        Some(inv) => {
-            let testbed_err = |e| Failure::Exit(3, format!("{e}\nresults so far: {}", dir.root().display()));
+    let mut testbed: Box<dyn Testbed> = match (&inventory, model) {
+        (None, Some(model)) => Box::new(SimTestbed::new(&plan, model, args.realtime).with_seed(seed)),
+        (Some(inv), _) => {
+            let testbed_err =
+                |e| Failure::Exit(ExitStatus::Testbed, format!("{e}\nresults so far: {}", dir.root().display()));
             let tb = SshTestbed::connect(inv, dir.root(), &plan.hash).map_err(testbed_err)?;
             if let Err(e) = tb.stage(&plan, dir.root()) {
                 let mut tb = tb;
@@ -299,8 +360,9 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             }
             Box::new(tb)
         }
+        (None, None) => return Err(Failure::Usage("no testbed".into())),
     };
-    engine::provenance::write_start(&dir, &plan, &schedule, testbed.as_ref(), seed).map_err(results_err)?;
+    engine::provenance::write_start(&dir, &plan, &schedule, testbed.as_ref(), seed)?;
 
     let cancel = Cancel::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -310,36 +372,44 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     }
     let mut observers: Vec<Box<dyn events::Observer>> =
         vec![Box::new(events::Progress::new()), Box::new(events::Log::open(&dir.root().join("orchestrate.log")))];
+    let resume_args = started.resume_args();
     let outcome = engine::run_study(
         &engine::Study { plan: &plan, inventory: inventory.as_ref(), schedule: &schedule },
         testbed.as_mut(),
         &dir,
-        &Options { resume: args.resume, seed },
+        &Options { resume: args.resume, started },
         &cancel,
         &mut observers,
-    );
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(EngineError::Results(e)) => return Err(results_err(e)),
-        Err(EngineError::Resume(msg)) => return Err(Failure::Usage(msg)),
-        Err(e @ EngineError::Testbed { .. }) => {
-            return Err(Failure::Exit(3, format!("{e}\nresults so far: {}", dir.root().display())));
+    )
+    .map_err(|e| {
+        let status = ExitStatus::from(&e);
+        match status {
+            ExitStatus::Testbed => Failure::Exit(status, format!("{e}\nresults so far: {}", dir.root().display())),
+            _ => Failure::Exit(status, e.to_string()),
         }
-    };
+    })?;
     if outcome.interrupted {
-        eprintln!(
-            "interrupted; continue with: orchestrate run {} --out {} --resume",
-            args.plan.display(),
-            dir.root().display()
-        );
-        println!("{}", dir.root().display());
-        return Err(Failure::Exit(130, String::new()));
+        let mut hint = vec![
+            "orchestrate".to_string(),
+            "run".into(),
+            args.plan.display().to_string(),
+            "--out".into(),
+            dir.root().display().to_string(),
+            "--resume".into(),
+        ];
+        hint.extend(resume_args);
+        eprintln!("interrupted; continue with: {}", hint.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" "));
+        out(&format!("{}\n", dir.root().display()))?;
+        return Err(Failure::Exit(ExitStatus::Interrupted, String::new()));
     }
-    engine::provenance::write_end(&dir, testbed.as_ref()).map_err(results_err)?;
-    if outcome.complete > 0 {
-        analyze(dir.root())?;
-        report(dir.root(), &[])?;
-    }
+    engine::provenance::write_end(&dir, testbed.as_ref())?;
+    let usable = if outcome.complete > 0 {
+        let summary = analyze_dir(&dir)?;
+        report_dir(&dir, &summary, &[])?;
+        summary.health.problems.is_empty()
+    } else {
+        true
+    };
     eprintln!(
         "{} runs stored ({} kept from before), {} failed",
         outcome.complete,
@@ -349,21 +419,30 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     for f in &outcome.failed {
         eprintln!("failed: {f}");
     }
-    println!("{}", dir.root().display());
-    if outcome.failed.is_empty() { Ok(()) } else { Err(Failure::Exit(1, String::new())) }
+    out(&format!("{}\n", dir.root().display()))?;
+    if outcome.failed.is_empty() && usable {
+        Ok(())
+    } else {
+        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
+    }
 }
 
-fn open_results(dir: &Path) -> Result<orchestrator::results::ResultsDir, Failure> {
-    orchestrator::results::ResultsDir::open(dir).map_err(|e| Failure::Usage(e.to_string()))
+/// Open a results folder and take its lock.
+fn open_locked(dir: &Path) -> Result<(orchestrator::results::ResultsDir, orchestrator::results::lock::Lock), Failure> {
+    let rd = orchestrator::results::ResultsDir::open(dir)?;
+    let lock = rd.lock(&command_line())?;
+    Ok((rd, lock))
 }
 
-fn analyze(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
-    let rd = open_results(dir)?;
-    let summary = orchestrator::analysis::analyze_and_write(&rd).map_err(|e| match e {
-        orchestrator::analysis::AnalysisError::Results(e) => Failure::Exit(4, e.to_string()),
-        e => Failure::Exit(4, e.to_string()),
-    })?;
+/// Analyse (the caller holds the lock), print the headline and every problem.
+fn analyze_dir(rd: &orchestrator::results::ResultsDir) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+    let summary = orchestrator::analysis::analyze_and_write(rd)?;
     eprintln!("analysis: {}", rd.root().join("summary.json").display());
+    print_headline(&summary);
+    Ok(summary)
+}
+
+fn print_headline(summary: &orchestrator::analysis::summary::Summary) {
     for (name, p) in &summary.programs {
         let q = |k: &str| p.latency_ns.get(k).copied().unwrap_or(f64::NAN);
         let modes = if p.modes.len() > 1 { format!(" ({} modes)", p.modes.len()) } else { String::new() };
@@ -376,83 +455,88 @@ fn analyze(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failu
             q("p99")
         );
     }
-    Ok(summary)
-}
-
-/// The summary of a results folder, analysing it first when it has none.
-fn load_summary(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
-    let path = dir.join("summary.json");
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Failure::Exit(4, format!("{}: {e}", path.display()))),
-        Err(_) => analyze(dir),
+    for problem in &summary.health.problems {
+        eprintln!("problem: {problem}");
     }
 }
 
-fn report(dir: &Path, formats: &[String]) -> Result<(), Failure> {
-    use orchestrator::plan::ReportFormat;
-    let summary = load_summary(dir)?;
-    let prov: serde_json::Value = std::fs::read(dir.join("provenance.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    let spec: orchestrator::plan::ReportSpec = serde_json::from_value(prov["report"].clone()).unwrap_or_default();
-    let formats: Vec<ReportFormat> = if formats.is_empty() {
-        spec.formats.clone()
+fn analyze(dir: &Path) -> Result<(), Failure> {
+    let (rd, _lock) = open_locked(dir)?;
+    let summary = analyze_dir(&rd)?;
+    if summary.health.problems.is_empty() {
+        Ok(())
     } else {
-        formats
-            .iter()
-            .map(|f| match f.as_str() {
-                "html" => Ok(ReportFormat::Html),
-                "md" | "markdown" => Ok(ReportFormat::Markdown),
-                other => Err(Failure::Usage(format!("unknown report format `{other}` (html, md)"))),
-            })
-            .collect::<Result<_, _>>()?
-    };
-    let written = orchestrator::report::render(&summary, &formats, spec.template.as_deref(), dir)
-        .map_err(|e| Failure::Exit(4, e.to_string()))?;
+        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
+    }
+}
+
+/// The current summary of a folder (recomputed when its inputs changed), under its lock.
+fn load_summary(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+    let (rd, _lock) = open_locked(dir)?;
+    Ok(orchestrator::analysis::current_summary(&rd)?)
+}
+
+/// Write the reports of an analysed folder (the caller holds the lock).
+fn report_dir(
+    rd: &orchestrator::results::ResultsDir,
+    summary: &orchestrator::analysis::summary::Summary,
+    formats: &[orchestrator::plan::ReportFormat],
+) -> Result<(), Failure> {
+    let spec = summary.provenance.as_ref().map(|p| p.report.clone()).unwrap_or_default();
+    let formats = if formats.is_empty() { &spec.formats[..] } else { formats };
+    let written = orchestrator::report::render(summary, formats, spec.template.as_deref(), rd.root())
+        .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
     for w in written {
         eprintln!("report: {}", w.display());
     }
     Ok(())
 }
 
+fn report(dir: &Path, formats: &[orchestrator::plan::ReportFormat]) -> Result<(), Failure> {
+    let (rd, _lock) = open_locked(dir)?;
+    let summary = orchestrator::analysis::current_summary(&rd)?;
+    report_dir(&rd, &summary, formats)
+}
+
 fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
     use orchestrator::compare::{self, Thresholds};
     let b = load_summary(baseline)?;
     let c = load_summary(candidate)?;
-    let prov: serde_json::Value = std::fs::read(candidate.join("provenance.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    let plan_t = &prov["regression"];
-    let pick = |flag: Option<f64>, key: &str, default: f64| flag.or(plan_t[key].as_f64()).unwrap_or(default);
-    let t = Thresholds {
-        median_shift_ns: pick(flags[0], "median_shift_ns", 3.0),
-        p99_shift_ns: pick(flags[1], "p99_shift_ns", 10.0),
-        ks_distance: pick(flags[2], "ks_distance", 0.1),
-    };
+    let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
     let cmp = compare::compare(&b, &c, t);
-    print!("{}", compare::markdown(&cmp));
+    out(&compare::markdown(&cmp))?;
     if let Some(path) = junit {
-        orchestrator::results::write_file(path, compare::junit(&cmp).as_bytes(), true)
-            .map_err(|e| Failure::Exit(4, e.to_string()))?;
+        let xml = compare::junit(&cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+        orchestrator::results::write_file(path, xml.as_bytes(), true)?;
     }
-    if cmp.regressed() { Err(Failure::Exit(1, String::new())) } else { Ok(()) }
+    if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }
 
-fn import(src: &Path, out: &Path, probes: u64) -> Result<(), Failure> {
-    let report =
-        orchestrator::import::import_latencylab(src, out, probes).map_err(|e| Failure::Usage(e.to_string()))?;
-    let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-    eprintln!("{text}");
-    analyze(out)?;
-    report_all(out)?;
-    println!("{}", out.display());
-    Ok(())
+fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
+    let report = orchestrator::import::import_latencylab(src, dest, probes)
+        .map_err(|e| Failure::Exit((&e).into(), e.to_string()))?;
+    eprint!("{report}");
+    let (rd, _lock) = open_locked(dest)?;
+    let summary = analyze_dir(&rd)?;
+    report_dir(&rd, &summary, &[])?;
+    out(&format!("{}\n", dest.display()))?;
+    if summary.health.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
+    }
 }
 
-fn report_all(dir: &Path) -> Result<(), Failure> {
-    report(dir, &[])
+fn report_formats(names: &[String]) -> Result<Vec<orchestrator::plan::ReportFormat>, Failure> {
+    use orchestrator::plan::ReportFormat;
+    names
+        .iter()
+        .map(|f| match f.as_str() {
+            "html" => Ok(ReportFormat::Html),
+            "md" | "markdown" => Ok(ReportFormat::Markdown),
+            other => Err(Failure::Usage(format!("unknown report format `{other}` (html, md)"))),
+        })
+        .collect()
 }
 
 fn probe_format(name: &str) -> Result<plan::ProbeFormat, Failure> {
@@ -465,13 +549,16 @@ fn probe_format(name: &str) -> Result<plan::ProbeFormat, Failure> {
 
 fn trace(op: TraceOp) -> Result<(), Failure> {
     use orchestrator::trace;
-    let failed = |e: trace::TraceError| Failure::Exit(4, e.to_string());
+    let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
     match op {
         TraceOp::Generate { template, count, probe_id, out } => {
             let t = trace::template_by_name(&template).ok_or_else(|| {
                 Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
             })?;
-            let info = trace::generate(t, count, probe_format(&probe_id)?, &out).map_err(failed)?;
+            let info = trace::generate(t, count, probe_format(&probe_id)?, &out).map_err(|e| match e {
+                trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
+                e => failed(e),
+            })?;
             println!("{}", serde_json::to_string(&info).unwrap_or_default());
             Ok(())
         }
@@ -486,13 +573,14 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
             Ok(())
         }
         TraceOp::Inspect { file, probe_id } => {
-            let report = trace::inspect(&file, probe_format(&probe_id)?).map_err(failed)?;
+            // A file that is no readable pcap is invalid input.
+            let report = trace::inspect(&file, probe_format(&probe_id)?).map_err(|e| Failure::Usage(e.to_string()))?;
             println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
             let problems = report.problems();
             for p in &problems {
                 eprintln!("{}: {p}", file.display());
             }
-            if problems.is_empty() { Ok(()) } else { Err(Failure::Exit(1, String::new())) }
+            if problems.is_empty() { Ok(()) } else { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) }
         }
     }
 }

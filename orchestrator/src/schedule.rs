@@ -33,6 +33,33 @@ pub enum SessionKind {
     Null,
 }
 
+impl SessionKind {
+    /// Lowercase name, as in the journal and run-file metadata.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionKind::Program => "program",
+            SessionKind::Null => "null",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SessionKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "program" => Ok(SessionKind::Program),
+            "null" => Ok(SessionKind::Null),
+            other => Err(format!("unknown session kind `{other}` (program, null)")),
+        }
+    }
+}
+
 /// One bring-up followed by its runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct Session {

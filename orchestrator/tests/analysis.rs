@@ -19,7 +19,7 @@ fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/latencylab");
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/latencylab");
 
 #[test]
 fn latencylab_sample_reproduces_the_paper_forward_estimate() {
@@ -81,7 +81,10 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
     assert_eq!(ok.status.code(), Some(0), "{md}");
     assert!(md.contains("no regression"), "{md}");
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("tests=\"2\" failures=\"0\""), "{xml}");
+    assert!(
+        xml.contains("<testsuite name=\"latency-regression\" tests=\"2\" skipped=\"0\" errors=\"0\" failures=\"0\">"),
+        "{xml}"
+    );
 
     let bad =
         orchestrate(&["compare", base.to_str().unwrap(), slow.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
@@ -96,8 +99,8 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
     assert!(chk.ends_with("| pass |"), "{chk}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(
-        xml.contains("failures=\"1\"")
-            && xml.contains("<testcase classname=\"smoke\" name=\"forward\">\n      <failure"),
+        xml.contains("<testsuite name=\"latency-regression\" tests=\"2\" skipped=\"0\" errors=\"0\" failures=\"1\">")
+            && xml.contains("<testcase name=\"forward\" classname=\"smoke\">\n            <failure"),
         "{xml}"
     );
     // A looser threshold from the command line accepts the shift.

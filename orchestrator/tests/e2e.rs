@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use orchestrator::analysis::summary::Summary;
+use orchestrator::results::event::{Entry, Event};
+use orchestrator::results::provenance::Provenance;
+
 const PLAN: &str = "../plans/emulated.yaml";
 
 fn root() -> PathBuf {
@@ -70,14 +74,22 @@ fn run_with(out: &Path, extra: &[&str], failpoints: &str) -> Output {
         .unwrap()
 }
 
-fn journal(dir: &Path) -> Vec<serde_json::Value> {
+fn journal(dir: &Path) -> Vec<Entry> {
     orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap_or_default()
 }
 
-fn wait_for(dir: &Path, what: &str, count: usize) {
+fn runs_finished(dir: &Path) -> Vec<Entry> {
+    journal(dir).into_iter().filter(|e| matches!(e.event, Event::RunFinished { .. })).collect()
+}
+
+fn summary(dir: &Path) -> Summary {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn wait_for_runs(dir: &Path, count: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while journal(dir).iter().filter(|e| e["event"] == what).count() < count {
-        assert!(Instant::now() < deadline, "no {what} in {}", dir.display());
+    while runs_finished(dir).len() < count {
+        assert!(Instant::now() < deadline, "not {count} runs in {}", dir.display());
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -113,36 +125,47 @@ fn emulated_study_end_to_end() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("checksum mismatch after upload") && err.contains("uploading again"), "{err}");
-    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&dir);
     for (program, delay_ns) in [("forward", 300_000.0), ("remove_header", 400_000.0)] {
-        let p50 = s["programs"][program]["latency_ns"]["p50"].as_f64().unwrap();
+        let p50 = s.programs[program].latency_ns["p50"];
         assert!((p50 - delay_ns).abs() <= 0.05 * delay_ns, "{program}: {p50} ns vs {delay_ns} ns");
     }
-    let finished: Vec<serde_json::Value> = journal(&dir).into_iter().filter(|e| e["event"] == "run_finished").collect();
+    let finished = runs_finished(&dir);
     assert_eq!(finished.len(), 4 * 2 * 3, "every run of every session stored");
     for e in &finished {
-        let c = &e["counts"];
-        let want = if e["program"] == "forward" { 350 } else { 500 };
-        assert_eq!(c["matched"], want, "{e}");
-        assert_eq!(c["matched"].as_u64().unwrap() + c["bypass_only"].as_u64().unwrap(), 500, "{e}");
-        assert_eq!(c["duplicates"], 0, "{e}");
+        let Event::RunFinished { program, counts: c, pacing, .. } = &e.event else { unreachable!() };
+        let want = if program == "forward" { 350 } else { 500 };
+        assert_eq!(c.matched, want, "{e:?}");
+        assert_eq!(c.matched + c.bypass_only, 500, "{e:?}");
+        assert_eq!(c.duplicates, 0, "{e:?}");
         // Pacing seen by both ends (tcpreplay's report, the bypass stamps), within the ±5 % the
         // run checks enforce.
-        for side in ["sender_pps", "receiver_pps"] {
-            let pps = e["pacing"][side].as_f64().unwrap_or_else(|| panic!("no {side} in {e}"));
-            assert!((pps - 2000.0).abs() <= 100.0, "{side} {pps}: {e}");
+        for (side, pps) in [("sender", pacing.sender_pps), ("receiver", pacing.receiver_pps)] {
+            let pps = pps.unwrap_or_else(|| panic!("no {side} pacing in {e:?}"));
+            assert!((pps - 2000.0).abs() <= 100.0, "{side} {pps}: {e:?}");
         }
     }
     assert!(dir.join("report.md").is_file());
-    let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("provenance.json")).unwrap()).unwrap();
-    assert!(prov["tsc_hz"].as_f64().is_some_and(|hz| hz > 1e8), "TSC rate reported by the agent: {prov}");
+    let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
+    assert!(prov.tsc_hz > 1e8, "TSC rate reported by the agent: {prov:?}");
     assert!(dir.join("logs/forward_s1/flash.log").is_file(), "per-step logs");
     // What each session read back from the card: the behaviour its bitstream asked for.
-    let readback = &prov["testbed"]["facts"]["readback"];
+    #[derive(serde::Deserialize)]
+    struct Readback {
+        bitstream: testbed_state::Bitstream,
+    }
+    mod testbed_state {
+        #[derive(serde::Deserialize)]
+        pub struct Bitstream {
+            pub behaviour: String,
+        }
+    }
+    let readback: std::collections::BTreeMap<String, Readback> =
+        serde_json::from_value(prov.testbed.facts["readback"].clone()).unwrap();
     for (session, behaviour) in
         [("forward_s2", "forward"), ("remove_header_s1", "remove_header"), ("null-forward_500_s1", "null")]
     {
-        assert_eq!(readback[session]["bitstream"]["behaviour"], behaviour, "{session}: {readback}");
+        assert_eq!(readback[session].bitstream.behaviour, behaviour, "{session}");
     }
 
     // 2. The lease: a second orchestrator is refused while the first runs.
@@ -152,7 +175,7 @@ fn emulated_study_end_to_end() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&first_dir, "run_finished", 1);
+    wait_for_runs(&first_dir, 1);
     let second_dir = tmp("second");
     let refused = run(&second_dir, &[]);
     assert_eq!(refused.status.code(), Some(3));
@@ -164,10 +187,12 @@ fn emulated_study_end_to_end() {
     first.wait().unwrap();
     let o = run(&first_dir, &["--resume"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let mut runs: Vec<(String, u64, u64)> = journal(&first_dir)
-        .iter()
-        .filter(|e| e["event"] == "run_finished")
-        .map(|e| (e["program"].as_str().unwrap().into(), e["session"].as_u64().unwrap(), e["run"].as_u64().unwrap()))
+    let mut runs: Vec<(String, u32, u32)> = runs_finished(&first_dir)
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::RunFinished { program, session, run, .. } => Some((program, session, run)),
+            _ => None,
+        })
         .collect();
     let n = runs.len();
     runs.sort();
@@ -182,32 +207,41 @@ fn emulated_study_end_to_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&faults_dir, "run_finished", 2);
+    wait_for_runs(&faults_dir, 2);
     let pkill = |pattern: &str| Command::new("pkill").args(["-9", "-f", pattern]).status().unwrap();
-    assert!(pkill("latency-agent capture").success(), "an agent was running");
-    wait_for(&faults_dir, "run_finished", 4);
+    let agent_pid = std::fs::read_to_string("/var/tmp/latency-emu/receiver/agent.pid").unwrap();
+    assert!(
+        Command::new("kill").args(["-9", agent_pid.trim()]).status().unwrap().success(),
+        "an agent was running (pid {agent_pid})"
+    );
+    wait_for_runs(&faults_dir, 4);
     assert!(pkill("ssh.* -M .*emu-").success(), "ssh masters were running");
     let out = faulty.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("restarting it") && err.contains("reconnecting"), "{err}");
     let j = journal(&faults_dir);
-    assert!(j.iter().any(|e| e["event"] == "run_retried"), "the interrupted run was retried");
-    assert_eq!(j.iter().filter(|e| e["event"] == "run_finished").count(), 24);
+    assert!(j.iter().any(|e| matches!(e.event, Event::RunRetried { .. })), "the interrupted run was retried");
+    assert_eq!(j.iter().filter(|e| matches!(e.event, Event::RunFinished { .. })).count(), 24);
 
     // 5. A host that never answers: a clear error naming the host and the step, within the timeout.
     let inv = std::fs::read_to_string(root().join("testbeds/emulated.yaml")).unwrap();
-    let dead = root().join("testbeds/dead-host.yaml");
+    let dead_dir = tmp("dead-inventory");
+    std::fs::create_dir_all(&dead_dir).unwrap();
+    let dead = dead_dir.join("dead-host.yaml");
+    let config = root().join("testbeds/emulated/state/ssh_config");
     std::fs::write(
         &dead,
-        inv.replace("alias: emu-sender", "alias: emu-nowhere").replace("name: emulated", "name: dead"),
+        inv.replace("alias: emu-sender", "alias: emu-nowhere")
+            .replace("name: emulated", "name: dead")
+            .replace("config: emulated/state/ssh_config", &format!("config: {}", config.display())),
     )
     .unwrap();
     let cfg = std::fs::read_to_string(root().join("testbeds/emulated/state/ssh_config")).unwrap();
     assert!(cfg.contains("Host emu-sender"));
     let start = Instant::now();
     let o = run(&tmp("dead"), &["--testbed", dead.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&dead);
+    let _ = std::fs::remove_dir_all(&dead_dir);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("sender (emu-nowhere)") && err.contains("connect"), "{err}");
@@ -220,22 +254,20 @@ fn emulated_study_end_to_end() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let s: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(reflect_dir.join("summary.json")).unwrap()).unwrap();
-    let forward = &s["programs"]["forward"];
-    let session = &forward["sessions"][0];
-    let hw = &forward["hw_check"];
-    let pairs = session["matched"].as_u64().unwrap() - session["excluded"].as_u64().unwrap();
-    assert_eq!(hw["pairs"].as_u64(), Some(pairs), "every matched probe has both reflections: {hw}");
-    assert_eq!(hw["pass"], true, "{hw}");
+    let s = summary(&reflect_dir);
+    let forward = &s.programs["forward"];
+    let session = &forward.sessions[0];
+    let hw = forward.hw_check.as_ref().unwrap();
+    let pairs = session.matched - session.excluded;
+    assert_eq!(hw.pairs, pairs, "every matched probe has both reflections: {hw:?}");
+    assert!(hw.pass, "{hw:?}");
     // The median of R = hw_P − hw_B against the median of D on the TSC: they differ by the reflect
     // channel's P/B asymmetry C (here ~1 µs: the pollers' sends, tcpdump's scheduling), while a
     // wrong join would be off by a probe interval (2 ms) or negate R. And the delay is recovered.
-    let r50 =
-        hw["levels"].as_array().unwrap().iter().find(|l| l["level"] == 50.0).unwrap()["measured_ns"].as_f64().unwrap();
-    let d50 = session["raw_median_ns"].as_f64().unwrap();
+    let r50 = hw.levels.iter().find(|l| l.level == 50.0).unwrap().measured_ns;
+    let d50 = session.raw_median_ns;
     assert!((r50 - d50).abs() <= 0.05 * d50, "R median {r50} ns vs D median {d50} ns");
-    let p50 = forward["latency_ns"]["p50"].as_f64().unwrap();
+    let p50 = forward.latency_ns["p50"];
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "reflect mode: Forward {p50} ns vs 300 µs");
     let (batches, _) =
         orchestrator::results::runfile::read(&reflect_dir.join("data/program=forward/session=1/run=1.parquet"))

@@ -1,4 +1,4 @@
-//! Import of the real LatencyLab sample (`../shared/fixtures/latencylab`, see its README) into a
+//! Import of the real LatencyLab sample (`tests/fixtures/latencylab`, see its README) into a
 //! results folder: what is dropped and counted, the run files, the journal and the provenance,
 //! and the figures the fixture's README states, recomputed here from the imported data.
 
@@ -10,11 +10,13 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use orchestrator::analysis::pairs;
 use orchestrator::import::{ImportError, import_latencylab};
-use orchestrator::results::index::{Group, Index};
+use orchestrator::results::event::Event;
+use orchestrator::results::index::Group;
+use orchestrator::results::provenance::Provenance;
 use orchestrator::results::{journal, runfile};
 use orchestrator::schedule::SessionKind;
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/latencylab");
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/latencylab");
 const FWD_CSV: &str = "data/tsc/programs/FWD_s1/f_run04.csv";
 const NULL_CSV: &str = "data/tsc/null/NF_s1/f_run01.csv";
 const HEADER: &str = "pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency_rx2_ns,diff_latency_ns";
@@ -55,10 +57,6 @@ fn median(v: &[i64]) -> f64 {
     let h = (s.len() - 1) as f64 * 0.5;
     let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
     s[lo] as f64 + (h - lo as f64) * (s[hi] - s[lo]) as f64
-}
-
-fn meta<'a>(m: &'a [(String, String)], key: &str) -> &'a str {
-    m.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or_else(|| panic!("no {key} in {m:?}"))
 }
 
 #[test]
@@ -116,11 +114,11 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
             let s: Vec<u64> = (0..b.num_rows()).filter(|&k| ports[k] == port).map(|k| seqs[k]).collect();
             assert_eq!(s, (0..13_900).collect::<Vec<u64>>(), "{rel} port {port}");
         }
-        assert_eq!(meta(&m, "latency.source"), rel);
-        assert_eq!(meta(&m, "latency.program"), program);
-        assert_eq!(meta(&m, "latency.kind"), kind);
-        assert_eq!(meta(&m, "latency.tsc_hz"), "1000000000");
-        assert_eq!(meta(&m, "latency.study"), "latencylab-import");
+        assert_eq!(m.source.as_deref(), Some(rel));
+        assert_eq!(m.program, program);
+        assert_eq!(m.kind.name(), kind);
+        assert_eq!(m.tsc_hz, 1e9);
+        assert_eq!(m.study, "latencylab-import");
     }
 
     // --- The README's figures. All rows, diff column: exactly as the README states (numpy, linear).
@@ -142,40 +140,40 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
 
     // --- Journal: the engine's event shapes.
     let events = journal::read(&out.join("journal.jsonl")).unwrap();
-    let start = &events[0];
-    assert_eq!(start["event"], "study_started");
-    assert_eq!(start["study"], "latencylab-import");
-    assert_eq!(start["testbed"], "latencylab-import");
-    assert_eq!((start["seed"].as_u64(), start["resumed"].as_bool()), (Some(1), Some(false)));
+    let Event::StudyStarted { study, testbed, seed, resumed, plan_hash, .. } = &events[0].event else {
+        panic!("{:?}", events[0])
+    };
+    assert_eq!((study.as_str(), testbed.as_str()), ("latencylab-import", "latencylab-import"));
+    assert_eq!((*seed, *resumed), (1, false));
     let mut listing: Vec<(&str, String)> = [FWD_CSV, NULL_CSV]
         .iter()
         .map(|rel| (*rel, orchestrator::digest::sha256_file(&Path::new(FIXTURE).join(rel)).unwrap()))
         .collect();
     listing.sort();
     let listing: String = listing.iter().map(|(rel, h)| format!("{h}  {rel}\n")).collect();
-    assert_eq!(start["plan_hash"].as_str().unwrap(), orchestrator::digest::sha256_hex(listing.as_bytes()));
-    let runs: Vec<&serde_json::Value> = events.iter().filter(|e| e["event"] == "run_finished").collect();
+    assert_eq!(*plan_hash, orchestrator::digest::sha256_hex(listing.as_bytes()));
+    let runs: Vec<&Event> =
+        events.iter().map(|e| &e.event).filter(|e| matches!(e, Event::RunFinished { .. })).collect();
     assert_eq!(runs.len(), 2);
-    for (e, f) in runs.iter().zip([fwd, null]) {
-        assert_eq!(e["path"], f.path.as_str());
-        assert_eq!(e["program"], f.program.as_str());
-        assert_eq!(
-            (e["session"].as_u64(), e["run"].as_u64(), e["attempt"].as_u64()),
-            (Some(1), Some(f.run.into()), Some(1))
-        );
-        assert_eq!(e["sha256"], orchestrator::digest::sha256_file(&out.join(&f.path)).unwrap().as_str());
-        assert_eq!(e["records"].as_u64(), Some(27_800));
-        assert_eq!(e["counts"]["matched"].as_u64(), Some(13_900));
-        assert!(e["seconds"].as_f64().unwrap() > 39.0, "20,000 probes at 500 pps");
+    for (i, (e, f)) in runs.iter().zip([fwd, null]).enumerate() {
+        let Event::RunFinished {
+            index, program, session, run, attempt, path, sha256, records, counts, seconds, ..
+        } = e
+        else {
+            unreachable!()
+        };
+        assert_eq!((path, program), (&f.path, &f.program));
+        assert_eq!((*index, *session, *run, *attempt), (i, 1, f.run, 1));
+        assert_eq!(*sha256, orchestrator::digest::sha256_file(&out.join(&f.path)).unwrap());
+        assert_eq!((*records, counts.matched), (27_800, 13_900));
+        assert!(*seconds > 39.0, "20,000 probes at 500 pps");
     }
-    assert_eq!((runs[0]["index"].as_u64(), runs[1]["index"].as_u64()), (Some(0), Some(1)));
     let done = orchestrator::engine::completed_runs(&orchestrator::results::ResultsDir::open(&out).unwrap()).unwrap();
     assert_eq!(done.len(), 2);
-    assert_eq!(events.last().unwrap()["event"], "study_finished");
+    assert!(matches!(events.last().unwrap().event, Event::StudyFinished { .. }));
 
     // --- Provenance: what the analysis reads, and the import's counts.
-    let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("provenance.json")).unwrap()).unwrap();
-    let index: Index = serde_json::from_value(prov.clone()).unwrap();
+    let index = Provenance::read_file(&out.join("provenance.json")).unwrap();
     assert_eq!(index.study, "latencylab-import");
     assert_eq!((index.tsc_hz, index.seed), (1e9, 1));
     assert_eq!(index.report.title, "LatencyLab data (imported)");
@@ -202,12 +200,13 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
             },
         ]
     );
-    assert_eq!(prov["plan_hash"], start["plan_hash"]);
-    assert_eq!(prov["testbed"]["name"], "latencylab-import");
-    assert_eq!(prov["testbed"]["facts"]["files"].as_u64(), Some(2));
-    assert!(prov["git_commit"].is_string() && prov["started"].is_string() && prov["ended"].is_string());
-    assert_eq!(prov["import"]["totals"]["misparsed"].as_u64(), Some(200));
-    assert_eq!(prov["import"]["files"][1]["quirks"]["negative_diffs"].as_u64(), Some(3_470));
+    assert_eq!(&index.plan_hash, plan_hash);
+    assert_eq!(index.testbed.name, "latencylab-import");
+    assert_eq!(index.testbed.facts["files"], 2);
+    assert!(!index.git_commit.is_empty() && !index.started.is_empty() && index.ended.is_some());
+    let import = index.import.as_ref().unwrap();
+    assert_eq!(import.totals.misparsed, 200);
+    assert_eq!(import.files[1].quirks.negative_diffs, 3_470);
 
     // A folder with results is never imported into again.
     assert!(matches!(import_latencylab(Path::new(FIXTURE), &out, 20_000), Err(ImportError::Results(_))));

@@ -14,10 +14,62 @@ use orchestrator::analysis::summary::{
     Health, Histogram, HwCheck, HwLevel, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary, Summary,
     VendorBound,
 };
-use orchestrator::plan::ReportFormat;
+use orchestrator::plan::{Analysis, ProbeFormat, ReportFormat, ReportSpec, TraceSource, TraceTemplate};
 use orchestrator::report::{ReportError, render};
+use orchestrator::results::provenance::{BitstreamFacts, Provenance, TestbedFacts};
 
 const LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
+
+fn provenance() -> Provenance {
+    let bitstream = |sha256: &str, null: bool| BitstreamFacts {
+        sha256: sha256.into(),
+        file: PathBuf::from("bitstreams/bin/x.mcs"),
+        present: false,
+        manifest: PathBuf::from("bitstreams/x.yaml"),
+        clock_mhz: 250.0,
+        vendor_bound_cycles: None,
+        null,
+    };
+    Provenance {
+        study: "u280-smoke".into(),
+        plan_hash: "3f9a1c0d5e".into(),
+        plan_file: None,
+        tool_version: "0.1.0".into(),
+        git_commit: "9a4b58d-dirty".into(),
+        seed: 42,
+        testbed: TestbedFacts {
+            name: "oct-u280".into(),
+            facts: BTreeMap::from([("nic".into(), "Alveo U280".into()), ("cpu".into(), "EPYC 7302P".into())]),
+        },
+        tsc_hz: 2_100_000_000.0,
+        bitstreams: BTreeMap::from([
+            ("checksum".into(), bitstream("c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00", false)),
+            ("five_tuple".into(), bitstream("feedbeef", false)),
+            ("null".into(), bitstream("", true)),
+        ]),
+        traces: BTreeMap::from([
+            ("imix".into(), TraceSource::Pcap { path: "traces/imix.pcap".into(), sha256: Some("abcdef0123".into()) }),
+            (
+                "udp64".into(),
+                TraceSource::Generate {
+                    template: TraceTemplate::Forward,
+                    count: 20_000,
+                    probe_id: ProbeFormat::Latencylab,
+                },
+            ),
+        ]),
+        groups: Vec::new(),
+        analysis: Analysis::default(),
+        report: ReportSpec::default(),
+        regression: None,
+        sessions: 6,
+        runs: 60,
+        started: "2025-05-01T10:00:00Z".into(),
+        resumed: Vec::new(),
+        ended: Some("2025-05-01T16:30:00Z".into()),
+        import: None,
+    }
+}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("orchestrator-report-{name}-{}", std::process::id()));
@@ -152,26 +204,10 @@ fn summary() -> Summary {
             retries: 2,
             failed_runs: 0,
             pacing_pps: [499.2, 500.0, 500.4],
+            problems: Vec::new(),
         },
-        provenance: serde_json::json!({
-            "plan_hash": "3f9a1c0d5e",
-            "git_commit": "9a4b58d-dirty",
-            "tool_version": "0.1.0",
-            "seed": 42,
-            "testbed": { "name": "oct-u280", "facts": { "nic": "Alveo U280", "cpu": "EPYC 7302P" } },
-            "tsc_hz": 2_100_000_000.0,
-            "bitstreams": {
-                "checksum": { "sha256": "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00", "null": false },
-                "five_tuple": { "sha256": "feedbeef", "null": false },
-                "null": { "sha256": null, "null": true }
-            },
-            "traces": {
-                "imix": { "pcap": "traces/imix.pcap", "sha256": "abcdef0123" },
-                "udp64": { "generate": { "template": "udp64", "count": 20000, "probe_id": "payload" } }
-            },
-            "started": "2025-05-01T10:00:00Z",
-            "ended": "2025-05-01T16:30:00Z"
-        }),
+        provenance: Some(provenance()),
+        inputs_sha256: String::new(),
     }
 }
 
@@ -267,7 +303,7 @@ fn hw_figure_and_columns_only_with_hw_data() {
 fn missing_provenance_and_empty_sections_render() {
     let dir = tmp("sparse");
     let mut s = summary();
-    s.provenance = serde_json::Value::Null;
+    s.provenance = None;
     s.title = String::new();
     s.nulls.clear();
     s.programs.values_mut().for_each(|p| {

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use orchestrator::results::event::{Entry, Event};
+use orchestrator::results::provenance::Provenance;
+
 const PLAN: &str = "tests/fixtures/good/study.yaml";
 const RUNS: usize = 48;
 
@@ -49,16 +52,18 @@ fn checksums(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-fn journal(dir: &Path) -> Vec<serde_json::Value> {
+fn journal(dir: &Path) -> Vec<Entry> {
     orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap()
 }
 
 fn finished_runs(dir: &Path) -> Vec<(String, u64, u64)> {
     journal(dir)
         .iter()
-        .filter(|e| e["event"] == "run_finished")
-        .map(|e| {
-            (e["program"].as_str().unwrap().to_string(), e["session"].as_u64().unwrap(), e["run"].as_u64().unwrap())
+        .filter_map(|e| match &e.event {
+            Event::RunFinished { program, session, run, .. } => {
+                Some((program.clone(), u64::from(*session), u64::from(*run)))
+            }
+            _ => None,
         })
         .collect()
 }
@@ -106,39 +111,24 @@ fn a_study_leaves_a_complete_results_folder() {
         std::fs::read(dir.join("plan.yaml")).unwrap(),
         std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(PLAN)).unwrap()
     );
-    let prov: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("provenance.json")).unwrap()).unwrap();
-    for key in [
-        "plan_hash",
-        "tool_version",
-        "git_commit",
-        "seed",
-        "testbed",
-        "tsc_hz",
-        "bitstreams",
-        "traces",
-        "started",
-        "ended",
-    ] {
-        assert!(!prov[key].is_null(), "provenance lacks {key}");
-    }
-    assert_eq!(prov["seed"], 11);
-    assert_eq!(
-        prov["bitstreams"]["forward"]["sha256"],
-        "de453f948b7e0ea6e3deb86421683a9644bed11764983f26061cc9d1d141a3cf"
-    );
-    assert_eq!(prov["testbed"]["facts"]["model"]["tsc_hz"], 2.89e9);
+    let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
+    assert!(!prov.plan_hash.is_empty() && !prov.git_commit.is_empty() && prov.ended.is_some());
+    assert!(prov.tsc_hz > 0.0 && prov.traces.len() == 2, "{prov:?}");
+    assert_eq!(prov.seed, 11);
+    assert_eq!(prov.bitstreams["forward"].sha256, "de453f948b7e0ea6e3deb86421683a9644bed11764983f26061cc9d1d141a3cf");
+    let model: orchestrator::testbed::model::SimModel =
+        serde_json::from_value(prov.testbed.facts["model"].clone()).unwrap();
+    assert_eq!(model.tsc_hz, 2.89e9);
     // Every run file carries its provenance and reads back in the record schema.
     let (batches, meta) =
         orchestrator::results::runfile::read(&dir.join("data/program=forward/session=2/run=3.parquet")).unwrap();
-    let meta: BTreeMap<_, _> = meta.into_iter().collect();
-    assert_eq!(meta["latency.program"], "forward");
-    assert_eq!(meta["latency.run"], "3");
-    assert_eq!(meta["latency.plan_hash"], prov["plan_hash"].as_str().unwrap());
+    assert_eq!((meta.program.as_str(), meta.session, meta.run), ("forward", 2, 3));
+    assert_eq!(meta.plan_hash, prov.plan_hash);
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     assert_eq!(rows, 20_000 + 14_000, "bypass sees every probe, the pipeline the forwarded 70 %");
     assert_eq!(checksums(&dir), reference(), "same seed, same data");
     let j = journal(&dir);
-    assert_eq!(j.last().unwrap()["event"], "study_finished");
+    assert!(matches!(j.last().unwrap().event, Event::StudyFinished { .. }));
     // A second run into the same folder is refused and touches nothing.
     let again = run(&dir, &[]);
     assert_eq!(again.status.code(), Some(2));
@@ -183,9 +173,15 @@ fn ctrl_c_stops_cleanly_and_resume_completes() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let j = journal(&dir);
-    assert_eq!(j.last().unwrap()["event"], "interrupted");
+    assert!(matches!(j.last().unwrap().event, Event::Interrupted));
     // Cleanup (teardown) ran for the interrupted session.
-    assert!(j.iter().rev().take(4).any(|e| e["action"] == "agent_stop"), "{j:?}");
+    assert!(
+        j.iter()
+            .rev()
+            .take(4)
+            .any(|e| matches!(e.event, Event::StepFinished { action: orchestrator::plan::Action::AgentStop, .. })),
+        "{j:?}"
+    );
     let o = run(&dir, &["--resume"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(checksums(&dir), reference());
@@ -209,10 +205,11 @@ fn corrupted_and_truncated_runs_are_detected_and_redone() {
     let quarantined: Vec<_> = std::fs::read_dir(dir.join("quarantine")).unwrap().collect();
     assert_eq!(quarantined.len(), 2, "the bad files are kept aside, not deleted");
     let j = journal(&dir);
-    assert_eq!(j.iter().filter(|e| e["event"] == "quarantined").count(), 2);
+    assert_eq!(j.iter().filter(|e| matches!(e.event, Event::Quarantined { .. })).count(), 2);
     // Only the two sessions with a bad run were brought up again.
-    let resumed_from = j.iter().rposition(|e| e["event"] == "study_started").unwrap();
-    let started: Vec<_> = j[resumed_from..].iter().filter(|e| e["event"] == "session_started").collect();
+    let resumed_from = j.iter().rposition(|e| matches!(e.event, Event::StudyStarted { .. })).unwrap();
+    let started: Vec<_> =
+        j[resumed_from..].iter().filter(|e| matches!(e.event, Event::SessionStarted { .. })).collect();
     assert_eq!(started.len(), 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -224,7 +221,7 @@ fn resume_refuses_another_seed() {
     let o = run(&dir, &["--resume", "--seed", "12"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("was started with seed 11"),
+        String::from_utf8_lossy(&o.stderr).contains("seed: started with --seed 11, this resume uses 12"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
@@ -237,14 +234,20 @@ fn failing_steps_are_retried_and_a_step_out_of_retries_names_host_and_step() {
     let o = run(&dir, &["--sim-model", "tests/fixtures/good/faulty-steps.yaml"]);
     let err = String::from_utf8_lossy(&o.stderr);
     let j = journal(&dir);
-    assert!(j.iter().any(|e| e["event"] == "step_retried"), "no retries seen");
+    assert!(j.iter().any(|e| matches!(e.event, Event::StepRetried { .. })), "no retries seen");
     if o.status.success() {
         assert_eq!(finished_runs(&dir).len(), RUNS);
     } else {
         assert_eq!(o.status.code(), Some(3), "{err}");
         assert!(err.contains("sim: "), "{err}");
-        let failed = j.iter().find(|e| e["event"] == "step_failed").unwrap();
-        assert!(err.contains(failed["action"].as_str().unwrap()), "{err}");
+        let failed = j
+            .iter()
+            .find_map(|e| match e.event {
+                Event::StepFailed { action, .. } => Some(action),
+                _ => None,
+            })
+            .unwrap();
+        assert!(err.contains(failed.name()), "{err}");
         assert!(err.contains(&dir.to_string_lossy().into_owned()), "points at the results kept so far: {err}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -257,8 +260,8 @@ fn runs_failing_their_checks_are_retried_then_reported() {
     let o = run(&dir, &["--sim-model", "tests/fixtures/good/lossy.yaml"]);
     assert_eq!(o.status.code(), Some(1));
     let j = journal(&dir);
-    assert_eq!(j.iter().filter(|e| e["event"] == "run_failed").count(), RUNS);
-    assert_eq!(j.iter().filter(|e| e["event"] == "run_retried").count(), RUNS * 2);
+    assert_eq!(j.iter().filter(|e| matches!(e.event, Event::RunFailed { .. })).count(), RUNS);
+    assert_eq!(j.iter().filter(|e| matches!(e.event, Event::RunRetried { .. })).count(), RUNS * 2);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("failed: forward_s1 run 1: bypass port saw"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -271,7 +274,7 @@ fn runs_off_their_pacing_are_rejected_and_the_achieved_pacing_is_recorded() {
     let o = run(&dir, &["--sim-model", "tests/fixtures/good/slow-sender.yaml"]);
     assert_eq!(o.status.code(), Some(1));
     let j = journal(&dir);
-    assert_eq!(j.iter().filter(|e| e["event"] == "run_failed").count(), RUNS);
+    assert_eq!(j.iter().filter(|e| matches!(e.event, Event::RunFailed { .. })).count(), RUNS);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("pacing 450.0 pps seen by the sender, -10.0 % off the planned 500 pps (tolerance ±5.0 %)"),
@@ -284,13 +287,276 @@ fn runs_off_their_pacing_are_rejected_and_the_achieved_pacing_is_recorded() {
     let dir = tmp("fast-sender");
     let o = run(&dir, &["--sim-model", "tests/fixtures/good/fast-sender.yaml"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let finished: Vec<serde_json::Value> = journal(&dir).into_iter().filter(|e| e["event"] == "run_finished").collect();
+    let finished: Vec<Entry> =
+        journal(&dir).into_iter().filter(|e| matches!(e.event, Event::RunFinished { .. })).collect();
     assert_eq!(finished.len(), RUNS);
     for e in &finished {
-        for side in ["sender_pps", "receiver_pps"] {
-            let pps = e["pacing"][side].as_f64().unwrap();
-            assert!((pps - 515.0).abs() < 0.01, "{side}: {pps} in {e}");
+        let Event::RunFinished { pacing, .. } = e.event else { unreachable!() };
+        for (side, pps) in [("sender", pacing.sender_pps), ("receiver", pacing.receiver_pps)] {
+            let pps = pps.unwrap();
+            assert!((pps - 515.0).abs() < 0.01, "{side}: {pps} in {e:?}");
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// --- A results folder that trusts nothing on disk, and a resume that changes nothing when it
+// refuses (each test is named after the problem it pins).
+
+/// A finished study of the engine-test plan in a folder of its own.
+fn copy_of_finished(name: &str) -> PathBuf {
+    let dir = tmp(name);
+    let o = run(&dir, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    dir
+}
+
+fn read_all(dir: &Path, files: &[&str]) -> Vec<Vec<u8>> {
+    files.iter().map(|f| std::fs::read(dir.join(f)).unwrap()).collect()
+}
+
+fn summary_of(dir: &Path) -> orchestrator::analysis::summary::Summary {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_refused_resume_changes_nothing_and_the_study_still_analyses() {
+    let dir = copy_of_finished("refused-resume");
+    let kept = ["provenance.json", "journal.jsonl", "summary.json"];
+    let before = read_all(&dir, &kept);
+    // Another plan, on its own testbed and on sim; another seed.
+    for extra in [&["--seed", "12"][..], &["--testbed", "sim"][..]] {
+        let o =
+            bin().args(["run", "../plans/paper.yaml", "--out"]).arg(&dir).arg("--resume").args(extra).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("nothing was changed") && err.contains("plan: started with a plan of hash"), "{err}");
+    }
+    let o = run(&dir, &["--resume", "--seed", "12"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(read_all(&dir, &kept), before, "a refused resume writes nothing");
+    let o = bin().args(["analyze"]).arg(&dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_second_writer_is_refused_with_the_holders_pid_and_command() {
+    let dir = copy_of_finished("locked");
+    let journal_before = std::fs::read(dir.join("journal.jsonl")).unwrap();
+    let lock = orchestrator::results::lock::Lock::acquire(&dir, "a test holding the folder").unwrap();
+    for args in [vec!["run", PLAN, "--resume", "--out"], vec!["analyze"], vec!["report"]] {
+        let o = bin().args(&args).arg(&dir).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("in use by pid {} (a test holding the folder)", std::process::id())),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read(dir.join("journal.jsonl")).unwrap(), journal_before);
+    drop(lock);
+    assert!(bin().args(["analyze"]).arg(&dir).output().unwrap().status.success(), "free again");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn analyze_counts_only_journaled_runs_and_names_every_stray_or_altered_file() {
+    let dir = copy_of_finished("stray");
+    let medians = |d: &Path| -> Vec<f64> { summary_of(d).programs.values().map(|p| p.latency_ns["p50"]).collect() };
+    let clean = medians(&dir);
+    // A checksum run copied where no run of the study is, and a forward run edited to 0 rows.
+    let stray = dir.join("data/program=forward/session=3/run=99.parquet");
+    std::fs::copy(dir.join("data/program=five_tuple/session=1/run=1.parquet"), &stray).unwrap();
+    let (_, meta) =
+        orchestrator::results::runfile::read(&dir.join("data/program=forward/session=1/run=2.parquet")).unwrap();
+    let edited = dir.join("data/program=forward/session=1/run=2.parquet");
+    std::fs::remove_file(&edited).unwrap();
+    orchestrator::results::runfile::write(&edited, &[], &meta).unwrap();
+    let o = bin().args(["analyze"]).arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let problems = summary_of(&dir).health.problems;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("data/program=forward/session=3/run=99.parquet: not a run the journal records")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.starts_with("data/program=forward/session=1/run=2.parquet: checksum")),
+        "{problems:?}"
+    );
+    assert_eq!(summary_of(&dir).health.runs, RUNS as u64 - 1, "the altered run is left out, the stray never counted");
+    let shifted = medians(&dir);
+    for (a, b) in clean.iter().zip(&shifted) {
+        assert!((a - b).abs() < 0.5, "one run of ten less moves a median little: {clean:?} vs {shifted:?}");
+    }
+    // Resume moves both aside and redoes the altered run: the data is the reference again.
+    let o = run(&dir, &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!stray.exists());
+    assert_eq!(checksums(&dir), reference());
+    assert!(summary_of(&dir).health.problems.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_resume_hint_repeats_testbed_and_seed_and_resume_checks_the_testbed() {
+    // The paper plan names the OCT inventory; run on sim, stopped, then resumed as printed.
+    let dir = tmp("hint");
+    let child = bin()
+        .args(["run", "../plans/paper.yaml", "--testbed", "sim", "--seed", "5", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(dir.join("journal.jsonl")).map_or(0, |t| t.lines().count()) < 30 {
+        assert!(Instant::now() < deadline && child.try_wait().unwrap().is_none(), "no progress");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let hint = format!(
+        "continue with: orchestrate run ../plans/paper.yaml --out {} --resume --testbed sim --seed 5",
+        dir.display()
+    );
+    assert!(err.contains(&hint), "{err}");
+    // Without --testbed the plan's inventory would be used: refused before any connection.
+    let journal_before = std::fs::read(dir.join("journal.jsonl")).unwrap();
+    let o = bin().args(["run", "../plans/paper.yaml", "--seed", "5", "--resume", "--out"]).arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("testbed: started on `sim` (--testbed sim), this resume would run on `oct-u280`"), "{err}");
+    assert_eq!(std::fs::read(dir.join("journal.jsonl")).unwrap(), journal_before);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_study_whose_program_has_no_usable_data_is_reported_by_name_not_a_panic() {
+    let dir = copy_of_finished("empty-forward");
+    // Every Forward run emptied, journal updated to match: nothing to estimate Forward from.
+    let mut journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    for f in walk_parquet(&dir.join("data/program=forward")) {
+        let (_, meta) = orchestrator::results::runfile::read(&f).unwrap();
+        let old = orchestrator::digest::sha256_file(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        orchestrator::results::runfile::write(&f, &[], &meta).unwrap();
+        let new = orchestrator::digest::sha256_file(&f).unwrap();
+        journal = journal.replace(&old, &new);
+    }
+    let journal = journal
+        .lines()
+        .map(|l| {
+            let mut e: Entry = serde_json::from_str(l).unwrap();
+            if let Event::RunFinished { program, records, .. } = &mut e.event
+                && program == "forward"
+            {
+                *records = 0;
+            }
+            serde_json::to_string(&e).unwrap() + "\n"
+        })
+        .collect::<String>();
+    std::fs::write(dir.join("journal.jsonl"), journal).unwrap();
+    let o = bin().args(["analyze"]).arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("problem: program `forward`: no usable run data; not analysed"), "{err}");
+    let s = summary_of(&dir);
+    assert!(s.programs.contains_key("five_tuple") && !s.programs.contains_key("forward"));
+    assert_eq!(s.health.failed_runs, 12, "each empty run is a failed run");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn walk_parquet(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk_parquet(&p));
+        } else if p.extension().is_some_and(|x| x == "parquet") {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn compare_judges_p99_even_when_the_plan_reports_only_quartiles() {
+    let plan = "tests/fixtures/good/study-quartiles.yaml";
+    let (base, cand) = (tmp("quartiles-base"), tmp("quartiles-cand"));
+    let o = bin().args(["run", plan, "--out"]).arg(&base).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin()
+        .args(["run", plan, "--sim-model", "tests/fixtures/good/forward-tail.yaml", "--out"])
+        .arg(&cand)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin().arg("compare").arg(&base).arg(&cand).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("FAIL: ") && md.contains("p99 moved +"), "{md}");
+    // A NaN threshold is refused, not a silently disabled check.
+    for flag in ["--median-shift-ns", "--p99-shift-ns", "--ks"] {
+        let o = bin().arg("compare").arg(&base).arg(&cand).args([flag, "NaN"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("must be a finite number"), "{flag}");
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+    std::fs::remove_dir_all(&cand).unwrap();
+}
+
+#[test]
+fn exit_codes_and_messages_for_unusable_folders() {
+    // An --out that cannot be created: results could not be written (4), not invalid input.
+    let o = bin().args(["run", PLAN, "--out", "/proc/orchestrate-cannot-be-here/x"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", String::from_utf8_lossy(&o.stderr));
+    // A folder of unrelated files is not called a results folder.
+    let dir = tmp("unrelated");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let o = run(&dir, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("is not empty and is not a results folder") && !err.contains("--resume"), "{err}");
+    // A results folder without data/ says so.
+    std::fs::remove_file(dir.join("notes.txt")).unwrap();
+    let done = copy_of_finished("no-data");
+    std::fs::remove_dir_all(done.join("data")).unwrap();
+    let o = bin().arg("analyze").arg(&done).output().unwrap();
+    assert_eq!(o.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("data: missing: the folder holds no run data"));
+    // `plan | head -1`: a closed pipe ends the output quietly.
+    let mut child =
+        bin().args(["plan", "../plans/paper.yaml"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+    for d in [dir, done] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn a_report_recomputes_a_summary_older_than_its_data() {
+    let dir = copy_of_finished("stale");
+    assert!(summary_of(&dir).health.problems.is_empty());
+    let f = dir.join("data/program=forward/session=2/run=1.parquet");
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes[200] ^= 0x55;
+    std::fs::write(&f, bytes).unwrap();
+    let o = bin().arg("report").arg(&dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let problems = summary_of(&dir).health.problems;
+    assert!(
+        problems.iter().any(|p| p.starts_with("data/program=forward/session=2/run=1.parquet: checksum")),
+        "{problems:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,23 +10,22 @@
 //!    headline quantiles are those of its most populated mode, never a mix of modes; 7. vendor
 //!    bound margins; 8. hardware-clock check on reflect data; 9. bootstrap CIs.
 
+pub mod load;
 pub mod pairs;
 pub mod stats;
 pub mod summary;
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::PathBuf;
 
-use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::results::index::{Group, Index};
-use crate::results::{ResultsDir, ResultsError, io_err, journal};
+use crate::results::event::{Entry, Event};
+use crate::results::index::Index;
+use crate::results::provenance::Provenance;
+use crate::results::{ResultsDir, ResultsError, journal};
 use crate::schedule::SessionKind;
 use stats::{bootstrap_ci, gap_clusters, median, quantile_sorted};
 use summary::*;
@@ -47,6 +46,9 @@ pub enum AnalysisError {
     },
 }
 
+/// Levels stored in every summary whatever the plan's quantiles (percent).
+pub const HEADLINE_LEVELS: [f64; 2] = [50.0, 99.0];
+
 /// Levels of the hardware-clock check (percent).
 const HW_LEVELS: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 
@@ -61,66 +63,6 @@ pub struct RunPairs {
     counts: pairs::Counts,
     excluded: u64,
     pacing_pps: Option<f64>,
-}
-
-/// The run files of the folder: (group index, session, run, path).
-fn run_files(dir: &ResultsDir, groups: &[Group]) -> Result<Vec<(usize, u32, u32, PathBuf)>, AnalysisError> {
-    let mut out = Vec::new();
-    for (gi, g) in groups.iter().enumerate() {
-        let gdir = dir.root().join(format!("data/program={}", g.program));
-        if !gdir.is_dir() {
-            continue;
-        }
-        for s in std::fs::read_dir(&gdir).map_err(io_err(&gdir))? {
-            let s = s.map_err(io_err(&gdir))?.path();
-            let Some(session) = hive_value(&s, "session") else { continue };
-            for r in std::fs::read_dir(&s).map_err(io_err(&s))? {
-                let r = r.map_err(io_err(&s))?.path();
-                if let Some(run) =
-                    hive_value(&r.with_extension(""), "run").filter(|_| r.extension().is_some_and(|e| e == "parquet"))
-                {
-                    out.push((gi, session, run, r));
-                }
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-fn hive_value(p: &Path, key: &str) -> Option<u32> {
-    p.file_name()?.to_str()?.strip_prefix(key)?.strip_prefix('=')?.parse().ok()
-}
-
-/// Read the columns the analysis needs from a run file.
-fn read_run(path: &Path) -> Result<Vec<arrow_array::RecordBatch>, AnalysisError> {
-    let bad = |m: String| AnalysisError::Invalid { path: path.to_path_buf(), message: m };
-    let f = File::open(path).map_err(io_err(path))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| bad(e.to_string()))?;
-    let wanted = [
-        latency_agent::schema::col::PROBE_ID,
-        latency_agent::schema::col::PORT,
-        latency_agent::schema::col::TSC,
-        latency_agent::schema::col::HW_NS,
-    ];
-    let schema = builder.schema().clone();
-    let indices: Vec<usize> = wanted.iter().filter_map(|c| schema.index_of(c).ok()).collect();
-    if indices.len() < 3 {
-        return Err(bad("not a run file in the record schema".into()));
-    }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| bad(e.to_string()))?;
-    reader.map(|b| b.map_err(|e| bad(e.to_string()))).collect()
-}
-
-fn pair_file(
-    group: usize,
-    session: u32,
-    path: &Path,
-    tsc_hz: f64,
-    exclude_first: bool,
-) -> Result<RunPairs, AnalysisError> {
-    Ok(pair_batches(group, session, &read_run(path)?, tsc_hz, exclude_first))
 }
 
 /// Pair one run's records (group index into the study's groups, session number).
@@ -149,39 +91,6 @@ pub fn pair_batches(
     }
     let pacing_pps = p.bypass_pps(tsc_hz);
     RunPairs { group, session, diffs, hw, counts: p.counts, excluded, pacing_pps }
-}
-
-/// Pair every run file, on all cores.
-fn pair_all(
-    files: &[(usize, u32, u32, PathBuf)],
-    tsc_hz: f64,
-    exclude_first: bool,
-) -> Result<Vec<RunPairs>, AnalysisError> {
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
-    let mut results: Vec<Vec<(usize, Result<RunPairs, AnalysisError>)>> = Vec::new();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((g, s, _, path)) = files.get(i) else { break };
-                        mine.push((i, pair_file(*g, *s, path, tsc_hz, exclude_first)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        results = handles.into_iter().filter_map(|h| h.join().ok()).collect();
-    });
-    let mut all: Vec<(usize, Result<RunPairs, AnalysisError>)> = results.into_iter().flatten().collect();
-    if all.len() != files.len() {
-        return Err(AnalysisError::Invalid { path: PathBuf::from("data"), message: "a worker thread failed".into() });
-    }
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Per-probe estimates of one session: median over runs of each probe's differentials.
@@ -216,35 +125,96 @@ fn histogram(sorted: &[f64]) -> Histogram {
     Histogram { start_ns: start, bin_ns: bin, counts }
 }
 
-fn read_index(dir: &ResultsDir) -> Result<(Index, serde_json::Value), AnalysisError> {
-    let path = dir.root().join("provenance.json");
-    let bytes = std::fs::read(&path).map_err(io_err(&path))?;
-    let prov: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|e| AnalysisError::Invalid { path: path.clone(), message: e.to_string() })?;
-    let index: Index = serde_json::from_value(prov.clone())
-        .map_err(|e| AnalysisError::Invalid { path: path.clone(), message: format!("not a study provenance: {e}") })?;
-    Ok((index, prov))
+/// Analyse a results folder. Only runs the journal records as complete are used, each verified
+/// against the journal; every file or run that cannot be used is named in `health.problems`.
+pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
+    let prov = Provenance::read(dir)?;
+    let index = Index::from(&prov);
+    let entries = journal::read(&dir.journal_path())?;
+    let data = dir.root().join("data");
+    if !data.is_dir() {
+        return Err(AnalysisError::Invalid { path: data, message: "missing: the folder holds no run data".into() });
+    }
+    let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
+    let exclude = index.analysis.exclude_first_after_gap;
+    let paired = load::par_map(&files, |f| {
+        load::read_verified(f, &index.groups[f.group])
+            .map(|batches| pair_batches(f.group, f.session, &batches, index.tsc_hz, exclude))
+    });
+    let mut runs = Vec::with_capacity(files.len());
+    let mut failed = 0;
+    for (f, r) in files.iter().zip(paired) {
+        match r {
+            Ok(p) if p.counts.matched == 0 => {
+                failed += 1;
+                problems.push(format!("{}: no probe matched on both ports; counted as a failed run", f.rel));
+            }
+            Ok(p) => runs.push(p),
+            Err(e) => problems.push(e),
+        }
+    }
+    let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems })
+        .map_err(|message| AnalysisError::Invalid { path: data, message })?;
+    summary.inputs_sha256 = inputs_sha256(dir)?;
+    Ok(summary)
 }
 
-/// Analyse a results folder.
-pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
-    let (index, prov) = read_index(dir)?;
-    let files = run_files(dir, &index.groups)?;
-    let runs = pair_all(&files, index.tsc_hz, index.analysis.exclude_first_after_gap)?;
-    let journal = journal::read(&dir.journal_path()).unwrap_or_default();
-    summarize(&index, &runs, &journal, &prov)
-        .map_err(|message| AnalysisError::Invalid { path: dir.root().join("data"), message })
+/// Fingerprint of what a summary is computed from: the journal (which holds every run's sha256)
+/// and the provenance.
+pub fn inputs_sha256(dir: &ResultsDir) -> Result<String, ResultsError> {
+    let mut text = String::new();
+    for path in [dir.journal_path(), dir.root().join(crate::results::provenance::FILE)] {
+        text.push_str(&crate::digest::sha256_file(&path).map_err(crate::results::io_err(&path))?);
+    }
+    Ok(crate::digest::sha256_hex(text.as_bytes()))
+}
+
+/// Whether `summary` still describes the folder: same inputs, and no run file changed since it
+/// was written.
+pub fn is_current(dir: &ResultsDir, summary: &Summary) -> Result<bool, ResultsError> {
+    if summary.inputs_sha256.is_empty() || summary.inputs_sha256 != inputs_sha256(dir)? {
+        return Ok(false);
+    }
+    let written = std::fs::metadata(dir.root().join("summary.json")).and_then(|m| m.modified());
+    let Ok(written) = written else { return Ok(false) };
+    for f in dir.data_files()? {
+        let modified = std::fs::metadata(dir.root().join(&f)).and_then(|m| m.modified());
+        if modified.map_or(true, |m| m > written) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// What was found unusable before the statistics.
+#[derive(Clone, Debug, Default)]
+pub struct Unusable {
+    /// Runs recorded complete whose data is no measurement (no record, no matched probe).
+    pub failed_runs: u64,
+    /// Every run, file or program that could not be used, and why.
+    pub problems: Vec<String>,
 }
 
 /// Steps 2–9 over paired runs. `journal` and `prov` supply retry counts and provenance.
 pub fn summarize(
     index: &Index,
     runs: &[RunPairs],
-    journal: &[serde_json::Value],
-    prov: &serde_json::Value,
+    journal: &[Entry],
+    prov: Option<&Provenance>,
+    unusable: Unusable,
 ) -> Result<Summary, String> {
+    let Unusable { failed_runs, mut problems } = unusable;
     let a = &index.analysis;
-    let levels = &a.quantile_levels_or_default();
+    let report_levels = a.quantile_levels_or_default();
+    // p50 and p99 are always stored: regression checks judge them whatever the report shows.
+    let mut levels = report_levels.clone();
+    for headline in HEADLINE_LEVELS {
+        if !levels.contains(&headline) {
+            levels.push(headline);
+        }
+    }
+    levels.sort_by(f64::total_cmp);
+    let levels = &levels;
 
     // Per group and session: per-probe estimates.
     let mut estimates: BTreeMap<(usize, u32), Vec<(u64, f64)>> = BTreeMap::new();
@@ -281,7 +251,11 @@ pub fn summarize(
     let mut programs = BTreeMap::new();
     for (gi, g) in index.groups.iter().enumerate().filter(|(_, g)| g.kind == SessionKind::Program) {
         let Some(null) = nulls.get(&g.trace) else {
-            return Err(format!("program `{}`: no null calibration data for trace `{}`", g.program, g.trace));
+            problems.push(format!(
+                "program `{}`: no usable null calibration data for trace `{}`; not analysed",
+                g.program, g.trace
+            ));
+            continue;
         };
         let delta = null.offset_ns;
         let mut sessions = Vec::new();
@@ -301,7 +275,8 @@ pub fn summarize(
             });
             per_session.push((*s, cal));
         }
-        if sessions.is_empty() {
+        if sessions.iter().all(|s| s.matched == 0) {
+            problems.push(format!("program `{}`: no usable run data; not analysed", g.program));
             continue;
         }
         // Modes: clusters of session medians.
@@ -373,7 +348,7 @@ pub fn summarize(
         );
     }
 
-    let count = |ev: &str| journal.iter().filter(|e| e["event"] == ev).count() as u64;
+    let count = |f: fn(&Event) -> bool| journal.iter().filter(|e| f(&e.event)).count() as u64;
     let mut pacing: Vec<f64> = runs.iter().filter_map(|r| r.pacing_pps).collect();
     pacing.sort_unstable_by(f64::total_cmp);
     let health = Health {
@@ -383,29 +358,15 @@ pub fn summarize(
         bypass_only: runs.iter().map(|r| r.counts.bypass_only).sum(),
         duplicates: runs.iter().map(|r| r.counts.duplicates).sum(),
         excluded: runs.iter().map(|r| r.excluded).sum(),
-        retries: count("run_retried") + count("step_retried"),
-        failed_runs: count("run_failed"),
+        retries: count(|e| matches!(e, Event::RunRetried { .. } | Event::StepRetried { .. })),
+        failed_runs: count(|e| matches!(e, Event::RunFailed { .. })) + failed_runs,
+        problems: Vec::new(),
         pacing_pps: if pacing.is_empty() {
             [f64::NAN; 3]
         } else {
             [pacing[0], quantile_sorted(&pacing, 0.5), pacing[pacing.len() - 1]]
         },
     };
-    let keep = [
-        "study",
-        "plan_hash",
-        "git_commit",
-        "tool_version",
-        "seed",
-        "testbed",
-        "tsc_hz",
-        "bitstreams",
-        "traces",
-        "started",
-        "ended",
-        "import",
-    ];
-    let provenance = keep.iter().filter_map(|k| prov.get(*k).map(|v| (k.to_string(), v.clone()))).collect();
     Ok(Summary {
         study: index.study.clone(),
         title: if index.report.title.is_empty() {
@@ -415,12 +376,13 @@ pub fn summarize(
         },
         tool_version: env!("CARGO_PKG_VERSION").into(),
         tsc_hz: index.tsc_hz,
-        quantile_levels: levels.clone(),
+        quantile_levels: report_levels,
         quantile_definition: stats::QUANTILE_DEFINITION.into(),
         programs,
         nulls,
-        health,
-        provenance,
+        health: Health { problems, ..health },
+        provenance: prov.cloned(),
+        inputs_sha256: String::new(),
     })
 }
 
@@ -458,10 +420,22 @@ impl crate::plan::Analysis {
 /// Analyse and write `summary.json` (atomically, replacing an earlier one).
 pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let s = analyze(dir)?;
-    let text = serde_json::to_string_pretty(&s)
-        .map_err(|e| AnalysisError::Invalid { path: dir.root().join("summary.json"), message: e.to_string() })?;
-    crate::results::write_file(&dir.root().join("summary.json"), text.as_bytes(), true)?;
+    let path = dir.root().join("summary.json");
+    let text = serde_json::to_string_pretty(&s).map_err(|source| ResultsError::Json { path: path.clone(), source })?;
+    crate::results::write_file(&path, text.as_bytes(), true)?;
     Ok(s)
+}
+
+/// The summary of a folder: `summary.json` when it is current, else analysed anew (and written).
+pub fn current_summary(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
+    let path = dir.root().join("summary.json");
+    if let Ok(bytes) = std::fs::read(&path)
+        && let Ok(s) = serde_json::from_slice::<Summary>(&bytes)
+        && is_current(dir, &s)?
+    {
+        return Ok(s);
+    }
+    analyze_and_write(dir)
 }
 
 #[cfg(test)]

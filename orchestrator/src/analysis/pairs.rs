@@ -1,26 +1,11 @@
 //! Step 1 of the analysis, also used to validate a run before it counts: pair the pipeline and
 //! bypass copies of each probe within a run by probe id and take `D(i) = t_P − t_B`.
 
+pub use crate::results::event::Counts;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt8Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use latency_agent::schema::col;
-use serde::Serialize;
-
-/// Copy counts of one run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    /// Probes seen on both ports.
-    pub matched: u64,
-    /// Probes seen on the pipeline port only.
-    pub pipeline_only: u64,
-    /// Probes seen on the bypass port only.
-    pub bypass_only: u64,
-    /// Copies beyond the first of a probe on a port.
-    pub duplicates: u64,
-    /// Records that are neither port (should not occur).
-    pub unknown_port: u64,
-}
 
 /// Pairs of one run: `(probe id, D in TSC ticks)` of every matched probe, in id order, with the
 /// first copy of each probe on each port.

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::results::provenance::Provenance;
+
 /// Quantiles keyed `p5`, `p25`, … (ns).
 pub type Quantiles = BTreeMap<String, f64>;
 
@@ -14,7 +16,7 @@ pub fn level_key(level: f64) -> String {
 }
 
 /// Whole-study summary.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// Study name.
     pub study: String,
@@ -34,8 +36,13 @@ pub struct Summary {
     pub nulls: BTreeMap<String, NullSummary>,
     /// Run health over the whole study.
     pub health: Health,
-    /// Selected provenance (plan hash, commit, hashes, testbed, seed, times).
-    pub provenance: serde_json::Value,
+    /// The study's provenance (plan hash, commit, hashes, testbed, seed, times); absent when the
+    /// summary was computed from runs alone.
+    pub provenance: Option<Provenance>,
+    /// Fingerprint of the inputs the summary was computed from (journal and provenance); a report
+    /// recomputes a summary whose inputs changed.
+    #[serde(default)]
+    pub inputs_sha256: String,
 }
 
 /// Results of one program.
@@ -190,4 +197,7 @@ pub struct Health {
     pub failed_runs: u64,
     /// Achieved pacing per run, packets/s: min, median, max (from bypass inter-arrival times).
     pub pacing_pps: [f64; 3],
+    /// Runs, files and programs that could not be used, each with the reason.
+    #[serde(default)]
+    pub problems: Vec<String>,
 }

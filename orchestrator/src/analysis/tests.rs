@@ -62,7 +62,7 @@ fn hand_computed_study() {
         run(0, 1, &[Some(500), Some(152), Some(158), Some(141)]),
         run(0, 1, &[None, Some(151), Some(170), Some(139)]),
     ];
-    let s = summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
     let null = &s.nulls["t"];
     assert_eq!(null.offset_ns, 12.0);
     assert_eq!(null.sessions, vec![(1, 12.0)]);
@@ -92,7 +92,7 @@ fn hand_computed_study() {
 fn violations_count_probes_above_the_bound() {
     // Bound 55 cycles = 220 ns; calibrated estimates 230 and 200 → one violation.
     let runs = vec![run(1, 1, &[Some(0), Some(0), Some(0)]), run(0, 1, &[Some(0), Some(230), Some(200)])];
-    let s = summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
     assert_eq!(s.programs["p"].vendor_bound.as_ref().unwrap().violations, 1);
 }
 
@@ -103,7 +103,7 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     for (s, base) in [(1, 107), (2, 138), (3, 108)] {
         runs.push(run(0, s, &[Some(0), Some(base - 1), Some(base), Some(base + 1), Some(base), Some(base + 2)]));
     }
-    let s = summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
     let p = &s.programs["p"];
     assert_eq!(p.modes.len(), 2);
     assert_eq!(p.modes[0].sessions, vec![1, 3]);
@@ -115,7 +115,7 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     // Disabling mode detection gives one mode.
     let mut a = Analysis::default();
     a.modes.enabled = false;
-    let s = summarize(&index(a), &runs, &[], &serde_json::json!({})).unwrap();
+    let s = summarize(&index(a), &runs, &[], None, Unusable::default()).unwrap();
     assert_eq!(s.programs["p"].modes.len(), 1);
 }
 
@@ -135,7 +135,7 @@ fn synthetic(lat: &[i64], delta: i64, noise: &[i64], shift: i64, shift_null: boo
             runs.push(run(1, s as u32 + 1, &null));
         }
     }
-    summarize(&index(Analysis::default()), &runs, &[], &serde_json::json!({})).unwrap()
+    summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap()
 }
 
 proptest! {
@@ -224,7 +224,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
         tsc_hz: model.tsc_hz,
         seed,
     };
-    let summary = summarize(&index, &runs, &[], &serde_json::json!({})).unwrap();
+    let summary = summarize(&index, &runs, &[], None, Unusable::default()).unwrap();
     let mut out = Vec::new();
     for (name, p) in &summary.programs {
         let truth = sim.program_model(&p.bitstream);

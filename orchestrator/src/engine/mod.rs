@@ -12,8 +12,11 @@ use crate::digest;
 use crate::plan::inventory::{Action, Inventory};
 use crate::plan::{Plan, StepPolicy, TraceSource, default_policy};
 use crate::probes;
+use crate::results::event::Entry;
 use crate::results::journal::{self, Journal};
-use crate::results::{ResultsDir, ResultsError, runfile};
+use crate::results::provenance::TOOL_VERSION;
+use crate::results::runfile::{self, RunMetadata};
+use crate::results::{ResultsDir, ResultsError};
 use crate::schedule::{Run, Schedule, Session, SessionKind, Step};
 use crate::testbed::replay::Pacing;
 use crate::testbed::{Cancel, RunData, Testbed, TestbedError};
@@ -33,9 +36,6 @@ pub enum EngineError {
         /// The failure (names host and step).
         error: TestbedError,
     },
-    /// Resuming is not possible with these inputs.
-    #[error("{0}")]
-    Resume(String),
 }
 
 /// How a study ended.
@@ -53,10 +53,11 @@ pub struct Outcome {
 
 /// Engine settings.
 pub struct Options {
-    /// Continue the study already in the results folder.
+    /// Continue the study already in the results folder (whose start the caller has checked
+    /// against `started` with [`StartedWith::differences`]).
     pub resume: bool,
-    /// Seed (the plan's unless overridden).
-    pub seed: u64,
+    /// How this study is run: plan, seed, testbed and the options that chose them.
+    pub started: StartedWith,
 }
 
 /// Engine state for one study.
@@ -71,8 +72,7 @@ struct Engine<'a> {
 
 impl Engine<'_> {
     fn emit(&mut self, e: Event) -> Result<(), ResultsError> {
-        let value = serde_json::to_value(&e).unwrap_or_default();
-        self.journal.append(&value)?;
+        self.journal.append(&e)?;
         for o in self.observers.iter_mut() {
             o.event(&e);
         }
@@ -92,7 +92,7 @@ impl Engine<'_> {
     /// Run one step with its retries. `Ok(false)` = interrupted.
     fn step(&mut self, tb: &mut dyn Testbed, s: &Session, st: &Step) -> Result<bool, EngineError> {
         let policy = self.policy(st.action);
-        let action = st.action.name();
+        let action = st.action;
         for attempt in 1..=policy.retries + 1 {
             self.emit(Event::StepStarted { index: s.index, action, host: st.host.clone(), attempt })?;
             match tb.step(s, st, attempt, self.cancel) {
@@ -161,8 +161,8 @@ impl Engine<'_> {
         pacing.check(f64::from(self.plan.protocol.pacing_pps), checks.pacing_tolerance)
     }
 
-    fn run_metadata(&self, s: &Session, r: &Run, attempt: u32, tb: &dyn Testbed, seed: u64) -> Vec<(String, String)> {
-        let bitstream = self
+    fn run_metadata(&self, s: &Session, r: &Run, attempt: u32, tb: &dyn Testbed, seed: u64) -> RunMetadata {
+        let bitstream_sha256 = self
             .plan
             .programs
             .iter()
@@ -170,26 +170,25 @@ impl Engine<'_> {
             .find(|b| b.name == s.bitstream)
             .map(|b| b.sha256.clone())
             .unwrap_or_default();
-        [
-            ("study", self.plan.study.clone()),
-            ("plan_hash", self.plan.hash.clone()),
-            ("program", s.program.clone()),
-            ("kind", format!("{:?}", s.kind).to_lowercase()),
-            ("session", s.session.to_string()),
-            ("run", r.run.to_string()),
-            ("attempt", attempt.to_string()),
-            ("bitstream", s.bitstream.clone()),
-            ("bitstream_sha256", bitstream),
-            ("trace", s.trace.clone()),
-            ("probes", s.probes.to_string()),
-            ("testbed", tb.name()),
-            ("seed", seed.to_string()),
-            ("tsc_hz", tb.tsc_hz().to_string()),
-            ("tool_version", env!("CARGO_PKG_VERSION").to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (format!("latency.{k}"), v))
-        .collect()
+        RunMetadata {
+            study: self.plan.study.clone(),
+            plan_hash: self.plan.hash.clone(),
+            program: s.program.clone(),
+            kind: s.kind,
+            session: s.session,
+            run: r.run,
+            attempt,
+            bitstream: s.bitstream.clone(),
+            bitstream_sha256,
+            trace: s.trace.clone(),
+            probes: s.probes,
+            testbed: tb.name(),
+            seed,
+            tsc_hz: tb.tsc_hz(),
+            tool_version: TOOL_VERSION.into(),
+            source: None,
+            source_sha256: None,
+        }
     }
 
     /// Perform one run until it is stored or out of attempts. `Ok(false)` = interrupted.
@@ -259,73 +258,140 @@ impl Engine<'_> {
 /// Runs already complete in a results folder: (program, session, run) → data sha256 recorded in
 /// the journal.
 pub fn completed_runs(dir: &ResultsDir) -> Result<BTreeMap<(String, u32, u32), String>, ResultsError> {
-    let mut done = BTreeMap::new();
-    for e in journal::read(&dir.journal_path())? {
-        if e["event"] == "run_finished" {
-            let (Some(p), Some(s), Some(r), Some(h)) =
-                (e["program"].as_str(), e["session"].as_u64(), e["run"].as_u64(), e["sha256"].as_str())
-            else {
-                continue;
-            };
-            done.insert((p.to_string(), s as u32, r as u32), h.to_string());
-        }
+    Ok(journal::completed(&journal::read(&dir.journal_path())?).into_iter().map(|(k, c)| (k, c.sha256)).collect())
+}
+
+/// How a study was started: what a resumption must repeat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartedWith {
+    /// sha256 of the plan.
+    pub plan_hash: String,
+    /// Seed.
+    pub seed: u64,
+    /// Testbed name (`sim` or the inventory's name).
+    pub testbed: String,
+    /// `--testbed` as given (absent: the plan's).
+    pub testbed_arg: Option<String>,
+    /// `--sim-model` as given.
+    pub sim_model: Option<String>,
+    /// Tool version.
+    pub tool_version: String,
+}
+
+impl StartedWith {
+    /// The first `study_started` of a journal.
+    pub fn from_journal(entries: &[Entry]) -> Option<StartedWith> {
+        entries.iter().find_map(|e| match &e.event {
+            Event::StudyStarted { plan_hash, seed, testbed, testbed_arg, sim_model, tool_version, .. } => {
+                Some(StartedWith {
+                    plan_hash: plan_hash.clone(),
+                    seed: *seed,
+                    testbed: testbed.clone(),
+                    testbed_arg: testbed_arg.clone(),
+                    sim_model: sim_model.clone(),
+                    tool_version: tool_version.clone(),
+                })
+            }
+            _ => None,
+        })
     }
-    Ok(done)
+
+    /// Every way `now` differs from how the study was started (empty: it may resume).
+    pub fn differences(&self, now: &StartedWith) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.plan_hash != now.plan_hash {
+            out.push(format!(
+                "plan: started with a plan of hash {}, this one has {}; resume with the same plan file",
+                short(&self.plan_hash),
+                short(&now.plan_hash)
+            ));
+        }
+        if self.seed != now.seed {
+            out.push(format!("seed: started with --seed {}, this resume uses {}", self.seed, now.seed));
+        }
+        if self.testbed != now.testbed {
+            out.push(format!(
+                "testbed: started on `{}`{}, this resume would run on `{}`",
+                self.testbed,
+                self.testbed_arg.as_ref().map(|a| format!(" (--testbed {a})")).unwrap_or_default(),
+                now.testbed
+            ));
+        }
+        if self.sim_model != now.sim_model {
+            out.push(format!(
+                "simulator model: started with {}, this resume uses {}",
+                self.sim_model.as_deref().unwrap_or("the built-in model"),
+                now.sim_model.as_deref().unwrap_or("the built-in model")
+            ));
+        }
+        if self.tool_version != now.tool_version {
+            out.push(format!(
+                "tool version: started with orchestrate {}, this is {}; resume with the same version",
+                self.tool_version, now.tool_version
+            ));
+        }
+        out
+    }
+
+    /// The options that repeat this start, as command-line arguments.
+    pub fn resume_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.testbed_arg {
+            out.extend(["--testbed".to_string(), t.clone()]);
+        }
+        out.extend(["--seed".to_string(), self.seed.to_string()]);
+        if let Some(m) = &self.sim_model {
+            out.extend(["--sim-model".to_string(), m.clone()]);
+        }
+        out
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 /// Check the results folder against a resumed study's inputs; returns the runs that are complete
-/// and verified, after moving aside every run file that is not.
+/// and verified, after moving aside every file under `data/` that is not: a run whose checksum
+/// differs from the journal's, a run the journal does not record, and anything that is not a run
+/// of the schedule.
 fn prepare_resume(
     engine: &mut Engine<'_>,
     schedule: &Schedule,
-    seed: u64,
 ) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
-    let lines = journal::read(&engine.dir.journal_path())?;
-    if let Some(start) = lines.iter().find(|e| e["event"] == "study_started") {
-        if start["plan_hash"].as_str() != Some(engine.plan.hash.as_str()) {
-            return Err(EngineError::Resume(format!(
-                "{} was started with a different plan (hash {}); resume it with the same plan file",
-                engine.dir.root().display(),
-                start["plan_hash"].as_str().unwrap_or("?")
-            )));
-        }
-        if start["seed"].as_u64() != Some(seed) {
-            return Err(EngineError::Resume(format!(
-                "{} was started with seed {}; resume it with the same seed",
-                engine.dir.root().display(),
-                start["seed"]
-            )));
-        }
-    }
     engine.dir.remove_partial_files()?;
     let recorded = completed_runs(engine.dir)?;
-    let mut verified = BTreeMap::new();
+    let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
     for s in &schedule.sessions {
         for r in &s.runs {
-            let k = (s.program.clone(), s.session, r.run);
-            let path = engine.dir.run_path(&s.program, s.session, r.run);
-            if !path.exists() {
-                continue;
-            }
-            let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
-            match recorded.get(&k) {
-                Some(h) if *h == actual => {
-                    verified.insert(k, actual);
-                }
-                other => {
-                    let reason = if other.is_some() {
-                        "checksum differs from the journal (corrupt or truncated)"
-                    } else {
-                        "not recorded as complete in the journal"
-                    };
-                    let to = engine.dir.quarantine(&path)?;
-                    let rel = |p: &std::path::Path| {
-                        p.strip_prefix(engine.dir.root()).unwrap_or(p).to_string_lossy().into_owned()
-                    };
-                    engine.emit(Event::Quarantined { path: rel(&path), to: rel(&to), reason: reason.into() })?;
-                }
-            }
+            expected
+                .insert(ResultsDir::run_rel_path(&s.program, s.session, r.run), (s.program.clone(), s.session, r.run));
         }
+    }
+    let mut verified = BTreeMap::new();
+    for rel in engine.dir.data_files()? {
+        let path = engine.dir.root().join(&rel);
+        let reason = match expected.get(&rel) {
+            None => "not a run of this study's schedule",
+            Some(k) => {
+                let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+                match recorded.get(k) {
+                    Some(h) if *h == actual => {
+                        verified.insert(k.clone(), actual);
+                        continue;
+                    }
+                    Some(_) => "checksum differs from the journal (corrupt or truncated)",
+                    None => "not recorded as complete in the journal",
+                }
+            }
+        };
+        let to = engine.dir.quarantine(&path)?;
+        let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
+        engine.emit(Event::Quarantined {
+            path: rel.to_string_lossy().into_owned(),
+            to: rel_to,
+            reason: reason.into(),
+        })?;
     }
     Ok(verified)
 }
@@ -369,14 +435,17 @@ fn walk(
     tb: &mut dyn Testbed,
     options: &Options,
 ) -> Result<Outcome, EngineError> {
-    let done = if options.resume { prepare_resume(engine, schedule, options.seed)? } else { BTreeMap::new() };
+    let done = if options.resume { prepare_resume(engine, schedule)? } else { BTreeMap::new() };
     let mut outcome = Outcome::default();
     let total_runs = schedule.sessions.iter().map(|s| s.runs.len()).sum();
     engine.emit(Event::StudyStarted {
         study: schedule.study.clone(),
-        plan_hash: engine.plan.hash.clone(),
-        seed: options.seed,
-        testbed: tb.name(),
+        plan_hash: options.started.plan_hash.clone(),
+        seed: options.started.seed,
+        testbed: options.started.testbed.clone(),
+        testbed_arg: options.started.testbed_arg.clone(),
+        sim_model: options.started.sim_model.clone(),
+        tool_version: options.started.tool_version.clone(),
         sessions: schedule.sessions.len(),
         runs: total_runs,
         complete: done.len(),
@@ -412,7 +481,7 @@ fn walk(
             }
         }
         for r in pending.iter().filter(|_| live) {
-            if !engine.run(tb, s, r, options.seed, &mut outcome)? {
+            if !engine.run(tb, s, r, options.started.seed, &mut outcome)? {
                 live = false;
                 break;
             }
@@ -421,12 +490,8 @@ fn walk(
         for st in &s.teardown {
             let interrupted = engine.cancel.is_cancelled();
             match tb.step(s, st, 1, &Cancel::new()) {
-                Ok(seconds) => {
-                    engine.emit(Event::StepFinished { index: s.index, action: st.action.name(), seconds })?
-                }
-                Err(e) => {
-                    engine.emit(Event::StepFailed { index: s.index, action: st.action.name(), error: e.to_string() })?
-                }
+                Ok(seconds) => engine.emit(Event::StepFinished { index: s.index, action: st.action, seconds })?,
+                Err(e) => engine.emit(Event::StepFailed { index: s.index, action: st.action, error: e.to_string() })?,
             }
             if interrupted {
                 live = false;

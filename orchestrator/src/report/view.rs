@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use super::figures::Figure;
 use crate::analysis::summary::{Mode, ProgramSummary, Quantiles, Summary, level_key};
+use crate::plan::TraceSource;
+use crate::results::provenance::Provenance;
 
 /// Placeholder for a missing value.
 pub(super) const NONE: &str = "—";
@@ -400,82 +402,68 @@ fn program_view(name: &str, p: &ProgramSummary) -> ProgramView {
     }
 }
 
-/// A JSON scalar as text; objects and arrays as compact JSON; null/missing as the placeholder.
-fn show(v: Option<&Value>) -> String {
+/// A fact as text: strings as they are, other JSON as compact JSON, null as the placeholder.
+fn show(v: &Value) -> String {
     match v {
-        None | Some(Value::Null) => NONE.to_string(),
-        Some(Value::String(s)) if s.is_empty() => NONE.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+        Value::Null => NONE.to_string(),
+        Value::String(s) if s.is_empty() => NONE.to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
+}
+
+/// Text or the placeholder.
+fn text(s: &str) -> String {
+    if s.is_empty() { NONE.to_string() } else { s.to_string() }
 }
 
 type ProvenanceParts = (Vec<Item>, Vec<Item>, Vec<Item>, Vec<Item>);
 
-/// Provenance essentials. Every key is optional: an older or partial provenance.json renders
-/// with placeholders.
+/// Provenance essentials (placeholders for a summary computed without provenance).
 fn provenance(s: &Summary) -> ProvenanceParts {
-    let p = &s.provenance;
-    let get = |k: &str| p.get(k);
-    let mut tool = show(get("tool_version"));
+    let p = s.provenance.as_ref();
+    let field = |f: fn(&Provenance) -> String| p.map_or_else(|| NONE.to_string(), |p| text(&f(p)));
+    let mut tool = field(|p| p.tool_version.clone());
     if tool == NONE {
         tool = s.tool_version.clone();
     } else if !s.tool_version.is_empty() && tool != s.tool_version {
         tool = format!("{tool} (analysed with {})", s.tool_version);
     }
-    let tsc = if s.tsc_hz.is_finite() && s.tsc_hz > 0.0 {
-        Some(s.tsc_hz)
-    } else {
-        get("tsc_hz").and_then(Value::as_f64).filter(|v| *v > 0.0)
-    };
+    let tsc = [Some(s.tsc_hz), p.map(|p| p.tsc_hz)].into_iter().flatten().find(|hz| hz.is_finite() && *hz > 0.0);
     let mut items = vec![
         Item::new("Study", s.study.clone(), false),
-        Item::new("Plan hash", show(get("plan_hash")), true),
-        Item::new("Git commit", show(get("git_commit")), true),
+        Item::new("Plan hash", field(|p| p.plan_hash.clone()), true),
+        Item::new("Git commit", field(|p| p.git_commit.clone()), true),
         Item::new("Tool version", tool, false),
-        Item::new("Testbed", show(get("testbed").and_then(|t| t.get("name"))), false),
-        Item::new("Seed", show(get("seed")), true),
+        Item::new("Testbed", field(|p| p.testbed.name.clone()), false),
+        Item::new("Seed", field(|p| p.seed.to_string()), true),
         Item::new("TSC rate", tsc.map_or_else(|| NONE.to_string(), |hz| format!("{:.3} GHz", hz / 1e9)), false),
-        Item::new("Started", show(get("started")), false),
-        Item::new("Ended", show(get("ended")), false),
+        Item::new("Started", field(|p| p.started.clone()), false),
+        Item::new("Ended", field(|p| p.ended.clone().unwrap_or_default()), false),
     ];
-    if let (Some(sessions), Some(runs)) = (get("sessions"), get("runs")) {
-        items.push(Item::new(
-            "Sessions / runs planned",
-            format!("{} / {}", show(Some(sessions)), show(Some(runs))),
-            false,
-        ));
-    }
-    let facts = match get("testbed").and_then(|t| t.get("facts")) {
-        Some(Value::Object(m)) => m.iter().map(|(k, v)| Item::new(k, show(Some(v)), false)).collect(),
-        _ => Vec::new(),
-    };
-    let bitstreams = match get("bitstreams") {
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(name, b)| {
-                let is_null = b.get("null").and_then(Value::as_bool).unwrap_or(false);
-                let role = if is_null && !name.contains("null") { " (null)" } else { "" };
-                Item::new(&format!("{name}{role}"), show(b.get("sha256")), true)
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let traces = match get("traces") {
-        Some(Value::Object(m)) => m
-            .iter()
-            .map(|(name, t)| match (t.get("sha256"), t.get("generate")) {
-                (Some(h), _) if !h.is_null() => Item::new(name, show(Some(h)), true),
-                (_, Some(g)) => Item::new(
-                    name,
-                    format!("generated: template {}, {} probes", show(g.get("template")), show(g.get("count"))),
-                    false,
-                ),
-                _ => Item::new(name, show(None), false),
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let Some(p) = p else { return (items, Vec::new(), Vec::new(), Vec::new()) };
+    items.push(Item::new("Sessions / runs planned", format!("{} / {}", p.sessions, p.runs), false));
+    let facts = p.testbed.facts.iter().map(|(k, v)| Item::new(k, show(v), false)).collect();
+    let bitstreams = p
+        .bitstreams
+        .iter()
+        .map(|(name, b)| {
+            let role = if b.null && !name.contains("null") { " (null)" } else { "" };
+            Item::new(&format!("{name}{role}"), text(&b.sha256), true)
+        })
+        .collect();
+    let traces = p
+        .traces
+        .iter()
+        .map(|(name, t)| match t {
+            TraceSource::Pcap { sha256: Some(h), .. } => Item::new(name, h.clone(), true),
+            TraceSource::Pcap { path, sha256: None } => Item::new(name, path.display().to_string(), false),
+            TraceSource::Generate { template, count, .. } => {
+                let template = serde_json::to_value(template).map(|v| show(&v)).unwrap_or_default();
+                Item::new(name, format!("generated: template {template}, {count} probes"), false)
+            }
+        })
+        .collect();
     (items, facts, bitstreams, traces)
 }
 
@@ -501,9 +489,9 @@ mod tests {
 
     #[test]
     fn show_handles_missing_and_scalars() {
-        assert_eq!(show(None), NONE);
-        assert_eq!(show(Some(&Value::Null)), NONE);
-        assert_eq!(show(Some(&serde_json::json!(42))), "42");
-        assert_eq!(show(Some(&serde_json::json!("abc"))), "abc");
+        assert_eq!(show(&Value::Null), NONE);
+        assert_eq!(show(&Value::from(42)), "42");
+        assert_eq!(show(&Value::from("abc")), "abc");
+        assert_eq!(text(""), NONE);
     }
 }

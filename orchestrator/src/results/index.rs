@@ -1,9 +1,10 @@
-//! What the analysis needs to know of a study besides its run files, stored in
-//! `provenance.json`: the session groups (programs and null calibrations) with their traces and
-//! bitstream facts, and the analysis and report settings. Importers write the same.
+//! What the analysis needs to know of a study besides its run files, kept in `provenance.json`:
+//! the session groups (programs and null calibrations) with their traces and bitstream facts, and
+//! the analysis and report settings. Importers write the same.
 
 use serde::{Deserialize, Serialize};
 
+use super::provenance::Provenance;
 use crate::plan::{Analysis, Plan, ReportSpec};
 use crate::schedule::{Schedule, SessionKind};
 
@@ -26,8 +27,8 @@ pub struct Group {
     pub probes: u64,
 }
 
-/// The study index stored in provenance.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// What the analysis needs of a study's provenance.
+#[derive(Clone, Debug)]
 pub struct Index {
     /// Study name.
     pub study: String,
@@ -41,6 +42,19 @@ pub struct Index {
     pub tsc_hz: f64,
     /// Seed of resampling.
     pub seed: u64,
+}
+
+impl From<&Provenance> for Index {
+    fn from(p: &Provenance) -> Index {
+        Index {
+            study: p.study.clone(),
+            groups: p.groups.clone(),
+            analysis: p.analysis.clone(),
+            report: p.report.clone(),
+            tsc_hz: p.tsc_hz,
+            seed: p.seed,
+        }
+    }
 }
 
 /// The groups of a scheduled plan.

@@ -1,11 +1,16 @@
-//! The append-only journal (`journal.jsonl`): one JSON object per event, fsynced as written, so
-//! that after a crash (SIGKILL included) it tells exactly which runs are complete.
+//! The append-only journal (`journal.jsonl`): one [`Entry`] per line, fsynced as written, so that
+//! after a crash (SIGKILL included) it tells exactly which runs are complete.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use super::event::{Entry, Event};
 use super::{ResultsError, io_err};
+
+/// Largest journal read back (a paper study writes about 2 MB).
+pub const MAX_JOURNAL_BYTES: u64 = 256 << 20;
 
 /// An open journal.
 pub struct Journal {
@@ -28,33 +33,65 @@ impl Journal {
         Ok(Journal { path: path.to_path_buf(), file })
     }
 
-    /// Append one event (any serialisable object) with a millisecond timestamp `t`, and fsync.
-    pub fn append(&mut self, event: &serde_json::Value) -> Result<(), ResultsError> {
+    /// Append one event with the current time, and fsync.
+    pub fn append(&mut self, event: &Event) -> Result<(), ResultsError> {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let mut obj = serde_json::json!({ "t": t });
-        if let (Some(o), Some(e)) = (obj.as_object_mut(), event.as_object()) {
-            o.extend(e.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        let mut line = obj.to_string();
+        let mut line = serde_json::to_string(&Entry { t, event: event.clone() })
+            .map_err(|e| ResultsError::Format { path: self.path.clone(), message: e.to_string() })?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io_err(&self.path))?;
         self.file.sync_data().map_err(io_err(&self.path))
     }
 }
 
-/// Every complete line of a journal, parsed. A cut-short last line is ignored.
-pub fn read(path: &Path) -> Result<Vec<serde_json::Value>, ResultsError> {
-    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
-    let complete = match text.rfind('\n') {
-        Some(i) => &text[..=i],
-        None => "",
+/// Every complete line of a journal. A cut-short last line is ignored; any other line that is not
+/// a known event is an error naming the line.
+pub fn read(path: &Path) -> Result<Vec<Entry>, ResultsError> {
+    let f = File::open(path).map_err(io_err(path))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_JOURNAL_BYTES + 1).read_to_end(&mut bytes).map_err(io_err(path))?;
+    if bytes.len() as u64 > MAX_JOURNAL_BYTES {
+        return Err(ResultsError::Format {
+            path: path.to_path_buf(),
+            message: format!("larger than {} MiB; not a journal of this tool", MAX_JOURNAL_BYTES >> 20),
+        });
+    }
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &bytes[..=i],
+        None => &[][..],
     };
     complete
-        .lines()
+        .split(|&b| b == b'\n')
         .enumerate()
+        .filter(|(_, l)| !l.is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l)
+            serde_json::from_slice(l)
                 .map_err(|e| ResultsError::Format { path: path.to_path_buf(), message: format!("line {}: {e}", i + 1) })
+        })
+        .collect()
+}
+
+/// A run the journal records as complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completed {
+    /// Data file, relative to the results folder.
+    pub path: String,
+    /// sha256 of the data file.
+    pub sha256: String,
+    /// Records stored.
+    pub records: u64,
+}
+
+/// Runs recorded complete: (program, session, run) → the last `run_finished` of each.
+pub fn completed(entries: &[Entry]) -> BTreeMap<(String, u32, u32), Completed> {
+    entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::RunFinished { program, session, run, path, sha256, records, .. } => Some((
+                (program.clone(), *session, *run),
+                Completed { path: path.clone(), sha256: sha256.clone(), records: *records },
+            )),
+            _ => None,
         })
         .collect()
 }
@@ -65,17 +102,25 @@ mod tests {
 
     #[test]
     fn torn_last_line_is_dropped_and_appending_resumes_cleanly() {
-        let dir = std::env::temp_dir().join(format!("journal-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("journal.jsonl");
-        std::fs::write(&p, "{\"event\":\"a\"}\n{\"event\":\"b\",\"x\":").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        std::fs::write(&p, "{\"t\":1,\"event\":\"interrupted\"}\n{\"t\":2,\"event\":\"session_finished\",\"ind")
+            .unwrap();
         assert_eq!(read(&p).unwrap().len(), 1);
         let mut j = Journal::open(&p).unwrap();
-        j.append(&serde_json::json!({"event": "c"})).unwrap();
+        j.append(&Event::SessionFinished { index: 3 }).unwrap();
         let lines = read(&p).unwrap();
         assert_eq!(lines.len(), 2);
-        assert_eq!(lines[1]["event"], "c");
-        assert!(lines[1]["t"].as_u64().unwrap() > 0);
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(lines[1].event, Event::SessionFinished { index: 3 });
+        assert!(lines[1].t > 0);
+    }
+
+    #[test]
+    fn a_line_that_is_not_an_event_is_an_error_naming_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("journal.jsonl");
+        std::fs::write(&p, "{\"t\":1,\"event\":\"interrupted\"}\n{\"t\":2,\"index\":3}\n").unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
     }
 }

@@ -5,12 +5,16 @@
 //! <dir>/plan.yaml  provenance.json  journal.jsonl  orchestrate.log
 //! <dir>/data/program=<p>/session=<s>/run=<r>.parquet
 //! <dir>/quarantine/            files found corrupt or unaccounted for on resume (never deleted)
+//! <dir>/.lock                  held (OS lock) by the process writing the folder
 //! ```
 //!
 //! Every file is written atomically (temporary file, fsync, rename, fsync of the folder) and a
 //! run file that exists is never overwritten.
 
+pub mod event;
 pub mod journal;
+pub mod lock;
+pub mod provenance;
 pub mod runfile;
 
 use std::fs::{self, File};
@@ -28,7 +32,23 @@ pub enum ResultsError {
         /// The error.
         source: io::Error,
     },
-    /// A Parquet or Arrow operation failed.
+    /// A JSON file could not be read or written.
+    #[error("{path}: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: serde_json::Error,
+    },
+    /// A Parquet file could not be read or written.
+    #[error("{path}: {source}")]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: parquet::errors::ParquetError,
+    },
+    /// A file's content is not what it must be.
     #[error("{path}: {message}")]
     Format {
         /// The file.
@@ -53,13 +73,21 @@ pub struct ResultsDir {
 }
 
 impl ResultsDir {
-    /// Use `root` for a new study: it must not exist or be empty.
-    pub fn create(root: &Path) -> Result<ResultsDir, ResultsError> {
+    /// Use `root` for a new study: it must not exist or be empty. `resumable` says whether the
+    /// command could continue a study there (`run --resume`), for the message.
+    pub fn create(root: &Path, resumable: bool) -> Result<ResultsDir, ResultsError> {
         if root.exists() && fs::read_dir(root).map_err(io_err(root))?.next().is_some() {
-            return Err(ResultsError::Refused(format!(
-                "{} already holds results; use --resume to continue that study, or choose another --out",
-                root.display()
-            )));
+            let message = if !root.join("journal.jsonl").is_file() {
+                format!("{} is not empty and is not a results folder; choose another --out", root.display())
+            } else if resumable {
+                format!(
+                    "{} already holds results; use --resume to continue that study, or choose another --out",
+                    root.display()
+                )
+            } else {
+                format!("{} already holds results; choose another --out", root.display())
+            };
+            return Err(ResultsError::Refused(message));
         }
         fs::create_dir_all(root.join("data")).map_err(io_err(root))?;
         Ok(ResultsDir { root: root.to_path_buf() })
@@ -84,6 +112,35 @@ impl ResultsDir {
     /// Path of the journal.
     pub fn journal_path(&self) -> PathBuf {
         self.root.join("journal.jsonl")
+    }
+
+    /// Take the folder's lock for the life of the returned value; refused, naming the holder,
+    /// while another process holds it.
+    pub fn lock(&self, command: &str) -> Result<lock::Lock, ResultsError> {
+        lock::Lock::acquire(&self.root, command)
+    }
+
+    /// Every file under `data/` that is not a hidden temporary file, relative to the folder.
+    pub fn data_files(&self) -> Result<Vec<PathBuf>, ResultsError> {
+        fn walk(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+            for e in fs::read_dir(dir)? {
+                let e = e?;
+                let p = e.path();
+                if e.file_type()?.is_dir() {
+                    walk(root, &p, out)?;
+                } else {
+                    out.push(p.strip_prefix(root).unwrap_or(&p).to_path_buf());
+                }
+            }
+            Ok(())
+        }
+        let mut out = Vec::new();
+        let data = self.root.join("data");
+        if data.is_dir() {
+            walk(&self.root, &data, &mut out).map_err(io_err(&data))?;
+        }
+        out.sort();
+        Ok(out)
     }
 
     /// Path of a run's data, relative to the folder.
@@ -225,9 +282,9 @@ mod tests {
     fn a_folder_with_results_is_not_reused_without_resume() {
         let dir = std::env::temp_dir().join(format!("results-create-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        ResultsDir::create(&dir).unwrap();
+        ResultsDir::create(&dir, true).unwrap();
         fs::write(dir.join("journal.jsonl"), "").unwrap();
-        assert!(matches!(ResultsDir::create(&dir), Err(ResultsError::Refused(_))));
+        assert!(matches!(ResultsDir::create(&dir, true), Err(ResultsError::Refused(_))));
         assert!(ResultsDir::open(&dir).is_ok());
         fs::remove_dir_all(&dir).unwrap();
     }

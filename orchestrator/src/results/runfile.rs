@@ -13,10 +13,91 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use super::{ResultsError, write_atomic};
+use crate::schedule::SessionKind;
+
+/// Prefix of every key this tool writes into a run file's metadata.
+pub const META_PREFIX: &str = "latency.";
+
+/// Declares [`RunMetadata`] with each field stated once: its key is `latency.<field>`, its value
+/// the field's text form (`Display` / `FromStr`).
+macro_rules! run_metadata {
+    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty,)* ; $($(#[doc = $odoc:literal])* $opt:ident,)*) => {
+        /// A run's provenance, kept in its Parquet file's key-value metadata (`latency.*` keys).
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct RunMetadata {
+            $($(#[doc = $doc])* pub $field: $ty,)*
+            $($(#[doc = $odoc])* pub $opt: Option<String>,)*
+        }
+
+        impl RunMetadata {
+            /// The key-value pairs written into the file.
+            pub fn to_kv(&self) -> Vec<KeyValue> {
+                let mut kv = vec![$(KeyValue::new(format!("{META_PREFIX}{}", stringify!($field)), self.$field.to_string()),)*];
+                $(if let Some(v) = &self.$opt {
+                    kv.push(KeyValue::new(format!("{META_PREFIX}{}", stringify!($opt)), v.clone()));
+                })*
+                kv
+            }
+
+            /// Read the pairs back; a missing or malformed key is an error naming it.
+            pub fn from_kv(kv: &[KeyValue]) -> Result<RunMetadata, String> {
+                let get = |k: &str| {
+                    kv.iter().find(|e| e.key.strip_prefix(META_PREFIX) == Some(k)).and_then(|e| e.value.clone())
+                };
+                Ok(RunMetadata {
+                    $($field: {
+                        let k = stringify!($field);
+                        let v = get(k).ok_or_else(|| format!("metadata key `{META_PREFIX}{k}` is missing"))?;
+                        v.parse::<$ty>().map_err(|e| format!("metadata key `{META_PREFIX}{k}`: `{v}`: {e}"))?
+                    },)*
+                    $($opt: get(stringify!($opt)),)*
+                })
+            }
+        }
+    };
+}
+
+run_metadata! {
+    /// Study name.
+    study: String,
+    /// sha256 of the plan.
+    plan_hash: String,
+    /// Program or null group.
+    program: String,
+    /// Program or null calibration.
+    kind: SessionKind,
+    /// Session number.
+    session: u32,
+    /// Run number.
+    run: u32,
+    /// Attempt that produced the file.
+    attempt: u32,
+    /// Bitstream name.
+    bitstream: String,
+    /// sha256 of the bitstream (empty when unknown, e.g. imports).
+    bitstream_sha256: String,
+    /// Trace name.
+    trace: String,
+    /// Probes per run.
+    probes: u64,
+    /// Testbed name.
+    testbed: String,
+    /// Seed.
+    seed: u64,
+    /// TSC ticks per second of the stamps.
+    tsc_hz: f64,
+    /// Tool version.
+    tool_version: String,
+    ;
+    /// Imports: the source file, relative to the source folder.
+    source,
+    /// Imports: sha256 of the source file.
+    source_sha256,
+}
 
 /// Write a run's records to `path` atomically (never over an existing file). `metadata` goes into
 /// the Parquet footer.
-pub fn write(path: &Path, batches: &[RecordBatch], metadata: &[(String, String)]) -> Result<(), ResultsError> {
+pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Result<(), ResultsError> {
     let fmt = |e: parquet::errors::ParquetError| std::io::Error::other(e.to_string());
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
@@ -25,9 +106,7 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &[(String, String)]
         ))
         .set_dictionary_enabled(false)
         .set_max_row_group_row_count(Some(1 << 20))
-        .set_key_value_metadata(Some(
-            metadata.iter().map(|(k, v)| KeyValue { key: k.clone(), value: Some(v.clone()) }).collect(),
-        ))
+        .set_key_value_metadata(Some(metadata.to_kv()))
         .build();
     write_atomic(path, false, |f| {
         let mut w = ArrowWriter::try_new(f, latency_agent::record_schema(), Some(props)).map_err(fmt)?;
@@ -39,20 +118,16 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &[(String, String)]
     })
 }
 
-/// A run file's records and its key-value metadata.
-pub type RunFile = (Vec<RecordBatch>, Vec<(String, String)>);
+/// A run file's records and its metadata.
+pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 
-/// Read a run file back: its batches (in the record schema) and its key-value metadata.
+/// Read a run file back: its batches (in the record schema) and its metadata.
 pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let fmt = |e: &dyn std::fmt::Display| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() };
     let f = File::open(path).map_err(super::io_err(path))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| fmt(&e))?;
-    let meta: Vec<(String, String)> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|kv| kv.iter().filter_map(|k| Some((k.key.clone(), k.value.clone()?))).collect())
-        .unwrap_or_default();
+    let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
+        .map_err(|m| fmt(&m))?;
     let schema = builder.schema().clone();
     let expected = latency_agent::record_schema();
     if schema.fields() != expected.fields() {
@@ -74,24 +149,62 @@ mod tests {
     use arrow_array::types::UInt64Type;
     use latency_agent::{Port, RecordBuilder};
 
+    pub(crate) fn meta() -> RunMetadata {
+        RunMetadata {
+            study: "t".into(),
+            plan_hash: "ab".into(),
+            program: "x".into(),
+            kind: SessionKind::Null,
+            session: 1,
+            run: 1,
+            attempt: 2,
+            bitstream: "nf".into(),
+            bitstream_sha256: String::new(),
+            trace: "tr".into(),
+            probes: 2,
+            testbed: "sim".into(),
+            seed: 3,
+            tsc_hz: 2.9e9,
+            tool_version: "0.1.0".into(),
+            source: None,
+            source_sha256: Some("cd".into()),
+        }
+    }
+
     #[test]
     fn round_trip_keeps_records_schema_and_metadata() {
-        let dir = std::env::temp_dir().join(format!("runfile-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let p = dir.join("data/program=x/session=1/run=1.parquet");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("data/program=x/session=1/run=1.parquet");
         let mut b = RecordBuilder::with_capacity(3);
         b.push(1, Port::Bypass, 100, 0, 128, None);
         b.push(1, Port::Pipeline, 532, 0, 128, None);
         b.push(2, Port::Bypass, 5_780_100, 1, 128, Some(7));
         let batch = b.finish().unwrap();
-        write(&p, std::slice::from_ref(&batch), &[("latency.study".into(), "t".into())]).unwrap();
-        let (back, meta) = read(&p).unwrap();
+        write(&p, std::slice::from_ref(&batch), &meta()).unwrap();
+        let (back, m) = read(&p).unwrap();
         assert_eq!(back, vec![batch]);
-        assert!(meta.contains(&("latency.study".to_string(), "t".to_string())));
+        assert_eq!(m, meta());
         assert_eq!(back[0].column(2).as_primitive::<UInt64Type>().values(), &[100, 532, 5_780_100]);
-        assert!(write(&p, &back, &[]).is_err(), "existing run files are never overwritten");
+        assert!(write(&p, &back, &meta()).is_err(), "existing run files are never overwritten");
         std::fs::write(&p, b"PAR1 truncated").unwrap();
         assert!(read(&p).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn metadata_keys_are_prefixed_and_a_bad_value_is_named() {
+        let kv = meta().to_kv();
+        assert!(kv.iter().all(|k| k.key.starts_with("latency.")));
+        assert!(kv.iter().any(|k| k.key == "latency.kind" && k.value.as_deref() == Some("null")));
+        assert!(!kv.iter().any(|k| k.key == "latency.source"));
+        let mut bad = kv.clone();
+        bad.retain(|k| k.key != "latency.session");
+        assert_eq!(RunMetadata::from_kv(&bad).unwrap_err(), "metadata key `latency.session` is missing");
+        for k in &mut bad {
+            if k.key == "latency.run" {
+                k.value = Some("x".into());
+            }
+        }
+        bad.push(KeyValue::new("latency.session".into(), "1".to_string()));
+        assert!(RunMetadata::from_kv(&bad).unwrap_err().starts_with("metadata key `latency.run`: `x`"));
     }
 }

@@ -86,7 +86,7 @@ pub trait Testbed {
     fn name(&self) -> String;
 
     /// Facts about the hosts (or the model) for provenance.
-    fn facts(&self) -> serde_json::Value;
+    fn facts(&self) -> crate::results::provenance::Facts;
 
     /// TSC ticks per second of the receiver's stamps.
     fn tsc_hz(&self) -> f64;

@@ -32,7 +32,7 @@ use crate::plan::yaml::{Decoder, Node};
 pub const LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
 
 /// Latency model of one program: one quantile table per reset mode.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct ProgramModel {
     /// Quantiles at [`LEVELS`], ns, per mode (first = most likely).
     pub modes: Vec<[f64; 6]>,
@@ -63,7 +63,7 @@ impl ProgramModel {
 }
 
 /// All parameters of the simulated testbed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct SimModel {
     /// Receiver TSC rate.
     pub tsc_hz: f64,

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+pub use crate::results::event::Pacing;
+
 /// tcpreplay's summary of one replay.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ReplayReport {
@@ -42,15 +44,6 @@ impl ReplayReport {
     pub fn pps(&self) -> Option<f64> {
         (self.packets > 1 && self.seconds > 0.0).then(|| (self.packets - 1) as f64 / self.seconds)
     }
-}
-
-/// Rates a run achieved, as seen by the sender and by the receiver.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Pacing {
-    /// From the sender's replay report.
-    pub sender_pps: Option<f64>,
-    /// From the bypass copies' arrival stamps (intervals over the first-to-last span).
-    pub receiver_pps: Option<f64>,
 }
 
 impl Pacing {

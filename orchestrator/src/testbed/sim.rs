@@ -17,6 +17,7 @@ use super::{Cancel, RunData, Testbed, TestbedError};
 use crate::analysis::stats::normal;
 use crate::plan::{Plan, TraceSource};
 use crate::probes;
+use crate::results::provenance::Facts;
 use crate::schedule::{Run, Session, SessionKind, Step};
 
 /// Records per Arrow batch, as the agent flushes them.
@@ -305,8 +306,12 @@ impl Testbed for SimTestbed {
         "sim".into()
     }
 
-    fn facts(&self) -> serde_json::Value {
-        serde_json::json!({ "kind": "simulated", "model": self.model, "seed": self.seed })
+    fn facts(&self) -> Facts {
+        Facts::from([
+            ("kind".into(), "simulated".into()),
+            ("model".into(), serde_json::to_value(&self.model).expect("the model is plain data with string keys")),
+            ("seed".into(), self.seed.into()),
+        ])
     }
 
     fn tsc_hz(&self) -> f64 {

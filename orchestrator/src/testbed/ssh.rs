@@ -480,14 +480,14 @@ impl Testbed for SshTestbed {
         self.inv.name.clone()
     }
 
-    fn facts(&self) -> serde_json::Value {
-        serde_json::json!({
-            "kind": "ssh",
-            "inventory": self.inv.path,
-            "hosts": self.facts,
-            "tsc_hz": self.tsc_hz,
-            "readback": self.readback,
-        })
+    fn facts(&self) -> crate::results::provenance::Facts {
+        crate::results::provenance::Facts::from([
+            ("kind".into(), "ssh".into()),
+            ("inventory".into(), self.inv.path.display().to_string().into()),
+            ("hosts".into(), self.facts.clone()),
+            ("tsc_hz".into(), self.tsc_hz.into()),
+            ("readback".into(), serde_json::Value::Object(self.readback.clone())),
+        ])
     }
 
     fn tsc_hz(&self) -> f64 {

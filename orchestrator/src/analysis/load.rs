@@ -1,0 +1,178 @@
+//! Which run files the analysis trusts, and reading them: only runs the journal records as
+//! complete, each verified against the journal's sha256 and record count and its metadata against
+//! its place in the tree; anything else under `data/` is reported, never counted.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use arrow_array::RecordBatch;
+use arrow_schema::DataType;
+use bytes::Bytes;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::AnalysisError;
+use crate::digest;
+use crate::results::ResultsDir;
+use crate::results::event::Entry;
+use crate::results::index::Group;
+use crate::results::journal;
+use crate::results::runfile::RunMetadata;
+
+/// Largest run file read (a paper-length run is about 0.2 MB; 100 M records would be ~1 GB).
+pub const MAX_RUN_FILE_BYTES: u64 = 4 << 30;
+
+/// A run the journal records as complete: where it is and what it must hold.
+#[derive(Clone, Debug)]
+pub struct RunFile {
+    /// Index into the study's groups.
+    pub group: usize,
+    /// Session number.
+    pub session: u32,
+    /// Run number.
+    pub run: u32,
+    /// Absolute path.
+    pub path: PathBuf,
+    /// Path relative to the results folder (for messages).
+    pub rel: String,
+    /// sha256 the journal recorded.
+    pub sha256: String,
+    /// Records the journal recorded.
+    pub records: u64,
+}
+
+/// The runs to analyse, in (group, session, run) order, and what was found under `data/` that is
+/// not one of them (stray files, and completed runs of unknown groups).
+pub fn run_files(
+    dir: &ResultsDir,
+    groups: &[Group],
+    entries: &[Entry],
+) -> Result<(Vec<RunFile>, Vec<String>), AnalysisError> {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for ((program, session, run), c) in journal::completed(entries) {
+        let Some(group) = groups.iter().position(|g| g.program == program) else {
+            problems.push(format!("{}: run of `{program}`, which is not a group of this study; not analysed", c.path));
+            continue;
+        };
+        let expected = ResultsDir::run_rel_path(&program, session, run);
+        if Path::new(&c.path) != expected {
+            problems.push(format!(
+                "{}: the journal records run {run} of {program} session {session} at this path, not at {}; not analysed",
+                c.path,
+                expected.display()
+            ));
+            continue;
+        }
+        out.push(RunFile {
+            group,
+            session,
+            run,
+            path: dir.root().join(&expected),
+            rel: c.path,
+            sha256: c.sha256,
+            records: c.records,
+        });
+    }
+    out.sort_by_key(|r| (r.group, r.session, r.run));
+    let known: BTreeSet<PathBuf> = out.iter().map(|r| PathBuf::from(&r.rel)).collect();
+    for f in dir.data_files()? {
+        let hidden_tmp =
+            f.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"));
+        if !known.contains(&f) && !hidden_tmp {
+            problems
+                .push(format!("{}: not a run the journal records as complete (stray file); not analysed", f.display()));
+        }
+    }
+    Ok((out, problems))
+}
+
+/// Read a run file, check it against the journal (sha256, records) and its metadata against its
+/// place in the tree, and return the columns the analysis needs.
+pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(&r.path).map_err(|e| format!("{}: {e}", r.rel))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_RUN_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{}: {e}", r.rel))?;
+    if bytes.len() as u64 > MAX_RUN_FILE_BYTES {
+        return Err(format!("{}: larger than {} GiB", r.rel, MAX_RUN_FILE_BYTES >> 30));
+    }
+    let actual = digest::sha256_hex(&bytes);
+    if actual != r.sha256 {
+        return Err(format!(
+            "{}: checksum {} differs from the journal's {} (the file was changed after the run); not analysed",
+            r.rel,
+            &actual[..12],
+            r.sha256.get(..12).unwrap_or(&r.sha256)
+        ));
+    }
+    let bad = |m: &dyn std::fmt::Display| format!("{}: {m}", r.rel);
+    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes)).map_err(|e| bad(&e))?;
+    let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
+        .map_err(|e| bad(&e))?;
+    if (meta.program.as_str(), meta.session, meta.run) != (group.program.as_str(), r.session, r.run) {
+        return Err(bad(&format!(
+            "its metadata says program {} session {} run {}, its place says program {} session {} run {}",
+            meta.program, meta.session, meta.run, group.program, r.session, r.run
+        )));
+    }
+    let schema = builder.schema().clone();
+    let fields = latency_agent::record_schema();
+    let wanted = [
+        latency_agent::schema::col::PROBE_ID,
+        latency_agent::schema::col::PORT,
+        latency_agent::schema::col::TSC,
+        latency_agent::schema::col::HW_NS,
+    ];
+    let mut indices = Vec::new();
+    for name in wanted {
+        let Some(want) = fields.field_with_name(name).ok() else { continue };
+        match schema.index_of(name) {
+            Ok(i) => {
+                let have: &DataType = schema.field(i).data_type();
+                if have != want.data_type() {
+                    return Err(bad(&format!(
+                        "column `{name}` is {have}, the record schema says {}",
+                        want.data_type()
+                    )));
+                }
+                indices.push(i);
+            }
+            Err(_) if want.is_nullable() => {}
+            Err(_) => return Err(bad(&format!("column `{name}` is missing: not a run file in the record schema"))),
+        }
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| bad(&e))?;
+    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().map_err(|e| bad(&e))?;
+    let records: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+    if records != r.records {
+        return Err(bad(&format!("{records} records, the journal recorded {}", r.records)));
+    }
+    Ok(batches)
+}
+
+/// Apply `f` to every run file on all cores; results in input order.
+pub fn par_map<T: Send>(files: &[RunFile], f: impl Fn(&RunFile) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
+    let mut all: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(file) = files.get(i) else { break };
+                        mine.push((i, f(file)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, t)| t).collect()
+}

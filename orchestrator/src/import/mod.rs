@@ -1,0 +1,429 @@
+//! Import of published LatencyLab data into a results folder, so that the analysis and the
+//! reports read the public dataset exactly like a study this tool ran.
+//!
+//! The public repository stores one CSV per run, `data/tsc/{programs,null}/<TAG>_s<n>/f_runNN.csv`
+//! (older commits: `data/tsc/<TAG>_s<n>/f_runNN.csv`, null tags starting with `N`), with the
+//! columns `pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency_rx2_ns,diff_latency_ns`:
+//! `rx1` is the pipeline (P) arrival, `rx2` the bypass (B) arrival, in ns from the run's first
+//! stamp. Each row becomes two records (P and B) in the agent's record schema with `tsc_hz` = 1e9.
+//!
+//! The published data has faults of its own. The importer drops what cannot be right, keeps what
+//! is merely unusual, and counts every case per file (in the returned [`ImportReport`] and under
+//! `import` in `provenance.json`), so that nothing is silently hidden:
+//!
+//! - ids outside the trace (`1..=probes`) are invalid: dropped (`invalid_ids`);
+//! - misparsed ids: the receiver sometimes read one digit too many from the payload (probe 17
+//!   recorded as 178, probe 2017 as 20178). Such a row carries another probe's stamps, which break
+//!   the monotonic order of stamps when rows are sorted by id. Rows outside a longest
+//!   non-decreasing run of bypass stamps in id order are dropped (`misparsed`). A longest chain
+//!   (rather than "below the previous row") keeps one too-high row from dropping every row after
+//!   it; where two chains are equally long, the lower stamps are taken for the misparse, since
+//!   the known fault maps a probe to a larger id. The first row of a run has `rx2_ts_ns` = 0 and
+//!   is the start of the chain, so it is kept;
+//! - repeated ids that survive the above: the first in file order is kept (`duplicates`);
+//! - the first probe after the idle gap (a row with a zero stamp) is kept and counted
+//!   (`first_after_gap`), as are negative differentials (`negative_diffs`);
+//! - `diff_latency_ns` is rounded apart from the stamps (it differs from `rx1 − rx2` by up to
+//!   1 ns in about half the rows): the stamps are imported and the disagreement is counted
+//!   (`diff_mismatch`).
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub mod csv;
+mod layout;
+
+use crate::analysis::pairs;
+use crate::digest;
+use crate::plan::{Analysis, ReportSpec};
+use crate::results::event::{Event, Pacing};
+use crate::results::index::Group;
+use crate::results::journal::Journal;
+use crate::results::provenance::{Facts, GIT_COMMIT, ImportFacts, Provenance, TOOL_VERSION, TestbedFacts};
+use crate::results::runfile::{self, RunMetadata};
+use crate::results::{ResultsDir, ResultsError, now_secs, utc};
+use crate::schedule::SessionKind;
+pub use csv::{Filtered, Row, filter, monotonic_chain, parse_csv, records};
+use layout::{Input, TAGS, discover};
+
+/// Study (and testbed) name of an imported results folder.
+pub const STUDY: &str = "latencylab-import";
+/// Probes per run of the LatencyLab traces.
+pub const DEFAULT_PROBES: u64 = 20_000;
+/// Stamps are already in ns.
+pub const TSC_HZ: f64 = 1e9;
+const SEED: u64 = 1;
+const CLOCK_MHZ: f64 = 250.0;
+
+/// Why an import failed. Every message names the file (and the line, for CSV content).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A file or folder could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A CSV line is malformed.
+    #[error("{path}:{line}: {message}")]
+    Csv {
+        /// The CSV file.
+        path: PathBuf,
+        /// Line number, from 1 (the header is line 1).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The folder does not have the LatencyLab layout (unknown tag, bad name, no data).
+    #[error("{path}: {message}")]
+    Layout {
+        /// The offending file or folder.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The records of a run could not be built.
+    #[error("{path}: {message}")]
+    Records {
+        /// The CSV file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The results folder could not be written.
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ImportError + '_ {
+    move |source| ImportError::Io { path: path.to_path_buf(), source }
+}
+
+fn layout(path: &Path, message: impl Into<String>) -> ImportError {
+    ImportError::Layout { path: path.to_path_buf(), message: message.into() }
+}
+
+pub use crate::results::provenance::{ImportedFile as FileReport, Quirks};
+
+/// The outcome of an import.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImportReport {
+    /// The LatencyLab folder read.
+    pub source: PathBuf,
+    /// The results folder written.
+    pub results: PathBuf,
+    /// Probes per run (ids `1..=probes` are valid).
+    pub probes: u64,
+    /// Per CSV, in import order.
+    pub files: Vec<FileReport>,
+    /// Sum over all files.
+    pub totals: Quirks,
+    /// Files under `data/tsc` that are not run CSVs (for example `console.log`), not imported.
+    pub ignored: Vec<String>,
+}
+
+impl fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.totals;
+        writeln!(
+            f,
+            "imported {} runs from {} into {}",
+            self.files.len(),
+            self.source.display(),
+            self.results.display()
+        )?;
+        writeln!(f, "  rows read            {}", t.rows)?;
+        writeln!(f, "  rows kept            {}", t.kept)?;
+        writeln!(f, "  dropped, invalid id  {} (outside 1..={})", t.invalid_ids, self.probes)?;
+        writeln!(f, "  dropped, misparsed   {} (stamps out of order for their id)", t.misparsed)?;
+        writeln!(f, "  dropped, duplicate   {}", t.duplicates)?;
+        writeln!(f, "  first after gap      {} (kept)", t.first_after_gap)?;
+        writeln!(
+            f,
+            "  negative diffs       {} of all rows, {} of kept rows (kept)",
+            t.negative_diffs, t.negative_diffs_kept
+        )?;
+        writeln!(
+            f,
+            "  diff ≠ rx1 − rx2     {} rows (at most {} ns; stamps imported)",
+            t.diff_mismatch, t.diff_mismatch_max_ns
+        )?;
+        if !self.ignored.is_empty() {
+            writeln!(f, "  not imported         {}", self.ignored.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Largest CSV read (a 20,000-probe run is about 1 MB).
+pub const MAX_CSV_BYTES: u64 = 256 << 20;
+
+/// Read, hash, parse and filter one input.
+fn load(input: &Input, probes: u64) -> Result<(String, Filtered), ImportError> {
+    use std::io::Read;
+    let f = fs::File::open(&input.path).map_err(io_err(&input.path))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CSV_BYTES + 1).read_to_end(&mut bytes).map_err(io_err(&input.path))?;
+    if bytes.len() as u64 > MAX_CSV_BYTES {
+        return Err(layout(&input.path, format!("larger than {} MiB: not a run CSV", MAX_CSV_BYTES >> 20)));
+    }
+    let sha256 = digest::sha256_hex(&bytes);
+    let rows = parse_csv(&input.path, &bytes)?;
+    Ok((sha256, filter(rows, probes)))
+}
+
+fn run_metadata(input: &Input, plan_hash: &str, probes: u64, sha256: &str) -> RunMetadata {
+    let t = &TAGS[input.tag];
+    RunMetadata {
+        study: STUDY.into(),
+        plan_hash: plan_hash.into(),
+        program: t.program.into(),
+        kind: t.kind,
+        session: input.session,
+        run: input.run,
+        attempt: 1,
+        bitstream: t.bitstream.into(),
+        bitstream_sha256: String::new(),
+        trace: t.trace.into(),
+        probes,
+        testbed: STUDY.into(),
+        seed: SEED,
+        tsc_hz: TSC_HZ,
+        tool_version: TOOL_VERSION.into(),
+        source: Some(input.rel.clone()),
+        source_sha256: Some(sha256.into()),
+    }
+}
+
+/// Import the LatencyLab folder `src` into a new results folder `out` (which must not exist or
+/// be empty). `probes` is the trace length: ids `1..=probes` are valid ([`DEFAULT_PROBES`] for the
+/// published traces). Every file is read and checked before anything is written, and the folder
+/// is built beside `out` and renamed into place only when complete: a failed import leaves
+/// nothing behind.
+pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportReport, ImportError> {
+    if probes == 0 {
+        return Err(layout(src, "the trace length (probes) must be at least 1"));
+    }
+    let mut ignored = Vec::new();
+    let inputs = discover(src, &mut ignored)?;
+    let mut files = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        let (sha256, f) = load(input, probes)?;
+        if f.rows.is_empty() {
+            return Err(layout(
+                &input.path,
+                format!("no usable rows ({} read; ids must be in 1..={probes})", f.quirks.rows),
+            ));
+        }
+        let t = &TAGS[input.tag];
+        let first = f.rows.iter().find(|r| r.rx1 == 0 || r.rx2 == 0);
+        files.push(FileReport {
+            source: input.rel.clone(),
+            sha256,
+            program: t.program.to_string(),
+            session: input.session,
+            run: input.run,
+            path: ResultsDir::run_rel_path(t.program, input.session, input.run).to_string_lossy().into_owned(),
+            first_after_gap_id: first.map(|r| r.id),
+            first_after_gap_diff_ns: first.map(|r| r.rx1 as i64 - r.rx2 as i64),
+            quirks: f.quirks,
+        });
+    }
+    for t in inputs.iter().map(|i| &TAGS[i.tag]).filter(|t| t.kind == SessionKind::Program) {
+        if !inputs.iter().any(|i| TAGS[i.tag].kind == SessionKind::Null && TAGS[i.tag].trace == t.trace) {
+            let null = TAGS.iter().find(|n| n.kind == SessionKind::Null && n.trace == t.trace).map_or("?", |n| n.tag);
+            return Err(layout(
+                &src.join("data/tsc"),
+                format!(
+                    "`{}` runs have no null calibration: add the {null}_s<n> runs (null/{null}_s<n>/f_run<NN>.csv)",
+                    t.tag
+                ),
+            ));
+        }
+    }
+    // The "plan" of an import is its input: the sorted list of CSVs and their digests.
+    let mut listing: Vec<(&str, &str)> = files.iter().map(|f| (f.source.as_str(), f.sha256.as_str())).collect();
+    listing.sort_unstable();
+    let listing: String = listing.iter().map(|(source, sha256)| format!("{sha256}  {source}\n")).collect();
+    let plan_hash = digest::sha256_hex(listing.as_bytes());
+
+    // Refuse a used `out` before any work, then build beside it.
+    if out.exists() && fs::read_dir(out).map_err(io_err(out))?.next().is_some() {
+        ResultsDir::create(out, false)?;
+    }
+    let name = out.file_name().map_or_else(|| "import".into(), |n| n.to_string_lossy().into_owned());
+    let staging = out.with_file_name(format!(".{name}.importing-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&staging);
+    let mut totals = Quirks::default();
+    for f in &files {
+        totals.add(&f.quirks);
+    }
+    let report = ImportReport { source: src.to_path_buf(), results: out.to_path_buf(), probes, files, totals, ignored };
+    let written = write_study(&staging, &inputs, &report, &plan_hash).and_then(|()| {
+        if out.exists() {
+            fs::remove_dir(out).map_err(io_err(out))?;
+        }
+        fs::rename(&staging, out).map_err(io_err(out))
+    });
+    if let Err(e) = written {
+        let _ = fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    Ok(report)
+}
+
+/// Write the whole results folder of an import into `root` (a fresh folder).
+fn write_study(root: &Path, inputs: &[Input], report: &ImportReport, plan_hash: &str) -> Result<(), ImportError> {
+    let probes = report.probes;
+    let dir = ResultsDir::create(root, false)?;
+    let _lock = dir.lock("orchestrate import")?;
+    let started = utc(now_secs());
+    let mut journal = Journal::open(&dir.journal_path())?;
+    let mut sessions: Vec<(usize, u32)> = inputs.iter().map(|i| (i.tag, i.session)).collect();
+    sessions.dedup();
+    journal.append(&Event::StudyStarted {
+        study: STUDY.into(),
+        plan_hash: plan_hash.into(),
+        seed: SEED,
+        testbed: STUDY.into(),
+        testbed_arg: None,
+        sim_model: None,
+        tool_version: TOOL_VERSION.into(),
+        sessions: sessions.len(),
+        runs: inputs.len(),
+        complete: 0,
+        resumed: false,
+    })?;
+    let mut current: Option<usize> = None;
+    for (input, file) in inputs.iter().zip(&report.files) {
+        let t = &TAGS[input.tag];
+        let index = sessions.iter().position(|&s| s == (input.tag, input.session)).unwrap_or(0);
+        if current != Some(index) {
+            if let Some(previous) = current {
+                journal.append(&Event::SessionFinished { index: previous })?;
+            }
+            current = Some(index);
+            let pending = inputs.iter().filter(|i| (i.tag, i.session) == (input.tag, input.session)).count();
+            journal.append(&Event::SessionStarted {
+                index,
+                name: format!("{}_s{}", t.program, input.session),
+                pending_runs: pending,
+                steps: 0,
+            })?;
+        }
+        let (sha256, f) = load(input, probes)?;
+        if sha256 != file.sha256 {
+            return Err(layout(&input.path, "changed while it was being imported"));
+        }
+        let batch =
+            records(&f.rows).map_err(|e| ImportError::Records { path: input.path.clone(), message: e.to_string() })?;
+        let path = dir.root().join(&file.path);
+        runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256))?;
+        let stored = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+        let counts = pairs::pair(std::slice::from_ref(&batch)).counts;
+        let stamps = f.rows.iter().flat_map(|r| [r.rx1, r.rx2]);
+        let span = stamps.clone().max().unwrap_or(0) - stamps.min().unwrap_or(0);
+        journal.append(&Event::RunFinished {
+            index,
+            program: t.program.into(),
+            session: input.session,
+            run: input.run,
+            attempt: 1,
+            path: file.path.clone(),
+            sha256: stored,
+            records: batch.num_rows() as u64,
+            counts,
+            pacing: Pacing::default(),
+            seconds: span as f64 / TSC_HZ,
+        })?;
+    }
+    if let Some(previous) = current {
+        journal.append(&Event::SessionFinished { index: previous })?;
+    }
+    write_provenance(&dir, inputs, report, plan_hash, &started)?;
+    journal.append(&Event::StudyFinished { complete: inputs.len(), failed: 0 })?;
+    Ok(())
+}
+
+fn write_provenance(
+    dir: &ResultsDir,
+    inputs: &[Input],
+    report: &ImportReport,
+    plan_hash: &str,
+    started: &str,
+) -> Result<(), ImportError> {
+    let probes = report.probes;
+    let mut groups: Vec<Group> = Vec::new();
+    for i in inputs {
+        let t = &TAGS[i.tag];
+        if groups.last().is_none_or(|g| g.program != t.program) {
+            groups.push(Group {
+                program: t.program.to_string(),
+                kind: t.kind,
+                trace: t.trace.to_string(),
+                bitstream: t.bitstream.to_string(),
+                clock_mhz: CLOCK_MHZ,
+                vendor_bound_cycles: t.bound,
+                probes,
+            });
+        }
+    }
+    let mut sessions: Vec<(usize, u32)> = inputs.iter().map(|i| (i.tag, i.session)).collect();
+    sessions.dedup();
+    let source = fs::canonicalize(&report.source).unwrap_or_else(|_| report.source.clone());
+    let rules = [
+        ("invalid_ids", "id outside 1..=probes: dropped"),
+        (
+            "misparsed",
+            "bypass stamp outside a longest non-decreasing chain of bypass stamps in id order (an id misread \
+             from the payload, carrying another probe's stamps): dropped",
+        ),
+        ("duplicates", "id seen before in the file: dropped (the first is kept)"),
+        (
+            "negative_diffs",
+            "diff_latency_ns < 0 over all rows read; negative_diffs_kept: rx1 < rx2 over kept rows (kept)",
+        ),
+        ("first_after_gap", "kept row holding the run's first stamp (0): first probe after the idle gap (kept)"),
+        ("diff_mismatch", "diff_latency_ns differs from rx1_ts_ns - rx2_ts_ns (the stamps are imported)"),
+    ];
+    let mut facts = Facts::new();
+    facts.insert("source".into(), source.display().to_string().into());
+    facts.insert("files".into(), inputs.len().into());
+    Provenance {
+        study: STUDY.into(),
+        plan_hash: plan_hash.into(),
+        plan_file: None,
+        tool_version: TOOL_VERSION.into(),
+        git_commit: GIT_COMMIT.into(),
+        seed: SEED,
+        testbed: TestbedFacts { name: STUDY.into(), facts },
+        tsc_hz: TSC_HZ,
+        bitstreams: Default::default(),
+        traces: Default::default(),
+        groups,
+        analysis: Analysis::default(),
+        report: ReportSpec { title: "LatencyLab data (imported)".into(), ..ReportSpec::default() },
+        regression: None,
+        sessions: sessions.len(),
+        runs: inputs.len(),
+        started: started.into(),
+        resumed: Vec::new(),
+        ended: Some(utc(now_secs())),
+        import: Some(ImportFacts {
+            source,
+            probes,
+            rules: rules.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            totals: report.totals,
+            files: report.files.clone(),
+            ignored: report.ignored.clone(),
+        }),
+    }
+    .write(dir)?;
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! The journal's events (`journal.jsonl`): one typed definition that the engine writes and
+//! resume, analysis, import and tests read back. Every line is an [`Entry`]: a millisecond
+//! timestamp `t` beside the event's own fields, tagged by `event`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::Action;
+
+/// One journal line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Milliseconds since the Unix epoch when the event was written.
+    pub t: u64,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Copy counts of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Probes seen on both ports.
+    pub matched: u64,
+    /// Probes seen on the pipeline port only.
+    pub pipeline_only: u64,
+    /// Probes seen on the bypass port only.
+    pub bypass_only: u64,
+    /// Copies beyond the first of a probe on a port.
+    pub duplicates: u64,
+    /// Records that are neither port (should not occur).
+    pub unknown_port: u64,
+}
+
+/// Rates a run achieved, as seen by the sender and by the receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pacing {
+    /// From the sender's replay report.
+    pub sender_pps: Option<f64>,
+    /// From the bypass copies' arrival stamps (intervals over the first-to-last span).
+    pub receiver_pps: Option<f64>,
+}
+
+/// Something that happened during a study.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The study (or its resumption) started.
+    StudyStarted {
+        /// Study name.
+        study: String,
+        /// Plan hash.
+        plan_hash: String,
+        /// Seed in use.
+        seed: u64,
+        /// Testbed name.
+        testbed: String,
+        /// How the testbed was chosen: `sim` or the inventory file given to `--testbed` (absent:
+        /// the plan's own testbed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        testbed_arg: Option<String>,
+        /// Simulator model file given with `--sim-model`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sim_model: Option<String>,
+        /// Version of the tool.
+        tool_version: String,
+        /// Sessions in the schedule.
+        sessions: usize,
+        /// Runs in the schedule.
+        runs: usize,
+        /// Runs already complete (resume).
+        complete: usize,
+        /// Whether this is a resumption.
+        resumed: bool,
+    },
+    /// A session's bring-up starts.
+    SessionStarted {
+        /// Session index in the schedule.
+        index: usize,
+        /// `program_sN`.
+        name: String,
+        /// Runs still to do in it.
+        pending_runs: usize,
+        /// Steps of its bring-up.
+        steps: usize,
+    },
+    /// Every run of the session is already complete (resume).
+    SessionSkipped {
+        /// Session index.
+        index: usize,
+        /// `program_sN`.
+        name: String,
+    },
+    /// A step starts.
+    StepStarted {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: Action,
+        /// Host.
+        host: String,
+        /// Attempt, from 1.
+        attempt: u32,
+    },
+    /// A step succeeded.
+    StepFinished {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: Action,
+        /// Seconds it took (modelled on the simulator).
+        seconds: f64,
+    },
+    /// A step failed and will be retried.
+    StepRetried {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: Action,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Why.
+        error: String,
+    },
+    /// A step failed after all its retries.
+    StepFailed {
+        /// Session index.
+        index: usize,
+        /// Action name.
+        action: Action,
+        /// Why.
+        error: String,
+    },
+    /// A run starts.
+    RunStarted {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+        /// Attempt, from 1.
+        attempt: u32,
+    },
+    /// A run passed its checks and its data is stored.
+    RunFinished {
+        /// Session index.
+        index: usize,
+        /// Program or null group.
+        program: String,
+        /// Session number.
+        session: u32,
+        /// Run number.
+        run: u32,
+        /// Attempt that succeeded.
+        attempt: u32,
+        /// Data file, relative to the results folder.
+        path: String,
+        /// sha256 of the data file.
+        sha256: String,
+        /// Records stored.
+        records: u64,
+        /// Copy counts.
+        counts: Counts,
+        /// Pacing achieved.
+        pacing: Pacing,
+        /// Seconds the run took on the testbed.
+        seconds: f64,
+    },
+    /// A complete, verified run was kept from an earlier attempt of the study (resume).
+    RunSkipped {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+    },
+    /// A run failed or did not pass its checks and will be redone.
+    RunRetried {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A run failed all its attempts.
+    RunFailed {
+        /// Session index.
+        index: usize,
+        /// Run number.
+        run: u32,
+        /// Why.
+        reason: String,
+    },
+    /// A session ended.
+    SessionFinished {
+        /// Session index.
+        index: usize,
+    },
+    /// A file that could not be trusted was moved aside.
+    Quarantined {
+        /// Original path, relative.
+        path: String,
+        /// Where it went.
+        to: String,
+        /// Why.
+        reason: String,
+    },
+    /// The user stopped the study.
+    Interrupted,
+    /// The study ended.
+    StudyFinished {
+        /// Runs stored (in total, including earlier attempts of the study).
+        complete: usize,
+        /// Runs that failed all attempts.
+        failed: usize,
+    },
+}
