@@ -118,12 +118,12 @@ pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, Str
         )));
     }
     let schema = builder.schema().clone();
-    let fields = latency_agent::record_schema();
+    let fields = latency_proto::record_schema();
     let wanted = [
-        latency_agent::schema::col::PROBE_ID,
-        latency_agent::schema::col::PORT,
-        latency_agent::schema::col::TSC,
-        latency_agent::schema::col::HW_NS,
+        latency_proto::schema::col::PROBE_ID,
+        latency_proto::schema::col::PORT,
+        latency_proto::schema::col::TSC,
+        latency_proto::schema::col::HW_NS,
     ];
     let mut indices = Vec::new();
     for name in wanted {

@@ -5,7 +5,7 @@ pub use crate::results::event::Counts;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt8Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
-use latency_agent::schema::col;
+use latency_proto::schema::col;
 
 /// Pairs of one run: `(probe id, D in TSC ticks)` of every matched probe, in id order, with the
 /// first copy of each probe on each port.
@@ -122,7 +122,7 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latency_agent::{Port, RecordBuilder};
+    use latency_proto::{Port, RecordBuilder};
 
     #[test]
     fn pairs_counts_and_differentials_by_hand() {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::plan::Analysis;
 use crate::results::index::Group;
-use latency_agent::{Port, RecordBuilder};
+use latency_proto::{Port, RecordBuilder};
 use proptest::prelude::*;
 
 fn group(program: &str, kind: SessionKind, bound: Option<u32>) -> Group {

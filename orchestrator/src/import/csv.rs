@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use arrow_array::RecordBatch;
-use latency_agent::{Port, RecordBuilder};
+use latency_proto::{Port, RecordBuilder};
 
 use super::{ImportError, Quirks};
 

@@ -109,7 +109,7 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Re
         .set_key_value_metadata(Some(metadata.to_kv()))
         .build();
     write_atomic(path, false, |f| {
-        let mut w = ArrowWriter::try_new(f, latency_agent::record_schema(), Some(props)).map_err(fmt)?;
+        let mut w = ArrowWriter::try_new(f, latency_proto::record_schema(), Some(props)).map_err(fmt)?;
         for b in batches {
             w.write(b).map_err(fmt)?;
         }
@@ -129,7 +129,7 @@ pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
         .map_err(|m| fmt(&m))?;
     let schema = builder.schema().clone();
-    let expected = latency_agent::record_schema();
+    let expected = latency_proto::record_schema();
     if schema.fields() != expected.fields() {
         return Err(fmt(&format!("unexpected schema {schema:?}")));
     }
@@ -147,7 +147,7 @@ mod tests {
     use super::*;
     use arrow_array::cast::AsArray;
     use arrow_array::types::UInt64Type;
-    use latency_agent::{Port, RecordBuilder};
+    use latency_proto::{Port, RecordBuilder};
 
     pub(crate) fn meta() -> RunMetadata {
         RunMetadata {

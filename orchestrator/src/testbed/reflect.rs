@@ -9,8 +9,8 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
-use latency_agent::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
-use latency_agent::schema::col;
+use latency_proto::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
+use latency_proto::schema::col;
 use pcap_file::pcap::PcapReader;
 use serde::Serialize;
 
@@ -106,7 +106,7 @@ pub fn join(batches: &[RecordBatch], pcap: &[u8]) -> Result<(Vec<RecordBatch>, J
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latency_agent::{Port, RecordBuilder};
+    use latency_proto::{Port, RecordBuilder};
     use pcap_file::TsResolution;
     use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
     use std::time::Duration;

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use latency_agent::{Port, RecordBuilder};
+use latency_proto::{Port, RecordBuilder};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
+use latency_proto::{AgentCommand, AgentEvent};
 use openssh::{KnownHosts, Session, SessionBuilder};
 
 use super::replay::ReplayReport;
@@ -357,14 +358,19 @@ impl SshTestbed {
         Ok(out.stdout)
     }
 
-    /// Send one command line to the session's agent and wait for the answering event.
+    /// Send one command to the session's agent and wait for the answering event.
     fn agent_command(
         &self,
         session: &str,
-        line: &str,
-        want: &str,
+        command: AgentCommand,
         timeout: Duration,
-    ) -> Result<serde_json::Value, TestbedError> {
+    ) -> Result<AgentEvent, TestbedError> {
+        let line = command.to_string();
+        let want = match command {
+            AgentCommand::Begin { .. } => "begin",
+            AgentCommand::End { .. } => "end",
+            AgentCommand::Quit => "stopped",
+        };
         let dir = self.inv.session_dir(session);
         let ctl = shell_quote(&format!("{dir}/ctl"));
         let events = format!("{dir}/events.jsonl");
@@ -372,7 +378,7 @@ impl SshTestbed {
             self.sh(Role::Receiver, "agent", &format!("wc -l < {}", shell_quote(&events)), Duration::from_secs(10))?;
         let skip: usize = before.trim().parse().unwrap_or(0);
         // A pipe with no reader (a dead agent) would block the writer for ever: bounded remotely.
-        let write = format!("printf '%s\\n' {} > {ctl}", shell_quote(line));
+        let write = format!("printf '%s\\n' {} > {ctl}", shell_quote(&line));
         self.sh(
             Role::Receiver,
             "agent",
@@ -415,14 +421,15 @@ impl SshTestbed {
         Ok(())
     }
 
-    /// Wait for an event of kind `want` after the first `skip` lines of the agent's events.
+    /// Wait for an event of kind `want` (`ready`, `begin`, `end`, `stopped`) after the first `skip`
+    /// lines of the agent's events. A line that is no event of the agent protocol is an error.
     fn wait_event(
         &self,
         session: &str,
         skip: usize,
         want: &str,
         timeout: Duration,
-    ) -> Result<serde_json::Value, TestbedError> {
+    ) -> Result<AgentEvent, TestbedError> {
         let events = shell_quote(&format!("{}/events.jsonl", self.inv.session_dir(session)));
         let start = Instant::now();
         loop {
@@ -432,12 +439,23 @@ impl SshTestbed {
                 &format!("tail -n +{} {events} 2>/dev/null || true", skip + 1),
                 Duration::from_secs(10),
             )?;
-            for line in text.lines() {
-                let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-                if v["event"] == want {
-                    return Ok(v);
+            // Only complete lines: the agent may be writing the last one.
+            let complete = text.rfind('\n').map_or("", |i| &text[..i]);
+            for line in complete.lines().filter(|l| !l.trim().is_empty()) {
+                let event: AgentEvent = serde_json::from_str(line).map_err(|e| {
+                    failed(&self.conn(Role::Receiver).name, "agent", format!("not an agent event ({e}): {line}"))
+                })?;
+                let kind = match &event {
+                    AgentEvent::Ready { .. } => "ready",
+                    AgentEvent::Begin { .. } => "begin",
+                    AgentEvent::End(_) => "end",
+                    AgentEvent::Stopped => "stopped",
+                    AgentEvent::Error { .. } | AgentEvent::Tsc(_) => "",
+                };
+                if kind == want {
+                    return Ok(event);
                 }
-                if v["event"] == "error" || v["event"] == "stopped" {
+                if matches!(event, AgentEvent::Error { .. } | AgentEvent::Stopped) {
                     return Err(failed(&self.conn(Role::Receiver).name, "agent", format!("agent reported: {line}")));
                 }
             }
@@ -529,8 +547,11 @@ impl Testbed for SshTestbed {
             self.readback.insert(name.clone(), value);
         }
         if step.action == Action::AgentStart {
-            let ready = self.wait_event(&name, 0, "ready", Duration::from_secs_f64(policy.timeout_s))?;
-            self.tsc_hz = ready["tsc"]["hz"].as_f64();
+            if let AgentEvent::Ready { tsc, .. } =
+                self.wait_event(&name, 0, "ready", Duration::from_secs_f64(policy.timeout_s))?
+            {
+                self.tsc_hz = Some(tsc.hz);
+            }
         }
         self.heartbeat();
         Ok(start.elapsed().as_secs_f64())
@@ -548,12 +569,16 @@ impl Testbed for SshTestbed {
         if !self.agent_alive() {
             self.restart_agent(session, cancel)?;
         }
-        let begin = self.agent_command(&name, &format!("begin {}", run.run), "begin", Duration::from_secs(30))?;
-        let file = begin["file"].as_str().unwrap_or_default().to_string();
+        let AgentEvent::Begin { file, .. } =
+            self.agent_command(&name, AgentCommand::Begin { run: run.run }, Duration::from_secs(30))?
+        else {
+            unreachable!("wait_event returns the event asked for")
+        };
+        let file = file.display().to_string();
         let mut replay = None;
         for st in &run.steps {
             if cancel.is_cancelled() {
-                let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
+                let _ = self.agent_command(&name, AgentCommand::End { run: run.run }, Duration::from_secs(30));
                 return Err(TestbedError::Interrupted);
             }
             let cmd = st.command.as_deref().unwrap_or("true");
@@ -580,13 +605,13 @@ impl Testbed for SshTestbed {
                             Duration::from_secs(10),
                         );
                     }
-                    let _ = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(30));
+                    let _ = self.agent_command(&name, AgentCommand::End { run: run.run }, Duration::from_secs(30));
                     return Err(e);
                 }
             }
         }
-        let end = self.agent_command(&name, &format!("end {}", run.run), "end", Duration::from_secs(60))?;
-        self.log(&name, "run", &end.to_string());
+        let end = self.agent_command(&name, AgentCommand::End { run: run.run }, Duration::from_secs(60))?;
+        self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
         let bytes = self.download(Role::Receiver, &file)?;
         // The run file stays on the receiver under a name marking it as collected.
         let _ = self.sh(
@@ -602,7 +627,7 @@ impl Testbed for SshTestbed {
             let pcap = self.download(Role::Sender, &capture)?;
             let (joined, counts) = reflect::join(&batches, &pcap)
                 .map_err(|e| failed(&self.conn(Role::Sender).name, "collect", format!("{capture}: {e}")))?;
-            self.log(&name, "run", &format!("reflect: {}", serde_json::json!(counts)));
+            self.log(&name, "run", &format!("reflect: {counts:?}"));
             batches = joined;
         }
         Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay })
