@@ -43,33 +43,25 @@ pub struct Bitstream {
     pub programming: Programming,
 }
 
-const KEYS: &[&str] =
-    &["name", "file", "sha256", "board", "shell", "clock_mhz", "vendor_bound_cycles", "null", "programming"];
+const PROGRAMMING: &[(&str, Programming)] = &[("qspi", Programming::Qspi), ("jtag", Programming::Jtag)];
 
 /// Decode a manifest; the image's checksum is verified when the image is present.
 pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let mut m = d.map(root, "bitstream manifest")?;
-    let name = m.req(d, "name").and_then(|n| d.ident(n));
+    let name = m.required(d, "name", Decoder::ident);
     let file_node = m.req(d, "file");
     let file = file_node.and_then(|n| d.path(n, false));
-    let sha256 = m.req(d, "sha256").and_then(|n| sha256_field(d, n));
-    let board = m.req(d, "board").and_then(|n| d.string(n));
-    let shell = m.req(d, "shell").and_then(|n| d.string(n));
-    let clock_mhz = m.req(d, "clock_mhz").and_then(|n| d.number(n, 1.0..=1000.0));
-    let null = match m.get("null") {
-        Some(n) => d.boolean(n),
-        None => Some(false),
-    };
-    let vendor = match m.get("vendor_bound_cycles") {
-        Some(n) => d.int(n, 1..=100_000).map(|v| Some(v as u32)),
-        None => Some(None),
-    };
+    let sha256 = m.required(d, "sha256", sha256_field);
+    let board = m.required(d, "board", Decoder::string);
+    let shell = m.required(d, "shell", Decoder::string);
+    let clock_mhz = m.required(d, "clock_mhz", |d, n| d.number(n, 1.0..=1000.0));
+    let null = m.or(d, "null", false, Decoder::boolean);
+    let vendor = m.optional(d, "vendor_bound_cycles", |d, n| d.uint(n, 1..=100_000));
     if let (Some(false), Some(None)) = (null, vendor) {
         d.error(m.pos, "missing key `vendor_bound_cycles` (required unless `null: true`)");
     }
-    let programming =
-        m.req(d, "programming").and_then(|n| d.choice(n, &[("qspi", Programming::Qspi), ("jtag", Programming::Jtag)]));
-    m.finish(d, KEYS);
+    let programming = m.required(d, "programming", |d, n| d.choice(n, PROGRAMMING));
+    m.done(d);
 
     let (file, sha256) = (file?, sha256?);
     let present = file.is_file();
@@ -102,13 +94,15 @@ pub fn sha256_field(d: &mut Decoder, n: &Node) -> Option<String> {
     }
 }
 
-/// Report a checksum mismatch of `file` at the node that names it.
-pub fn check_sha256(d: &mut Decoder, at: &Node, file: &Path, expected: &str) {
+/// Report a checksum mismatch of `file` at the node that names it; whether the file is the one
+/// expected.
+pub fn check_sha256(d: &mut Decoder, at: &Node, file: &Path, expected: &str) -> bool {
     match digest::sha256_file(file) {
-        Ok(actual) if actual == expected => {}
+        Ok(actual) if actual == expected => return true,
         Ok(actual) => {
             d.error(at.pos, format!("sha256 mismatch for {}: expected {expected}, file has {actual}", file.display()))
         }
         Err(e) => d.error(at.pos, format!("cannot read {}: {e}", file.display())),
     }
+    false
 }

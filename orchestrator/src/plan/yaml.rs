@@ -172,7 +172,9 @@ impl Decoder {
     /// A mapping, for reading its keys.
     pub fn map<'n>(&mut self, node: &'n Node, what: &str) -> Option<MapReader<'n>> {
         match &node.value {
-            Value::Map(entries) => Some(MapReader { pos: node.pos, entries, used: vec![false; entries.len()] }),
+            Value::Map(entries) => {
+                Some(MapReader { pos: node.pos, entries, used: vec![false; entries.len()], asked: Vec::new() })
+            }
             _ => self.type_error(node, &format!("a mapping ({what})")),
         }
     }
@@ -202,6 +204,11 @@ impl Decoder {
             Value::Bool(b) => Some(b),
             _ => self.type_error(node, "true or false"),
         }
+    }
+
+    /// An integer within `range`, as the unsigned type the value is kept in (`range` must fit it).
+    pub fn uint<T: TryFrom<i64>>(&mut self, node: &Node, range: RangeInclusive<i64>) -> Option<T> {
+        self.int(node, range).and_then(|i| T::try_from(i).ok())
     }
 
     /// An integer within `range`.
@@ -309,17 +316,26 @@ pub fn is_safe_ident(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// Reads the keys of one mapping; keys never asked for are reported by [`MapReader::finish`].
+/// Reads the keys of one mapping; keys never asked for are reported by [`MapReader::finish`] or
+/// [`MapReader::done`].
+///
+/// Each field is stated once, with its key, its decoder and its default:
+/// `m.or(d, "idle_gap_s", 5.0, |d, v| d.number(v, 0.0..=86_400.0))`.
 pub struct MapReader<'n> {
     /// Position of the mapping.
     pub pos: Pos,
     entries: &'n [(Pos, String, Node)],
     used: Vec<bool>,
+    /// Every key asked for, the known keys of [`MapReader::done`].
+    asked: Vec<String>,
 }
 
 impl<'n> MapReader<'n> {
     /// The value of `key`, if present.
     pub fn get(&mut self, key: &str) -> Option<&'n Node> {
+        if !self.asked.iter().any(|k| k == key) {
+            self.asked.push(key.to_owned());
+        }
         let i = self.entries.iter().position(|(_, k, _)| k == key)?;
         self.used[i] = true;
         Some(&self.entries[i].2)
@@ -332,6 +348,47 @@ impl<'n> MapReader<'n> {
             d.error(self.pos, format!("missing key `{key}`"));
         }
         v
+    }
+
+    /// `key` decoded with `decode`, reporting its absence.
+    pub fn required<T>(
+        &mut self,
+        d: &mut Decoder,
+        key: &str,
+        decode: impl FnOnce(&mut Decoder, &'n Node) -> Option<T>,
+    ) -> Option<T> {
+        self.req(d, key).and_then(|n| decode(d, n))
+    }
+
+    /// `key` decoded with `decode`, or `default` when it is absent.
+    pub fn or<T>(
+        &mut self,
+        d: &mut Decoder,
+        key: &str,
+        default: T,
+        decode: impl FnOnce(&mut Decoder, &'n Node) -> Option<T>,
+    ) -> Option<T> {
+        match self.get(key) {
+            Some(n) => decode(d, n),
+            None => Some(default),
+        }
+    }
+
+    /// `key` decoded with `decode` when present: `Some(None)` when absent, `None` when invalid.
+    pub fn optional<T>(
+        &mut self,
+        d: &mut Decoder,
+        key: &str,
+        decode: impl FnOnce(&mut Decoder, &'n Node) -> Option<T>,
+    ) -> Option<Option<T>> {
+        self.or(d, key, None, |d, n| decode(d, n).map(Some))
+    }
+
+    /// Report every key that was not read, suggesting the closest key asked for.
+    pub fn done(mut self, d: &mut Decoder) {
+        let asked = std::mem::take(&mut self.asked);
+        let known: Vec<&str> = asked.iter().map(String::as_str).collect();
+        self.finish(d, &known);
     }
 
     /// Every entry, marking all as used (for mappings whose keys are names).

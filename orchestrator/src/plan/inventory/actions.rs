@@ -1,0 +1,206 @@
+//! Host actions: what each step of a session does, on which host, and its built-in command
+//! template (`plan/templates/<action>.sh`, modelled on the documented OCT U280 procedure).
+
+use serde::{Deserialize, Serialize};
+
+/// A host action: one step of a session's bring-up, of a run, or of the teardown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Write the bitstream to the card's flash (`config-fpga reset` + `xbflash2 program --spi`);
+    /// images whose manifest says `programming: qspi`.
+    Flash,
+    /// Load the bitstream over JTAG with Vivado's hardware manager (volatile, no boot needed);
+    /// images whose manifest says `programming: jtag`.
+    FlashJtag,
+    /// Boot the FPGA from the new image (`config-fpga boot`).
+    Boot,
+    /// Reload the `onic` kernel driver.
+    DriverReload,
+    /// Unbind the FPGA functions and remove them from the PCI bus.
+    PcieRemove,
+    /// Rescan the PCI bus and check that the functions are back.
+    PcieRescan,
+    /// Load the program's tables (table driver).
+    TableLoad,
+    /// Clear `reset_method` so that vfio's bus reset does not kill the shell.
+    ResetMethodClear,
+    /// Bind the FPGA functions to `vfio-pci`.
+    DriverBind,
+    /// Start the receiver agent (a long-running process under `setsid`).
+    AgentStart,
+    /// Write QDMA queue config, indirection tables and CMAC enables.
+    RegisterInit,
+    /// Check the BAR is readable and both CMAC RX status registers read 0x3.
+    HealthCheck,
+    /// Read back what the card runs (kept in the provenance, per session).
+    Readback,
+    /// Start the sender's hardware-timestamp capture (reflect mode).
+    CaptureStart,
+    /// Replay the probe trace at the plan's pacing.
+    Replay,
+    /// Stop the sender's capture.
+    CaptureStop,
+    /// Stop the receiver agent.
+    AgentStop,
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which host an action runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The host that replays probes (and captures reflected ones).
+    Sender,
+    /// The host with the FPGA and the agent.
+    Receiver,
+}
+
+impl Role {
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Sender => "sender",
+            Role::Receiver => "receiver",
+        }
+    }
+}
+
+impl Action {
+    /// Every action, in execution order.
+    pub const ALL: [Action; 17] = [
+        Action::Flash,
+        Action::FlashJtag,
+        Action::Boot,
+        Action::DriverReload,
+        Action::PcieRemove,
+        Action::PcieRescan,
+        Action::TableLoad,
+        Action::ResetMethodClear,
+        Action::DriverBind,
+        Action::AgentStart,
+        Action::RegisterInit,
+        Action::HealthCheck,
+        Action::Readback,
+        Action::CaptureStart,
+        Action::Replay,
+        Action::CaptureStop,
+        Action::AgentStop,
+    ];
+
+    /// Name used in plans, inventories and the journal.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Flash => "flash",
+            Action::FlashJtag => "flash_jtag",
+            Action::Boot => "boot",
+            Action::DriverReload => "driver_reload",
+            Action::PcieRemove => "pcie_remove",
+            Action::PcieRescan => "pcie_rescan",
+            Action::TableLoad => "table_load",
+            Action::ResetMethodClear => "reset_method_clear",
+            Action::DriverBind => "driver_bind",
+            Action::AgentStart => "agent_start",
+            Action::RegisterInit => "register_init",
+            Action::HealthCheck => "health_check",
+            Action::Readback => "readback",
+            Action::CaptureStart => "capture_start",
+            Action::Replay => "replay",
+            Action::CaptureStop => "capture_stop",
+            Action::AgentStop => "agent_stop",
+        }
+    }
+
+    /// The action called `name`.
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Host the action runs on.
+    pub fn role(self) -> Role {
+        match self {
+            Action::CaptureStart | Action::Replay | Action::CaptureStop => Role::Sender,
+            _ => Role::Receiver,
+        }
+    }
+
+    /// Built-in template, following the OCT U280 procedure: the command of
+    /// `plan/templates/<action>.sh`, below its leading `#` comment lines.
+    pub fn default_template(self) -> &'static str {
+        let file = match self {
+            Action::Flash => include_str!("../templates/flash.sh"),
+            Action::FlashJtag => include_str!("../templates/flash_jtag.sh"),
+            Action::Boot => include_str!("../templates/boot.sh"),
+            Action::DriverReload => include_str!("../templates/driver_reload.sh"),
+            Action::PcieRemove => include_str!("../templates/pcie_remove.sh"),
+            Action::PcieRescan => include_str!("../templates/pcie_rescan.sh"),
+            Action::TableLoad => include_str!("../templates/table_load.sh"),
+            Action::ResetMethodClear => include_str!("../templates/reset_method_clear.sh"),
+            Action::DriverBind => include_str!("../templates/driver_bind.sh"),
+            Action::AgentStart => include_str!("../templates/agent_start.sh"),
+            Action::RegisterInit => include_str!("../templates/register_init.sh"),
+            Action::HealthCheck => include_str!("../templates/health_check.sh"),
+            Action::Readback => include_str!("../templates/readback.sh"),
+            Action::CaptureStart => include_str!("../templates/capture_start.sh"),
+            Action::Replay => include_str!("../templates/replay.sh"),
+            Action::CaptureStop => include_str!("../templates/capture_stop.sh"),
+            Action::AgentStop => include_str!("../templates/agent_stop.sh"),
+        };
+        command_of(file)
+    }
+}
+
+/// The command of a template file: its text after the leading comment lines, without the final
+/// line break.
+fn command_of(file: &'static str) -> &'static str {
+    let mut rest = file;
+    while rest.starts_with('#') {
+        rest = rest.split_once('\n').map_or("", |(_, after)| after);
+    }
+    rest.trim_end_matches('\n')
+}
+
+/// The variables every template may use. Values come from the inventory, the plan and the
+/// position in the schedule (see [`super::Inventory::vars`]).
+pub const VARIABLES: &[&str] = &[
+    "agent",
+    "agent_pidfile",
+    "bar_file",
+    "bitstream",
+    "bitstream_sha256",
+    "capture_file",
+    "capture_iface",
+    "capture_pidfile",
+    "capture_tstamp",
+    "config_fpga_key",
+    "devbind",
+    "eal_args",
+    "fpga_ifaces",
+    "fpga_pci",
+    "fpga_pf0",
+    "jtag_device",
+    "numa_node",
+    "onic_module",
+    "pacing_pps",
+    "poller_cores",
+    "probe_format",
+    "program",
+    "qspi_bar",
+    "qspi_pci",
+    "reflect_args",
+    "replay_core",
+    "run",
+    "sender_iface",
+    "session",
+    "session_dir",
+    "table",
+    "table_driver",
+    "trace",
+    "vivado",
+    "workdir",
+];

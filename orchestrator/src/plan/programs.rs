@@ -1,0 +1,145 @@
+//! Decoding of a plan's `programs:`: each program's bitstream manifest, table, trace and the null
+//! image calibrating that trace (programs sharing a trace share its null sessions).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::yaml::{self, Decoder, Node, Pos};
+use super::{Bitstream, Program, bitstream};
+
+pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<Vec<Program>> {
+    let items = d.seq(n)?;
+    if items.is_empty() {
+        d.error(n.pos, "at least one program is needed");
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut ok = true;
+    // (trace index) -> (null manifest, where it was named) to check that sharing programs agree.
+    let mut nulls: BTreeMap<usize, (PathBuf, Pos)> = BTreeMap::new();
+    let mut missing_null = Vec::new();
+    for item in items {
+        match decode_program(d, item, traces) {
+            Some((p, null_at, name_pos)) => {
+                if out.iter().any(|q: &Program| q.name == p.name) {
+                    d.error(name_pos, format!("duplicate program name `{}`", p.name));
+                    ok = false;
+                }
+                match (null_at, nulls.get(&p.trace)) {
+                    (Some(at), Some((first, first_at))) if *first != p.null.manifest => {
+                        d.error(
+                            at,
+                            format!(
+                                "trace `{}` is already calibrated by {} (line {}); programs sharing a trace share its null runs",
+                                traces[p.trace],
+                                first.display(),
+                                first_at.line
+                            ),
+                        );
+                        ok = false;
+                    }
+                    (Some(at), None) => {
+                        nulls.insert(p.trace, (p.null.manifest.clone(), at));
+                    }
+                    (None, _) => missing_null.push((p.trace, item.pos, p.name.clone())),
+                    _ => {}
+                }
+                out.push(p);
+            }
+            None => ok = false,
+        }
+    }
+    // A program without `null` borrows the calibration of another program with the same trace.
+    for (trace, pos, name) in missing_null {
+        match nulls.get(&trace) {
+            Some((manifest, _)) => {
+                let null = out.iter().find(|p| p.null.manifest == *manifest).map(|p| p.null.clone());
+                if let (Some(null), Some(p)) = (null, out.iter_mut().find(|p| p.name == name)) {
+                    p.null = null;
+                }
+            }
+            None => {
+                d.error(
+                    pos,
+                    format!(
+                        "program `{name}`: its trace `{}` has no null calibration (add `null: <null bitstream manifest>`)",
+                        traces[trace]
+                    ),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Decode one program; returns it with the position of its `null` key (if given) and of its name.
+fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Program, Option<Pos>, Pos)> {
+    let mut m = d.map(n, "program")?;
+    let name_node = m.req(d, "name");
+    let name = name_node.and_then(|v| d.ident(v));
+    if let (Some(n), Some(at)) = (&name, name_node)
+        && n.starts_with("null-")
+    {
+        d.error(at.pos, format!("program name `{n}`: the prefix `null-` is reserved for null calibration sessions"));
+    }
+    let bitstream = m.req(d, "bitstream").and_then(|v| load_manifest(d, v));
+    if let Some(b) = &bitstream
+        && b.null
+    {
+        d.error(
+            n.pos,
+            format!("program bitstream {} is a null bitstream; name it under `null:`", b.manifest.display()),
+        );
+    }
+    let table = m.optional(d, "table", |d, v| d.path(v, true));
+    let trace = m.req(d, "trace").and_then(|v| {
+        let t = d.string(v)?;
+        match traces.iter().position(|x| *x == t) {
+            Some(i) => Some(i),
+            None => {
+                let names: Vec<&str> = traces.iter().map(String::as_str).collect();
+                let hint = yaml::closest(&t, &names).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
+                d.error(v.pos, format!("undefined trace `{t}`{hint}"));
+                None
+            }
+        }
+    });
+    let null_node = m.get("null");
+    let null = match null_node {
+        Some(v) => load_manifest(d, v).and_then(|b| {
+            if b.null {
+                Some(Some(b))
+            } else {
+                d.error(
+                    v.pos,
+                    format!("{} is not a null bitstream (`null: true` in its manifest)", b.manifest.display()),
+                );
+                None
+            }
+        }),
+        None => Some(None),
+    };
+    m.done(d);
+    let bitstream = bitstream?;
+    // Without its own `null`, a placeholder is filled in from a program sharing the trace.
+    let null = null?.unwrap_or_else(|| bitstream.clone());
+    Some((
+        Program { name: name?, bitstream, table: table?, trace: trace?, null },
+        null_node.map(|v| v.pos),
+        name_node.map_or(n.pos, |v| v.pos),
+    ))
+}
+
+/// Load the bitstream manifest a plan node points to; its problems are reported against the
+/// manifest file itself, plus one line at the referencing node.
+fn load_manifest(d: &mut Decoder, v: &Node) -> Option<Bitstream> {
+    let path = d.path(v, true)?;
+    let mut diags = Vec::new();
+    let b = super::load_file(&path, &mut diags, bitstream::decode);
+    if !diags.is_empty() {
+        d.error(v.pos, format!("invalid bitstream manifest {}", path.display()));
+        d.diags.extend(diags);
+    }
+    b
+}

@@ -1,0 +1,1 @@
+mkdir -p {{ session_dir }} && { setsid {{ agent }} capture --backend dpdk --probe-format {{ probe_format }} --cores {{ poller_cores }} --out {{ session_dir }} --control {{ session_dir }}/ctl --pidfile {{ agent_pidfile }} {{ reflect_args }} -- {{ eal_args }} < /dev/null > {{ session_dir }}/events.jsonl 2> {{ session_dir }}/agent.log & }

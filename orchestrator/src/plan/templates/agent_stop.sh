@@ -1,0 +1,1 @@
+kill -TERM $(cat {{ agent_pidfile }}) && rm -f {{ agent_pidfile }}

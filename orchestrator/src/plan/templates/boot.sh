@@ -1,0 +1,1 @@
+config-fpga boot {{ config_fpga_key }} && sleep 5

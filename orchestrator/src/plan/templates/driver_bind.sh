@@ -1,0 +1,1 @@
+modprobe vfio-pci && {{ devbind }} -b vfio-pci {{ fpga_pci }}

@@ -1,0 +1,1 @@
+{{ agent }} regs check --bar {{ bar_file }}

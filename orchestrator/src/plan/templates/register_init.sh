@@ -1,0 +1,1 @@
+{{ agent }} regs init --bar {{ bar_file }}

@@ -1,0 +1,65 @@
+//! Decoding of a plan's `traces:`: pcap files (checksums verified) and generated traces.
+
+use super::yaml::{self, Decoder, Node};
+use super::{ProbeFormat, TraceSource, bitstream};
+use crate::trace::TEMPLATES;
+
+const PROBE_FORMATS: &[(&str, ProbeFormat)] =
+    &[("latencylab", ProbeFormat::Latencylab), ("compact", ProbeFormat::Compact)];
+
+/// Decode `traces:`; every name is returned (so that references can be checked) with its source
+/// when that decoded.
+pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Option<TraceSource>)>> {
+    let mut m = d.map(n, "traces by name")?;
+    let mut out = Vec::new();
+    for (pos, name, v) in m.entries() {
+        if !yaml::is_safe_ident(name) {
+            d.error(
+                *pos,
+                format!(
+                    "`{name}` is not a safe name: use letters, digits, `_` and `-`, starting with a letter (at most 64)"
+                ),
+            );
+        }
+        out.push((name.clone(), decode_trace(d, v)));
+    }
+    if out.is_empty() {
+        d.error(n.pos, "at least one trace is needed");
+        return None;
+    }
+    Some(out)
+}
+
+fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
+    let mut m = d.map(n, "trace: `pcap` or `generate`")?;
+    let pcap = m.get("pcap");
+    let generate = m.get("generate");
+    let out = match (pcap, generate) {
+        (Some(p), None) => {
+            let sha = m.optional(d, "sha256", bitstream::sha256_field);
+            let path = d.path(p, true);
+            if let (Some(path), Some(Some(sha))) = (&path, &sha) {
+                bitstream::check_sha256(d, p, path, sha);
+            }
+            Some(TraceSource::Pcap { path: path?, sha256: sha? })
+        }
+        (None, Some(g)) => {
+            let mut gm = d.map(g, "trace generation spec")?;
+            let template = gm.required(d, "template", |d, v| d.choice(v, &TEMPLATES));
+            let count = gm.required(d, "count", |d, v| d.uint(v, 1..=10_000_000));
+            let probe_id = gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| d.choice(v, PROBE_FORMATS));
+            gm.done(d);
+            Some(TraceSource::Generate { template: template?, count: count?, probe_id: probe_id? })
+        }
+        (Some(_), Some(_)) => {
+            d.error(n.pos, "a trace has either `pcap` or `generate`, not both");
+            None
+        }
+        (None, None) => {
+            d.error(n.pos, "a trace needs `pcap: <file>` or `generate: {template, count, probe_id}`");
+            None
+        }
+    };
+    m.finish(d, &["pcap", "sha256", "generate"]);
+    out
+}
