@@ -22,7 +22,8 @@ fn assert_invalid(plan: &str, expected: &[&str]) {
     let o = orchestrate(&["validate", plan]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let mut want = expected.join("\n");
-    want.push_str(&format!("\n{} problems found\n", expected.len()));
+    let plural = if expected.len() == 1 { "" } else { "s" };
+    want.push_str(&format!("\n{} problem{plural} found\n", expected.len()));
     assert_eq!(stderr(&o), want);
 }
 
@@ -73,6 +74,31 @@ fn inventory_problems_name_the_inventory_file() {
             "tests/fixtures/bad/inventory.yaml:16:11: template of `replay`: unclosed `{{` in template at `{{ trace`",
         ],
     );
+}
+
+#[test]
+fn oversized_schedules_and_files_and_non_files_are_rejected() {
+    assert_invalid(
+        "tests/fixtures/bad/huge.yaml",
+        &["tests/fixtures/bad/huge.yaml:6:3: schedule of 30000000 runs exceeds the limit of 100000: 3 session groups \
+           (programs and null calibrations) × 1000 sessions × 10000 runs"],
+    );
+    let o = orchestrate(&["plan", "tests/fixtures/bad/huge.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    assert_invalid("/dev/zero", &["/dev/zero:1:1: cannot read: not a regular file (a device, pipe or socket)"]);
+    let big = std::env::temp_dir().join(format!("orchestrate-big-{}.yaml", std::process::id()));
+    let mut text = std::fs::read_to_string("../plans/smoke.yaml").unwrap();
+    text.push_str(&format!("#{}\n", "x".repeat(1 << 20)));
+    std::fs::write(&big, text).unwrap();
+    let big = big.to_str().unwrap();
+    let expected =
+        format!("{big}:1:1: cannot read: the file is larger than 1048576 bytes (1 MiB), the limit for YAML files");
+    assert_invalid(big, &[expected.as_str()]);
+    let o = orchestrate(&["run", "../plans/smoke.yaml", "--testbed", big]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with(&format!("{big}:1:1: cannot read: the file is larger than")), "{}", stderr(&o));
+    std::fs::remove_file(big).unwrap();
 }
 
 #[test]

@@ -282,6 +282,11 @@ pub struct Regression {
 #[derive(Debug)]
 pub struct Invalid(pub Vec<Diagnostic>);
 
+/// Largest schedule a plan may expand to: (programs + null calibrations) × sessions × runs. The
+/// paper's study is 400 runs; 100,000 runs of a 40 s replay are 46 days of testbed time, and a
+/// larger schedule only exhausts the memory of `plan` and `run`.
+pub const MAX_RUNS: u64 = 100_000;
+
 /// Load and validate a plan file and every file it references. `testbed` overrides the plan's.
 pub fn load(path: &Path, testbed: Option<&str>) -> Result<(Plan, Option<Inventory>), Invalid> {
     let mut diags = Vec::new();
@@ -317,14 +322,9 @@ fn with_inventory(
     }
 }
 
-/// Read and parse one YAML file.
+/// Read (within [`yaml::MAX_YAML_BYTES`]) and parse one YAML file.
 fn read(path: &Path, diags: &mut Vec<Diagnostic>) -> Option<(String, Node)> {
-    let src = std::fs::read_to_string(path).map_err(|e| Diagnostic {
-        file: path.to_path_buf(),
-        pos: yaml::Pos { line: 1, col: 1 },
-        message: format!("cannot read: {e}"),
-    });
-    let parsed = src.and_then(|src| yaml::parse(path, &src).map(|root| (src, root)));
+    let parsed = yaml::read_source(path).and_then(|src| yaml::parse(path, &src).map(|root| (src, root)));
     parsed.map_err(|e| diags.push(e)).ok()
 }
 
@@ -365,7 +365,8 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         let s = d.string(n)?;
         if s == "sim" { Some(TestbedRef::Sim) } else { d.path(n, true).map(TestbedRef::Inventory) }
     });
-    let protocol = m.required(d, "protocol", protocol::decode_protocol);
+    let protocol_node = m.req(d, "protocol");
+    let protocol = protocol_node.and_then(|n| protocol::decode_protocol(d, n));
     let named_traces = m.required(d, "traces", traces::decode_traces);
     let names: Vec<String> = named_traces.iter().flatten().map(|(name, _)| name.clone()).collect();
     let programs = m.required(d, "programs", |d, n| programs::decode_programs(d, n, &names));
@@ -381,6 +382,9 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
     {
         d.error(root.pos, "`analysis.hw_clock_check` needs `protocol.reflect: true`");
     }
+    if let (Some(p), Some(progs), Some(at)) = (&protocol, &programs, protocol_node) {
+        check_size(d, at, p, progs);
+    }
     Some(Plan {
         path: d.file().to_path_buf(),
         hash,
@@ -395,4 +399,24 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         report: report?,
         regression: regression?,
     })
+}
+
+/// Report, at `protocol:`, a schedule larger than [`MAX_RUNS`].
+fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program]) {
+    let mut traces: Vec<usize> = programs.iter().map(|p| p.trace).collect();
+    traces.sort_unstable();
+    traces.dedup();
+    // One session group per program, and one per trace for its null calibration.
+    let groups = (programs.len() + traces.len()) as u64;
+    let runs = groups * u64::from(p.sessions) * u64::from(p.runs);
+    if runs > MAX_RUNS {
+        d.error(
+            at.pos,
+            format!(
+                "schedule of {runs} runs exceeds the limit of {MAX_RUNS}: {groups} session groups (programs and null \
+                 calibrations) × {} sessions × {} runs",
+                p.sessions, p.runs
+            ),
+        );
+    }
 }

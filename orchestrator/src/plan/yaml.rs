@@ -6,6 +6,7 @@
 //! its own position.
 
 use std::fmt;
+use std::io::Read;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
@@ -88,6 +89,34 @@ impl fmt::Display for Diagnostic {
 
 fn pos_of(m: &saphyr::Marker) -> Pos {
     Pos { line: m.line() as u32, col: m.col() as u32 + 1 }
+}
+
+/// Largest YAML file read (plan, inventory, bitstream manifest, simulator model): 1 MiB. Real
+/// files are a few KiB; the cap keeps `validate /dev/zero` or a mistaken multi-GB file from
+/// exhausting memory.
+pub const MAX_YAML_BYTES: u64 = 1 << 20;
+
+/// The text of a YAML file: a regular file of at most [`MAX_YAML_BYTES`], in UTF-8. Problems are
+/// reported at 1:1 of the file.
+pub fn read_source(path: &Path) -> Result<String, Diagnostic> {
+    let fail = |message: String| Diagnostic { file: path.to_path_buf(), pos: Pos { line: 1, col: 1 }, message };
+    // Checked before opening: opening a FIFO would block until a writer appears.
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a directory" } else { "a device, pipe or socket" };
+        return Err(fail(format!("cannot read: not a regular file ({what})")));
+    }
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_YAML_BYTES + 1).read_to_end(&mut bytes).map_err(|e| fail(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_YAML_BYTES {
+        return Err(fail(format!(
+            "cannot read: the file is larger than {} bytes (1 MiB), the limit for YAML files",
+            MAX_YAML_BYTES
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| fail(format!("cannot read: not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))
 }
 
 /// Parse one YAML document. A syntax error is returned as a diagnostic.
