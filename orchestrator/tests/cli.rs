@@ -77,6 +77,27 @@ fn inventory_problems_name_the_inventory_file() {
 }
 
 #[test]
+fn user_templates_with_placeholders_in_quotes_or_glued_to_text_are_rejected() {
+    let word = "must be a whole shell word (it is substituted shell-quoted)";
+    let expected = [
+        format!(
+            "tests/fixtures/bad/templates.yaml:15:11: template of `replay`: placeholder `{{{{ sender_iface }}}}` {word}; remove the surrounding quotes"
+        ),
+        format!(
+            "tests/fixtures/bad/templates.yaml:16:9: template of `boot`: placeholder `{{{{ config_fpga_key }}}}` {word}; separate it from `x` before it"
+        ),
+        format!(
+            "tests/fixtures/bad/templates.yaml:17:15: template of `table_load`: placeholder `{{{{ table }}}}` {word}; remove the surrounding quotes"
+        ),
+        "tests/fixtures/bad/templates.yaml:18:16: template of `pcie_remove`: placeholder `{{ fpga_pci }}` is a list of words and must stand alone; separate it from `/x` after it".to_owned(),
+        format!(
+            "tests/fixtures/bad/templates.yaml:19:17: template of `capture_stop`: placeholder `{{{{ capture_pidfile }}}}` {word}; use `$(…)` instead of backquotes"
+        ),
+    ];
+    assert_invalid("tests/fixtures/bad/templates.yaml", &expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+#[test]
 fn oversized_schedules_and_files_and_non_files_are_rejected() {
     assert_invalid(
         "tests/fixtures/bad/huge.yaml",

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use actions::{Action, Role, VARIABLES};
+pub use actions::{Action, LIST_VARIABLES, Role, VARIABLES};
 
 use super::template::{Template, TemplateValue, Vars};
 use super::yaml::{self, Decoder, Diagnostic, Node, Pos};
@@ -182,7 +182,8 @@ impl Inventory {
         let mut v = Vars::new();
         v.insert("agent", word(&r.agent));
         v.insert("agent_pidfile", word(&format!("{rwork}/agent.pid")));
-        v.insert("bar_file", word(&format!("/sys/bus/pci/devices/{}/resource{}", r.fpga_pci[0], r.register_bar)));
+        let pf0_sysfs = format!("/sys/bus/pci/devices/{}", r.fpga_pci[0]);
+        v.insert("bar_file", word(&format!("{pf0_sysfs}/resource{}", r.register_bar)));
         v.insert("bitstream", word(&format!("{rwork}/bitstreams/{}", ctx.bitstream_file)));
         v.insert("bitstream_sha256", word(ctx.bitstream_sha256));
         v.insert("capture_file", word(&self.capture_file(ctx.session_name, ctx.run.unwrap_or(0))));
@@ -195,6 +196,7 @@ impl Inventory {
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));
         v.insert("fpga_pci", list(&r.fpga_pci));
         v.insert("fpga_pf0", word(&r.fpga_pci[0]));
+        v.insert("fpga_pf0_sysfs", word(&pf0_sysfs));
         v.insert("jtag_device", word(&r.jtag_device));
         v.insert("numa_node", word(&r.numa_node.to_string()));
         v.insert("onic_module", word(&r.onic_module));
@@ -318,6 +320,10 @@ fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template
                         ok = false;
                     }
                 }
+                for m in t.misplaced(|var| LIST_VARIABLES.contains(&var)) {
+                    d.error(v.pos, format!("template of `{key}`: {}", m.message));
+                    ok = false;
+                }
                 out.insert(a, t);
             }
             Err(e) => {
@@ -360,14 +366,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_builtin_template_parses_and_uses_known_variables() {
+    fn every_builtin_template_parses_uses_known_variables_and_whole_words() {
         for a in Action::ALL {
             let t = Template::parse(a.default_template()).unwrap();
             for v in t.variables() {
                 assert!(VARIABLES.contains(&v), "{}: {v}", a.name());
             }
+            assert_eq!(t.misplaced(|v| LIST_VARIABLES.contains(&v)), [], "{}", a.name());
             assert!(!t.source().contains('\n'), "{}: one line", a.name());
         }
+    }
+
+    #[test]
+    fn the_emulated_testbed_templates_keep_the_whole_word_rule() {
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../testbeds/emulated.yaml"));
+        let root = yaml::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut d = Decoder::new(path);
+        let mut m = d.map(&root, "inventory").unwrap();
+        let actions = decode_actions(&mut d, m.get("actions").unwrap()).unwrap();
+        assert!(d.diags.is_empty(), "{:?}", d.diags);
+        assert!(actions.len() > 10);
     }
 
     #[test]

@@ -183,6 +183,7 @@ pub const VARIABLES: &[&str] = &[
     "fpga_ifaces",
     "fpga_pci",
     "fpga_pf0",
+    "fpga_pf0_sysfs",
     "jtag_device",
     "numa_node",
     "onic_module",
@@ -204,3 +205,6 @@ pub const VARIABLES: &[&str] = &[
     "vivado",
     "workdir",
 ];
+
+/// The variables whose value is a list of words: they must stand alone in a template.
+pub const LIST_VARIABLES: &[&str] = &["eal_args", "fpga_ifaces", "fpga_pci", "reflect_args"];

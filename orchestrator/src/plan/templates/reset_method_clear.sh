@@ -1,1 +1,2 @@
-echo '' > /sys/bus/pci/devices/{{ fpga_pf0 }}/reset_method
+# An empty reset_method keeps vfio-pci's bus reset from killing the shell.
+echo '' > {{ fpga_pf0_sysfs }}/reset_method
