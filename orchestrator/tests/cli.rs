@@ -67,7 +67,8 @@ fn inventory_problems_name_the_inventory_file() {
         "tests/fixtures/bad/uses-inventory.yaml",
         &[
             "tests/fixtures/bad/inventory.yaml:7:34: 70000 is out of range (1..=65535)",
-            "tests/fixtures/bad/inventory.yaml:8:13: `3b:00.0` is not a PCI address (DDDD:BB:DD.F)",
+            // At the list element (8:14), no longer at the list.
+            "tests/fixtures/bad/inventory.yaml:8:14: `3b:00.0` is not a PCI address (DDDD:BB:DD.F)",
             "tests/fixtures/bad/inventory.yaml:12:17: `poller_cores` needs one core per port (2), found 1",
             "tests/fixtures/bad/inventory.yaml:14:10: template of `flash` uses unknown variable `bitstrem` (did you mean `bitstream`?)",
             "tests/fixtures/bad/inventory.yaml:15:3: unknown action `reboot` (did you mean `boot`?)",
@@ -95,6 +96,47 @@ fn user_templates_with_placeholders_in_quotes_or_glued_to_text_are_rejected() {
         ),
     ];
     assert_invalid("tests/fixtures/bad/templates.yaml", &expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+#[test]
+fn inventory_names_addresses_and_ports_are_checked_each_at_its_element() {
+    assert_invalid(
+        "tests/fixtures/bad/hosts.yaml",
+        &[
+            "tests/fixtures/bad/hosts.yaml:4:17: ssh alias `-oProxyCommand=reboot` must not start with `-` (ssh would read it as an option)",
+            "tests/fixtures/bad/hosts.yaml:5:14: interface name `eth0/1` must not contain `/`, `:`, whitespace or control characters",
+            "tests/fixtures/bad/hosts.yaml:7:18: interface name `a-very-long-interface-name` is longer than 15 bytes",
+            "tests/fixtures/bad/hosts.yaml:9:16: ssh host `-r` must not start with `-` (ssh would read it as an option)",
+            "tests/fixtures/bad/hosts.yaml:9:26: ssh user `u ser` must not contain whitespace or control characters",
+            "tests/fixtures/bad/hosts.yaml:9:41: 0 is out of range (1..=65535)",
+            "tests/fixtures/bad/hosts.yaml:10:14: `0000:3b:20.0`: device 0x20 is out of range (00..=1f)",
+            "tests/fixtures/bad/hosts.yaml:10:30: `0000:3b:00.8`: function 8 is out of range (0..=7)",
+            "tests/fixtures/bad/hosts.yaml:10:46: `3b:00.0` is not a PCI address (DDDD:BB:DD.F)",
+            "tests/fixtures/bad/hosts.yaml:11:13: `3b:00.0 && reboot` is not a PCI address ([DDDD:]BB:DD.F)",
+            "tests/fixtures/bad/hosts.yaml:14:28: interface name `..` cannot be `.` or `..`",
+            "tests/fixtures/bad/hosts.yaml:14:34: interface name `r\\n0` must not contain `/`, `:`, whitespace or control characters",
+            "tests/fixtures/bad/hosts.yaml:17:17: `reflect_port` is empty: give the reflect NIC's DPDK port id or an interface name",
+        ],
+    );
+}
+
+#[test]
+fn validate_recognises_inventories_and_bitstream_manifests() {
+    let o = orchestrate(&[
+        "validate",
+        "../testbeds/oct-u280.yaml",
+        "../bitstreams/forward.yaml",
+        "../bitstreams/golden_nic.yaml",
+        "../plans/smoke.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "../testbeds/oct-u280.yaml: ok (inventory `oct-u280`, 2 FPGA functions, 0 actions overridden)\n\
+         ../bitstreams/forward.yaml: ok (bitstream manifest `forward`, qspi, image not present)\n\
+         ../bitstreams/golden_nic.yaml: ok (bitstream manifest `golden_nic`, null image, qspi, image not present)\n\
+         ../plans/smoke.yaml: ok (study `smoke`, 2 programs)\n"
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@
 
 mod actions;
 mod hosts;
+pub mod pci;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use actions::{Action, LIST_VARIABLES, Role, VARIABLES};
+use pci::Bdf;
 
 use super::template::{Template, TemplateValue, Vars};
 use super::yaml::{self, Decoder, Diagnostic, Node, Pos};
@@ -78,9 +80,9 @@ pub struct Receiver {
     /// Host.
     pub host: Host,
     /// PCI addresses of the FPGA's functions (PF0 first).
-    pub fpga_pci: Vec<String>,
-    /// Device argument of `xbflash2 -d`.
-    pub qspi_pci: String,
+    pub fpga_pci: Vec<Bdf>,
+    /// Device argument of `xbflash2 -d` (the domain may be left out).
+    pub qspi_pci: Bdf,
     /// Vivado's executable (JTAG programming).
     pub vivado: String,
     /// The FPGA's name in Vivado's hardware manager (`get_hw_devices`).
@@ -109,7 +111,7 @@ pub struct Receiver {
     /// [`latency_agent::eal::eal_args_from_inventory`]).
     pub eal_args: Vec<String>,
     /// PCI address of the reflect NIC (ConnectX-5).
-    pub reflect_pci: Option<String>,
+    pub reflect_pci: Option<Bdf>,
     /// What the agent's `--reflect-port` names in reflect mode: the reflect NIC's DPDK port id
     /// (by default the one after the FPGA's functions), or an interface (AF_PACKET backend).
     pub reflect_port: Option<String>,
@@ -182,7 +184,7 @@ impl Inventory {
         let mut v = Vars::new();
         v.insert("agent", word(&r.agent));
         v.insert("agent_pidfile", word(&format!("{rwork}/agent.pid")));
-        let pf0_sysfs = format!("/sys/bus/pci/devices/{}", r.fpga_pci[0]);
+        let pf0_sysfs = format!("/sys/bus/pci/devices/{}", r.fpga_pci[0].full());
         v.insert("bar_file", word(&format!("{pf0_sysfs}/resource{}", r.register_bar)));
         v.insert("bitstream", word(&format!("{rwork}/bitstreams/{}", ctx.bitstream_file)));
         v.insert("bitstream_sha256", word(ctx.bitstream_sha256));
@@ -194,8 +196,8 @@ impl Inventory {
         v.insert("devbind", word(&r.devbind));
         v.insert("eal_args", list(&r.eal_args));
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));
-        v.insert("fpga_pci", list(&r.fpga_pci));
-        v.insert("fpga_pf0", word(&r.fpga_pci[0]));
+        v.insert("fpga_pci", TemplateValue::List(r.fpga_pci.iter().map(Bdf::full).collect()));
+        v.insert("fpga_pf0", word(&r.fpga_pci[0].full()));
         v.insert("fpga_pf0_sysfs", word(&pf0_sysfs));
         v.insert("jtag_device", word(&r.jtag_device));
         v.insert("numa_node", word(&r.numa_node.to_string()));
@@ -206,7 +208,7 @@ impl Inventory {
         v.insert("probe_format", word(ctx.probe_format));
         v.insert("program", word(ctx.program));
         v.insert("qspi_bar", word(&r.qspi_bar.to_string()));
-        v.insert("qspi_pci", word(&r.qspi_pci));
+        v.insert("qspi_pci", word(&r.qspi_pci.to_string()));
         let reflect_args = match (&r.reflect_port, ctx.reflect) {
             (Some(p), true) => vec!["--reflect-port".to_string(), p.clone()],
             _ => Vec::new(),

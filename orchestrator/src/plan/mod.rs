@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub use bitstream::Bitstream;
 pub use inventory::{Action, Inventory};
 pub use protocol::{decode_steps, default_policy};
-use yaml::{Decoder, Diagnostic, Node};
+use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
 
@@ -292,6 +292,78 @@ pub fn load(path: &Path, testbed: Option<&str>) -> Result<(Plan, Option<Inventor
     let mut diags = Vec::new();
     let plan = read(path, &mut diags).and_then(|(source, root)| plan_from(path, source, &root, &mut diags));
     with_inventory(plan, testbed, diags)
+}
+
+/// A validated YAML file of any kind `orchestrate validate` takes.
+#[derive(Debug)]
+pub enum Document {
+    /// A study plan, with the inventory it names (none on the simulated testbed).
+    Plan(Box<Plan>, Option<Box<Inventory>>),
+    /// A testbed inventory.
+    Inventory(Box<Inventory>),
+    /// A bitstream manifest.
+    Bitstream(Box<Bitstream>),
+}
+
+impl Document {
+    /// What the file is, for `validate`'s `FILE: ok (…)` line.
+    pub fn summary(&self) -> String {
+        let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+        match self {
+            Document::Plan(p, _) => format!("study `{}`, {}", p.study, plural(p.programs.len(), "program")),
+            Document::Inventory(inv) => {
+                let own = inv.actions.iter().filter(|(a, t)| t.source() != a.default_template()).count();
+                format!(
+                    "inventory `{}`, {}, {} overridden",
+                    inv.name,
+                    plural(inv.receiver.fpga_pci.len(), "FPGA function"),
+                    plural(own, "action")
+                )
+            }
+            Document::Bitstream(b) => format!(
+                "bitstream manifest `{}`, {}{}, image {}",
+                b.name,
+                if b.null { "null image, " } else { "" },
+                match b.programming {
+                    bitstream::Programming::Qspi => "qspi",
+                    bitstream::Programming::Jtag => "jtag",
+                },
+                if b.present { "present, sha256 verified" } else { "not present" }
+            ),
+        }
+    }
+}
+
+/// Load and validate a plan, an inventory or a bitstream manifest, told apart by their top-level
+/// keys (a plan's `study`/`programs`, an inventory's `sender`/`receiver`, a manifest's
+/// `board`/`programming`); a file with none of them is read as a plan.
+pub fn load_any(path: &Path) -> Result<Document, Invalid> {
+    let mut diags = Vec::new();
+    let Some((source, root)) = read(path, &mut diags) else { return Err(Invalid(diags)) };
+    let has = |keys: &[&str]| match &root.value {
+        Value::Map(entries) => entries.iter().any(|(_, k, _)| keys.contains(&k.as_str())),
+        _ => false,
+    };
+    let decoded = if has(&["study", "programs", "protocol", "traces", "testbed"]) {
+        None
+    } else if has(&["sender", "receiver"]) {
+        Some(decode(path, &root, &mut diags, inventory::decode).map(|i| Document::Inventory(Box::new(i))))
+    } else if has(&["board", "programming", "clock_mhz", "vendor_bound_cycles"]) {
+        Some(decode(path, &root, &mut diags, bitstream::decode).map(|b| Document::Bitstream(Box::new(b))))
+    } else {
+        None
+    };
+    match decoded {
+        None => {
+            let plan = plan_from(path, source, &root, &mut diags);
+            with_inventory(plan, None, diags).map(|(p, i)| Document::Plan(Box::new(p), i.map(Box::new)))
+        }
+        Some(doc) => {
+            diags.sort();
+            diags.dedup();
+            doc.filter(|_| diags.is_empty()).ok_or(Invalid(diags))
+        }
+    }
 }
 
 /// The plan's inventory loaded and checked against it; every problem found, sorted.

@@ -1,36 +1,59 @@
 //! Decoding of an inventory's `sender:` and `receiver:`: how each host is reached, and the
-//! receiver's FPGA, NICs, cores and tools.
+//! receiver's FPGA, NICs, cores and tools. Names that end up as command arguments (ssh
+//! destinations, interfaces, PCI addresses, DPDK ports) are checked here, each at its own node.
 
+use super::pci::Bdf;
 use super::{Host, Receiver, Sender, SshTarget};
-use crate::plan::yaml::{self, Decoder, Node};
+use crate::plan::yaml::{Decoder, MapReader, Node};
 
-fn decode_host(d: &mut Decoder, m: &mut yaml::MapReader<'_>) -> Option<Host> {
-    let ssh = m.req(d, "ssh").and_then(|n| decode_ssh(d, n));
-    let workdir = match m.get("workdir") {
-        Some(n) => d.string(n).and_then(|w| {
-            if w.starts_with('/') {
-                Some(w)
-            } else {
-                d.error(n.pos, "`workdir` must be an absolute path on the host");
-                None
-            }
-        }),
-        None => Some("/var/tmp/latency".to_string()),
-    };
+fn decode_host(d: &mut Decoder, m: &mut MapReader<'_>) -> Option<Host> {
+    let ssh = m.required(d, "ssh", decode_ssh);
+    let workdir = m.or(d, "workdir", "/var/tmp/latency".to_string(), |d, n| {
+        let w = d.string(n)?;
+        if w.starts_with('/') {
+            Some(w)
+        } else {
+            d.error(n.pos, "`workdir` must be an absolute path on the host");
+            None
+        }
+    });
     Some(Host { ssh: ssh?, workdir: workdir? })
+}
+
+/// A word that becomes an argument of `ssh` on its own (an alias, a host, a user): a leading `-`
+/// would make it an option.
+fn ssh_word(d: &mut Decoder, n: &Node, what: &str) -> Option<String> {
+    let s = d.string(n)?;
+    let problem = if s.is_empty() {
+        Some("must not be empty")
+    } else if s.starts_with('-') {
+        Some("must not start with `-` (ssh would read it as an option)")
+    } else if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("must not contain whitespace or control characters")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => {
+            d.error(n.pos, format!("ssh {what} `{}` {p}", s.escape_debug()));
+            None
+        }
+        None => Some(s),
+    }
 }
 
 fn decode_ssh(d: &mut Decoder, n: &Node) -> Option<SshTarget> {
     let mut m = d.map(n, "ssh: `alias`, or `host` + `user`")?;
     let out = if let Some(a) = m.get("alias") {
-        let config = m.get("config").map_or(Some(None), |v| d.path(v, true).map(Some));
-        d.string(a).zip(config).map(|(alias, config)| SshTarget::Alias { alias, config })
+        let config = m.optional(d, "config", |d, v| d.path(v, true));
+        let alias = ssh_word(d, a, "alias");
+        Some(SshTarget::Alias { alias: alias?, config: config? })
     } else {
-        let host = m.req(d, "host").and_then(|v| d.string(v));
-        let user = m.req(d, "user").and_then(|v| d.string(v));
-        let port = m.get("port").map_or(Some(22), |v| d.int(v, 1..=65535)).map(|p| p as u16);
-        let identity = m.get("identity").map_or(Some(None), |v| d.path(v, true).map(Some));
-        let known_hosts = m.get("known_hosts").map_or(Some(None), |v| d.path(v, true).map(Some));
+        let host = m.required(d, "host", |d, v| ssh_word(d, v, "host"));
+        let user = m.required(d, "user", |d, v| ssh_word(d, v, "user"));
+        let port = m.or(d, "port", 22, |d, v| d.uint(v, 1..=65535));
+        let identity = m.optional(d, "identity", |d, v| d.path(v, true));
+        let known_hosts = m.optional(d, "known_hosts", |d, v| d.path(v, true));
         Some(SshTarget::Direct {
             host: host?,
             user: user?,
@@ -43,49 +66,90 @@ fn decode_ssh(d: &mut Decoder, n: &Node) -> Option<SshTarget> {
     out
 }
 
-fn str_list(d: &mut Decoder, n: &Node) -> Option<Vec<String>> {
-    let items = d.seq(n)?;
-    items.iter().map(|i| d.string(i)).collect::<Vec<_>>().into_iter().collect()
-}
-
-fn core_list(d: &mut Decoder, n: &Node) -> Option<Vec<u32>> {
-    let items = d.seq(n)?;
-    items.iter().map(|i| d.int(i, 0..=4095).map(|c| c as u32)).collect::<Vec<_>>().into_iter().collect()
-}
-
-fn pci_list(d: &mut Decoder, n: &Node) -> Option<Vec<String>> {
-    let list = str_list(d, n)?;
-    let mut ok = !list.is_empty();
-    if !ok {
-        d.error(n.pos, "at least one PCI address is needed");
+/// Why `name` cannot be a Linux network interface name (`dev_valid_name`): at most 15 bytes, not
+/// `.` or `..`, no `/`, `:` or whitespace.
+fn iface_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("is empty")
+    } else if name.len() > 15 {
+        Some("is longer than 15 bytes")
+    } else if name == "." || name == ".." {
+        Some("cannot be `.` or `..`")
+    } else if name.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control()) {
+        Some("must not contain `/`, `:`, whitespace or control characters")
+    } else {
+        None
     }
-    for a in &list {
-        if !is_pci_address(a) {
-            d.error(n.pos, format!("`{a}` is not a PCI address (DDDD:BB:DD.F)"));
-            ok = false;
+}
+
+fn iface(d: &mut Decoder, n: &Node) -> Option<String> {
+    let s = d.string(n)?;
+    match iface_problem(&s) {
+        Some(p) => {
+            d.error(n.pos, format!("interface name `{}` {p}", s.escape_debug()));
+            None
         }
+        None => Some(s),
     }
-    ok.then_some(list)
 }
 
-/// Whether `s` is a full PCI address `DDDD:BB:DD.F` (hex).
-pub fn is_pci_address(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && [0, 1, 2, 3, 5, 6, 8, 9, 11].iter().all(|&i| b[i].is_ascii_hexdigit())
+/// Every element decoded with `item`, each reporting its own problems.
+fn list<T>(d: &mut Decoder, n: &Node, mut item: impl FnMut(&mut Decoder, &Node) -> Option<T>) -> Option<Vec<T>> {
+    let items = d.seq(n)?;
+    let decoded: Vec<Option<T>> = items.iter().map(|i| item(d, i)).collect();
+    decoded.into_iter().collect()
+}
+
+fn bdf(d: &mut Decoder, n: &Node, domain_optional: bool) -> Option<Bdf> {
+    let s = d.string(n)?;
+    Bdf::parse(&s, domain_optional).map_err(|e| d.error(n.pos, e)).ok()
+}
+
+/// A non-empty list of full PCI addresses, each problem at its element.
+fn pci_list(d: &mut Decoder, n: &Node) -> Option<Vec<Bdf>> {
+    let list = list(d, n, |d, i| bdf(d, i, false))?;
+    if list.is_empty() {
+        d.error(n.pos, "at least one PCI address is needed");
+        return None;
+    }
+    Some(list)
+}
+
+/// The agent's `--reflect-port`: a DPDK port id (a number) or an interface (AF_PACKET backend).
+fn reflect_port(d: &mut Decoder, n: &Node) -> Option<String> {
+    let s = d.string(n)?;
+    if s.is_empty() {
+        d.error(n.pos, "`reflect_port` is empty: give the reflect NIC's DPDK port id or an interface name");
+        return None;
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        if s.parse::<u16>().is_err() {
+            d.error(n.pos, format!("DPDK port id {s} is out of range (0..=65535)"));
+            return None;
+        }
+        return Some(s);
+    }
+    match iface_problem(&s) {
+        Some(p) => {
+            let s = s.escape_debug();
+            d.error(n.pos, format!("`reflect_port` `{s}` is neither a DPDK port id nor an interface name: it {p}"));
+            None
+        }
+        None => Some(s),
+    }
 }
 
 pub(super) fn decode_sender(d: &mut Decoder, n: &Node) -> Option<Sender> {
     let mut m = d.map(n, "sender")?;
     let host = decode_host(d, &mut m);
-    let interface = m.req(d, "interface").and_then(|v| d.string(v));
-    let replay_core = m.req(d, "replay_core").and_then(|v| d.int(v, 0..=4095)).map(|c| c as u32);
-    let capture_tstamp = m.get("capture_tstamp").map_or_else(|| Some("adapter_unsynced".to_string()), |v| d.string(v));
-    let capture_iface = m.get("capture_iface").map_or_else(|| interface.clone(), |v| d.string(v));
-    m.finish(d, &["ssh", "workdir", "interface", "replay_core", "capture_iface", "capture_tstamp"]);
+    let interface = m.required(d, "interface", iface);
+    let replay_core = m.required(d, "replay_core", |d, v| d.uint(v, 0..=4095));
+    let capture_tstamp = m.or(d, "capture_tstamp", "adapter_unsynced".to_string(), Decoder::string);
+    let capture_iface = match m.get("capture_iface") {
+        Some(v) => iface(d, v),
+        None => interface.clone(),
+    };
+    m.done(d);
     Some(Sender {
         host: host?,
         interface: interface?,
@@ -95,65 +159,38 @@ pub(super) fn decode_sender(d: &mut Decoder, n: &Node) -> Option<Sender> {
     })
 }
 
-const RECEIVER_KEYS: &[&str] = &[
-    "ssh",
-    "workdir",
-    "fpga_pci",
-    "qspi_pci",
-    "qspi_bar",
-    "vivado",
-    "jtag_device",
-    "register_bar",
-    "config_fpga_key",
-    "onic_module",
-    "fpga_ifaces",
-    "devbind",
-    "table_driver",
-    "agent",
-    "poller_cores",
-    "numa_node",
-    "eal_args",
-    "main_core",
-    "dpdk_drivers",
-    "reflect_pci",
-    "reflect_port",
-];
-
 pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let mut m = d.map(n, "receiver")?;
     let host = decode_host(d, &mut m);
-    let fpga_pci = m.req(d, "fpga_pci").and_then(|v| pci_list(d, v));
-    let qspi_pci = m.req(d, "qspi_pci").and_then(|v| d.string(v));
-    let qspi_bar = m.get("qspi_bar").map_or(Some(2), |v| d.int(v, 0..=5)).map(|b| b as u32);
-    let register_bar = m.get("register_bar").map_or(Some(2), |v| d.int(v, 0..=5)).map(|b| b as u32);
-    let key = m.req(d, "config_fpga_key").and_then(|v| d.string(v));
-    let onic = m.req(d, "onic_module").and_then(|v| d.string(v));
-    let ifaces = m.get("fpga_ifaces").map_or(Some(Vec::new()), |v| str_list(d, v));
-    let devbind = m.get("devbind").map_or(Some("dpdk-devbind.py".into()), |v| d.string(v));
-    let vivado = m.get("vivado").map_or(Some("vivado".into()), |v| d.string(v));
-    let jtag_device = m.get("jtag_device").map_or(Some("xcu280_0".into()), |v| d.string(v));
-    let table_driver = m.get("table_driver").map_or(Some("p4-table-driver".into()), |v| d.string(v));
-    let agent = m.get("agent").map_or(Some("latency-agent".into()), |v| d.string(v));
+    let fpga_pci = m.required(d, "fpga_pci", pci_list);
+    let qspi_pci = m.required(d, "qspi_pci", |d, v| bdf(d, v, true));
+    let qspi_bar = m.or(d, "qspi_bar", 2, |d, v| d.uint(v, 0..=5));
+    let register_bar = m.or(d, "register_bar", 2, |d, v| d.uint(v, 0..=5));
+    let key = m.required(d, "config_fpga_key", Decoder::string);
+    let onic = m.required(d, "onic_module", Decoder::string);
+    let ifaces = m.or(d, "fpga_ifaces", Vec::new(), |d, v| list(d, v, iface));
+    let devbind = m.or(d, "devbind", "dpdk-devbind.py".into(), Decoder::string);
+    let vivado = m.or(d, "vivado", "vivado".into(), Decoder::string);
+    let jtag_device = m.or(d, "jtag_device", "xcu280_0".into(), Decoder::string);
+    let table_driver = m.or(d, "table_driver", "p4-table-driver".into(), Decoder::string);
+    let agent = m.or(d, "agent", "latency-agent".into(), Decoder::string);
     let cores_node = m.req(d, "poller_cores");
-    let cores = cores_node.and_then(|v| core_list(d, v));
+    let cores = cores_node.and_then(|v| list(d, v, |d, i| d.uint(i, 0..=4095)));
     if let (Some(c), Some(node)) = (&cores, cores_node)
         && c.len() != 2
     {
         d.error(node.pos, format!("`poller_cores` needs one core per port (2), found {}", c.len()));
     }
-    let numa = m.get("numa_node").map_or(Some(0), |v| d.int(v, 0..=64)).map(|x| x as u32);
-    let main_core = m.get("main_core").map_or(Some(None), |v| d.int(v, 0..=4095).map(|c| Some(c as u32)));
-    let drivers = m.get("dpdk_drivers").map_or(Some(Vec::new()), |v| str_list(d, v));
-    let eal = m.get("eal_args").map(|v| str_list(d, v));
-    let reflect = match m.get("reflect_pci") {
-        Some(v) => pci_list(d, v).map(|l| l.into_iter().next()),
-        None => Some(None),
-    };
+    let numa = m.or(d, "numa_node", 0, |d, v| d.uint(v, 0..=64));
+    let main_core = m.optional(d, "main_core", |d, v| d.uint(v, 0..=4095));
+    let drivers = m.or(d, "dpdk_drivers", Vec::new(), |d, v| list(d, v, Decoder::string));
+    let eal = m.get("eal_args").map(|v| list(d, v, Decoder::string));
+    let reflect = m.optional(d, "reflect_pci", |d, v| pci_list(d, v).and_then(|l| l.into_iter().next()));
     // Without literal `eal_args`, the EAL arguments are built from the inventory's own facts.
     let eal = match eal {
         Some(given) => given,
         None => (|| {
-            let allow: Vec<String> = fpga_pci.clone()?.into_iter().chain(reflect.clone()?).collect();
+            let allow: Vec<String> = fpga_pci.as_ref()?.iter().chain(reflect.as_ref()?).map(Bdf::full).collect();
             Some(latency_agent::eal::eal_args_from_inventory(
                 cores.as_deref()?,
                 main_core?,
@@ -167,11 +204,9 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
             ))
         })(),
     };
-    let reflect_port = match m.get("reflect_port") {
-        Some(v) => d.string(v).map(Some),
-        None => Some(reflect.clone().flatten().and(fpga_pci.as_ref().map(|f| f.len().to_string()))),
-    };
-    m.finish(d, RECEIVER_KEYS);
+    let default_reflect_port = reflect.flatten().and(fpga_pci.as_ref().map(|f| f.len().to_string()));
+    let reflect_port = m.or(d, "reflect_port", default_reflect_port, |d, v| reflect_port(d, v).map(Some));
+    m.done(d);
     Some(Receiver {
         host: host?,
         fpga_pci: fpga_pci?,
@@ -192,16 +227,4 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         reflect_pci: reflect?,
         reflect_port: reflect_port?,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pci_addresses() {
-        assert!(is_pci_address("0000:3b:00.0"));
-        assert!(!is_pci_address("3b:00.0"));
-        assert!(!is_pci_address("0000:3b:00.0; reboot"));
-    }
 }
