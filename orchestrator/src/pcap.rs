@@ -1,57 +1,256 @@
-//! Minimal reading of classic pcap files: enough to count and iterate the packets of a probe trace.
+//! Reading classic (libpcap) capture files record by record, with errors that say where a file
+//! is broken: a pcapng file by name, a truncated record with its byte offset and the records read
+//! before it.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, BufReader, Read};
 use std::path::Path;
 
-/// Number of packet records in a classic (libpcap) capture file, µs or ns resolution, either byte
-/// order.
-pub fn count_packets(path: &Path) -> io::Result<u64> {
-    let mut f = io::BufReader::new(std::fs::File::open(path)?);
-    let mut header = [0u8; 24];
-    f.read_exact(&mut header)?;
-    let big_endian = match u32::from_le_bytes([header[0], header[1], header[2], header[3]]) {
-        0xa1b2_c3d4 | 0xa1b2_3c4d => false,
-        0xd4c3_b2a1 | 0x4d3c_b2a1 => true,
-        other => {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("not a pcap file (magic {other:#010x})")));
+/// Length of the file header.
+const HEADER_LEN: usize = 24;
+/// Length of a record header.
+const RECORD_HEADER_LEN: usize = 16;
+/// Largest captured length of one record: libpcap's largest snapshot length (256 KiB). A larger
+/// one means a corrupt file, and would otherwise be allocated as asked.
+pub const MAX_RECORD: u32 = 262_144;
+/// The magic number of a pcapng section header block (the same in both byte orders).
+const PCAPNG_MAGIC: u32 = 0x0a0d_0d0a;
+
+/// Why a file cannot be read as a classic pcap.
+#[derive(Debug, thiserror::Error)]
+pub enum PcapError {
+    /// The file cannot be opened or read.
+    #[error("cannot read: {0}")]
+    Io(#[from] io::Error),
+    /// A directory, device, pipe or socket.
+    #[error("cannot read: not a regular file ({0})")]
+    NotAFile(&'static str),
+    /// Zero bytes.
+    #[error("the file is empty (0 bytes), not a pcap")]
+    Empty,
+    /// A pcapng file.
+    #[error("a pcapng file, not a classic pcap: convert it with `editcap -F pcap IN.pcapng OUT.pcap`")]
+    Pcapng,
+    /// Some other file.
+    #[error("not a pcap file (magic number {0:#010x})")]
+    Magic(u32),
+    /// Shorter than the file header.
+    #[error("truncated: the pcap header has {0} of its 24 bytes")]
+    ShortHeader(usize),
+    /// The last record is cut short.
+    #[error(
+        "truncated at byte {offset}: record {record} has {present} of its {needed} bytes ({complete} complete records read)"
+    )]
+    Truncated {
+        /// Where the incomplete record starts.
+        offset: u64,
+        /// Its number, from 1.
+        record: u64,
+        /// Bytes of it in the file (header included).
+        present: u64,
+        /// Bytes it needs (header included).
+        needed: u64,
+        /// Records read before it.
+        complete: u64,
+    },
+    /// A record claims more bytes than any capture holds.
+    #[error("corrupt record {record} at byte {offset}: it claims {caplen} captured bytes (at most {MAX_RECORD})")]
+    Oversized {
+        /// Where the record starts.
+        offset: u64,
+        /// Its number, from 1.
+        record: u64,
+        /// The captured length it claims.
+        caplen: u32,
+    },
+}
+
+impl From<PcapError> for io::Error {
+    fn from(e: PcapError) -> io::Error {
+        match e {
+            PcapError::Io(e) => e,
+            other => io::Error::new(io::ErrorKind::InvalidData, other.to_string()),
         }
-    };
-    let mut count = 0;
-    let mut rec = [0u8; 16];
-    loop {
-        match f.read_exact(&mut rec) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(count),
+    }
+}
+
+/// Reads the records of a classic pcap (µs or ns time stamps, either byte order).
+pub struct Reader<R> {
+    src: R,
+    big_endian: bool,
+    /// Bytes read so far.
+    offset: u64,
+    /// Complete records read so far.
+    records: u64,
+    buf: Vec<u8>,
+}
+
+/// Fill `buf` as far as the source goes; the number of bytes read.
+fn read_full(src: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match src.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
-        let cap = [rec[8], rec[9], rec[10], rec[11]];
-        let caplen = if big_endian { u32::from_be_bytes(cap) } else { u32::from_le_bytes(cap) };
-        io::copy(&mut (&mut f).take(u64::from(caplen)), &mut io::sink())?;
-        count += 1;
     }
+    Ok(n)
+}
+
+impl Reader<BufReader<File>> {
+    /// Open the regular file at `path` and read its header.
+    pub fn open(path: &Path) -> Result<Self, PcapError> {
+        // Checked before opening: opening a FIFO would block until a writer appears.
+        let meta = std::fs::metadata(path)?;
+        if !meta.is_file() {
+            return Err(PcapError::NotAFile(if meta.is_dir() { "a directory" } else { "a device, pipe or socket" }));
+        }
+        Reader::new(BufReader::new(File::open(path)?))
+    }
+}
+
+impl<R: Read> Reader<R> {
+    /// Read the file header from `src`.
+    pub fn new(mut src: R) -> Result<Self, PcapError> {
+        let mut header = [0u8; HEADER_LEN];
+        let n = read_full(&mut src, &mut header)?;
+        if n == 0 {
+            return Err(PcapError::Empty);
+        }
+        if n >= 4 {
+            let big_endian = match u32::from_le_bytes([header[0], header[1], header[2], header[3]]) {
+                0xa1b2_c3d4 | 0xa1b2_3c4d => false,
+                0xd4c3_b2a1 | 0x4d3c_b2a1 => true,
+                PCAPNG_MAGIC => return Err(PcapError::Pcapng),
+                other => return Err(PcapError::Magic(other)),
+            };
+            if n == HEADER_LEN {
+                return Ok(Reader { src, big_endian, offset: HEADER_LEN as u64, records: 0, buf: Vec::new() });
+            }
+        }
+        Err(PcapError::ShortHeader(n))
+    }
+
+    /// The captured bytes of the next record, `None` at the end of the file.
+    pub fn next_record(&mut self) -> Result<Option<&[u8]>, PcapError> {
+        let at = self.offset;
+        let record = self.records + 1;
+        let mut header = [0u8; RECORD_HEADER_LEN];
+        let n = read_full(&mut self.src, &mut header)?;
+        let truncated = |present: usize, needed: usize| PcapError::Truncated {
+            offset: at,
+            record,
+            present: present as u64,
+            needed: needed as u64,
+            complete: record - 1,
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < RECORD_HEADER_LEN {
+            return Err(truncated(n, RECORD_HEADER_LEN));
+        }
+        let cap = [header[8], header[9], header[10], header[11]];
+        let caplen = if self.big_endian { u32::from_be_bytes(cap) } else { u32::from_le_bytes(cap) };
+        if caplen > MAX_RECORD {
+            return Err(PcapError::Oversized { offset: at, record, caplen });
+        }
+        let len = caplen as usize;
+        self.buf.resize(len, 0);
+        let got = read_full(&mut self.src, &mut self.buf)?;
+        if got < len {
+            return Err(truncated(RECORD_HEADER_LEN + got, RECORD_HEADER_LEN + len));
+        }
+        self.offset += (RECORD_HEADER_LEN + len) as u64;
+        self.records = record;
+        Ok(Some(&self.buf))
+    }
+
+    /// Complete records read so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}
+
+/// Number of packet records in a classic (libpcap) capture file, µs or ns resolution, either byte
+/// order; a file that is not one, or is truncated, is an error.
+pub fn count_packets(path: &Path) -> io::Result<u64> {
+    let mut r = Reader::open(path)?;
+    while r.next_record()?.is_some() {}
+    Ok(r.records())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn counts_records_of_a_hand_made_capture() {
+    fn capture(lens: &[u32]) -> Vec<u8> {
         let mut bytes = Vec::new();
         bytes.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
         bytes.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0]);
-        for len in [60u32, 64, 1] {
+        for &len in lens {
             bytes.extend_from_slice(&[0; 8]);
             bytes.extend_from_slice(&len.to_le_bytes());
             bytes.extend_from_slice(&len.to_le_bytes());
             bytes.extend(std::iter::repeat_n(0xab, len as usize));
         }
+        bytes
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<Vec<usize>, String> {
+        let mut r = Reader::new(bytes).map_err(|e| e.to_string())?;
+        let mut lens = Vec::new();
+        while let Some(rec) = r.next_record().map_err(|e| e.to_string())? {
+            lens.push(rec.len());
+        }
+        Ok(lens)
+    }
+
+    #[test]
+    fn counts_records_of_a_hand_made_capture() {
         let dir = std::env::temp_dir().join(format!("pcap-count-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("t.pcap");
-        std::fs::write(&p, &bytes).unwrap();
+        std::fs::write(&p, capture(&[60, 64, 1])).unwrap();
         assert_eq!(count_packets(&p).unwrap(), 3);
         std::fs::write(&p, b"not a pcap at all, definitely").unwrap();
         assert!(count_packets(&p).is_err());
+        assert_eq!(count_packets(&dir).unwrap_err().to_string(), "cannot read: not a regular file (a directory)");
+    }
+
+    #[test]
+    fn broken_files_say_where_and_what() {
+        let whole = capture(&[60, 64, 100]);
+        assert_eq!(read_all(&whole), Ok(vec![60, 64, 100]));
+        assert_eq!(read_all(&whole[..24]), Ok(vec![]));
+        // Cut in the last record's data, then in its header.
+        let third = 24 + 2 * 16 + 60 + 64;
+        assert_eq!(
+            read_all(&whole[..whole.len() - 1]).unwrap_err(),
+            format!("truncated at byte {third}: record 3 has 115 of its 116 bytes (2 complete records read)")
+        );
+        assert_eq!(
+            read_all(&whole[..third + 5]).unwrap_err(),
+            format!("truncated at byte {third}: record 3 has 5 of its 16 bytes (2 complete records read)")
+        );
+        assert_eq!(read_all(b"").unwrap_err(), "the file is empty (0 bytes), not a pcap");
+        assert_eq!(read_all(&whole[..10]).unwrap_err(), "truncated: the pcap header has 10 of its 24 bytes");
+        let mut ng = 0x0a0d_0d0au32.to_le_bytes().to_vec();
+        ng.extend_from_slice(&[0; 24]);
+        assert!(read_all(&ng).unwrap_err().starts_with("a pcapng file, not a classic pcap"));
+        assert_eq!(
+            read_all(b"GET / HTTP/1.1\r\n\r\nxxxxxxxx").unwrap_err(),
+            "not a pcap file (magic number 0x20544547)"
+        );
+        let mut huge = capture(&[]);
+        huge.extend_from_slice(&[0; 8]);
+        huge.extend_from_slice(&u32::MAX.to_le_bytes());
+        huge.extend_from_slice(&[0; 4]);
+        assert_eq!(
+            read_all(&huge).unwrap_err(),
+            "corrupt record 1 at byte 24: it claims 4294967295 captured bytes (at most 262144)"
+        );
     }
 }

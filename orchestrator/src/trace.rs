@@ -9,18 +9,18 @@
 //! send: packets, probes, duplicates, gaps, frame lengths, and the problems found.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{self, BufReader};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use etherparse::{PacketBuilder, VlanId};
 use latency_agent::probe::{self, ProbeFormat as WireFormat};
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 use serde::Serialize;
 
 use crate::digest::sha256_hex;
+use crate::pcap::{PcapError, Reader};
 use crate::plan::{ProbeFormat, TraceTemplate};
 use crate::probes;
 use crate::results::{self, ResultsError};
@@ -45,6 +45,8 @@ pub const SPACING: Duration = Duration::from_millis(2);
 const TTL: u8 = 64;
 /// How many duplicated or missing ids an inspection lists.
 const LIST_MAX: usize = 10;
+/// Most probes a generated trace has (plans and `trace generate` accept 1..=MAX_PROBES).
+pub const MAX_PROBES: u32 = 10_000_000;
 
 /// Errors of trace generation and inspection, each naming the file.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,12 @@ pub enum TraceError {
         path: PathBuf,
         /// The error.
         source: io::Error,
+    },
+    /// A trace of no probes was asked for.
+    #[error("{path}: a trace needs at least one probe (count 0)")]
+    NoProbes {
+        /// The file that was to be generated.
+        path: PathBuf,
     },
     /// The file is not a readable pcap, or a packet cannot be encoded.
     #[error("{path}: {message}")]
@@ -200,6 +208,9 @@ pub fn generate(
     format: ProbeFormat,
     path: &Path,
 ) -> Result<TraceInfo, TraceError> {
+    if count == 0 {
+        return Err(TraceError::NoProbes { path: path.to_path_buf() });
+    }
     let wire = wire_format(format);
     let header = PcapHeader {
         ts_resolution: TsResolution::NanoSecond,
@@ -267,13 +278,12 @@ impl Inspection {
     /// a probe, duplicated or missing ids, ids out of order, tagged probes, probes of the other
     /// format. Empty when the trace is fine.
     pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
         if self.packets == 0 {
-            out.push("the trace holds no packets".to_owned());
-            return out;
+            return vec![NO_PACKETS.to_owned()];
         }
+        let mut out = Vec::new();
         if self.probes == 0 {
-            out.push(format!("no packet carries a {} probe id", self.format));
+            out.push(self.no_probe());
         } else if self.non_probes > 0 {
             out.push(format!("{} of {} packets carry no {} probe id", self.non_probes, self.packets, self.format));
         }
@@ -282,13 +292,7 @@ impl Inspection {
                 out.push(format!("{n} packets carry a {name} probe id, but the trace is read as {}", self.format));
             }
         }
-        if self.duplicate_ids > 0 {
-            out.push(format!(
-                "{} probes repeat an id seen before (ids {})",
-                self.duplicate_ids,
-                list(&self.duplicates, self.duplicate_ids > self.duplicates.len() as u64)
-            ));
-        }
+        out.extend(self.repeated());
         if self.gaps > 0 {
             out.push(format!(
                 "{} ids are missing between {} and {} (ids {})",
@@ -306,7 +310,35 @@ impl Inspection {
         }
         out
     }
+
+    /// What makes the trace unusable for a study, which plan validation rejects: no packets, no
+    /// probe in the format looked for, repeated probe ids (the copies of a probe could not be
+    /// paired). A subset of [`Inspection::problems`].
+    pub fn unusable(&self) -> Vec<String> {
+        if self.packets == 0 {
+            return vec![NO_PACKETS.to_owned()];
+        }
+        let mut out: Vec<String> = (self.probes == 0).then(|| self.no_probe()).into_iter().collect();
+        out.extend(self.repeated());
+        out
+    }
+
+    fn no_probe(&self) -> String {
+        format!("no packet carries a {} probe id", self.format)
+    }
+
+    fn repeated(&self) -> Option<String> {
+        (self.duplicate_ids > 0).then(|| {
+            format!(
+                "{} probes repeat an id seen before (ids {})",
+                self.duplicate_ids,
+                list(&self.duplicates, self.duplicate_ids > self.duplicates.len() as u64)
+            )
+        })
+    }
 }
+
+const NO_PACKETS: &str = "the trace holds no packets";
 
 fn list(ids: &[u64], more: bool) -> String {
     let mut s = ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
@@ -319,18 +351,18 @@ fn list(ids: &[u64], more: bool) -> String {
 /// Read the pcap at `path` and report its probes in `format`.
 pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceError> {
     let wire = wire_format(format);
-    let file = File::open(path).map_err(|source| TraceError::Io { path: path.to_path_buf(), source })?;
-    let pcap_err = |e: pcap_file::PcapError| TraceError::Pcap { path: path.to_path_buf(), message: e.to_string() };
-    let mut reader = PcapReader::new(BufReader::new(file)).map_err(pcap_err)?;
+    let read_err = |e: PcapError| match e {
+        PcapError::Io(source) => TraceError::Io { path: path.to_path_buf(), source },
+        other => TraceError::Pcap { path: path.to_path_buf(), message: other.to_string() },
+    };
+    let mut reader = Reader::open(path).map_err(read_err)?;
     let mut packets = 0u64;
     let mut tagged = 0u64;
     let mut formats: BTreeMap<String, u64> = WireFormat::ALL.iter().map(|f| (f.name().to_owned(), 0)).collect();
     let mut frame_len: Option<(u32, u32)> = None;
     let mut strictly_increasing = true;
     let mut ids: Vec<u64> = Vec::new();
-    while let Some(packet) = reader.next_raw_packet() {
-        let packet = packet.map_err(pcap_err)?;
-        let data: &[u8] = &packet.data;
+    while let Some(data) = reader.next_record().map_err(read_err)? {
         packets += 1;
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         frame_len = Some(frame_len.map_or((len, len), |(lo, hi)| (lo.min(len), hi.max(len))));

@@ -140,6 +140,67 @@ fn validate_recognises_inventories_and_bitstream_manifests() {
 }
 
 #[test]
+fn pcap_traces_are_read_through_by_validate() {
+    let expected = [
+        "tests/fixtures/bad/traces.yaml:6:11: tests/fixtures/traces/capture.pcapng: a pcapng file, not a classic pcap: convert it with `editcap -F pcap IN.pcapng OUT.pcap`",
+        "tests/fixtures/bad/traces.yaml:8:11: tests/fixtures/traces/notes.pcap: not a pcap file (magic number 0x626f7270)",
+        "tests/fixtures/bad/traces.yaml:10:11: tests/fixtures/traces/empty.pcap: the file is empty (0 bytes), not a pcap",
+        "tests/fixtures/bad/traces.yaml:12:11: tests/fixtures/traces/header-only.pcap: the trace holds no packets",
+        "tests/fixtures/bad/traces.yaml:14:11: tests/fixtures/traces/truncated.pcap: truncated at byte 312: record 3 has 134 of its 144 bytes (2 complete records read)",
+        "tests/fixtures/bad/traces.yaml:16:11: tests/fixtures/traces/duplicates.pcap: 1 probes repeat an id seen before (ids 2)",
+        "tests/fixtures/bad/traces.yaml:18:11: tests/fixtures/traces/no-probes.pcap: no packet carries a latencylab probe id",
+        "tests/fixtures/bad/traces.yaml:20:11: tests/fixtures/traces: cannot read: not a regular file (a directory)",
+    ];
+    assert_invalid("tests/fixtures/bad/traces.yaml", &expected);
+
+    // `run` loads the plan the same way: the same diagnostics, before anything is created.
+    let out = std::env::temp_dir().join(format!("orchestrate-bad-traces-{}", std::process::id()));
+    let o = orchestrate(&["run", "tests/fixtures/bad/traces.yaml", "--testbed", "sim", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o), format!("{}\n8 problems found\n", expected.join("\n")));
+    assert!(!out.exists());
+
+    // A sound pcap trace validates, and the schedule replays its three probes.
+    let o = orchestrate(&["validate", "tests/fixtures/good/pcap-trace.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = orchestrate(&["plan", "tests/fixtures/good/pcap-trace.yaml", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["predicted_seconds"]["replay"].as_f64(), Some(2.0 * 2.0 * 3.0 / 500.0));
+}
+
+#[test]
+fn trace_inspect_reports_unreadable_input_as_invalid() {
+    for (file, message) in [
+        ("truncated.pcap", "truncated at byte 312: record 3 has 134 of its 144 bytes (2 complete records read)"),
+        ("empty.pcap", "the file is empty (0 bytes), not a pcap"),
+        ("capture.pcapng", "a pcapng file, not a classic pcap: convert it with `editcap -F pcap IN.pcapng OUT.pcap`"),
+        ("notes.pcap", "not a pcap file (magic number 0x626f7270)"),
+        ("", "cannot read: not a regular file (a directory)"),
+    ] {
+        let path = format!("tests/fixtures/traces/{file}");
+        let path = path.trim_end_matches('/');
+        let o = orchestrate(&["trace", "inspect", path]);
+        assert_eq!((o.status.code(), stderr(&o)), (Some(2), format!("error: {path}: {message}\n")));
+        assert!(o.stdout.is_empty());
+    }
+    // Readable traces with problems still exit 1, with the report on stdout.
+    let o = orchestrate(&["trace", "inspect", "tests/fixtures/traces/duplicates.pcap"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "tests/fixtures/traces/duplicates.pcap: 1 probes repeat an id seen before (ids 2)\n");
+}
+
+#[test]
+fn trace_generate_refuses_a_count_of_zero() {
+    let out = std::env::temp_dir().join(format!("orchestrate-zero-{}.pcap", std::process::id()));
+    let o =
+        orchestrate(&["trace", "generate", "--template", "forward", "--count", "0", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid value '0' for '--count <COUNT>': 0 is not in 1..=10000000"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+#[test]
 fn oversized_schedules_and_files_and_non_files_are_rejected() {
     assert_invalid(
         "tests/fixtures/bad/huge.yaml",

@@ -303,9 +303,34 @@ fn inspection_errors_name_the_file() {
     assert!(matches!(err, TraceError::Pcap { .. }), "{err:?}");
     assert!(err.to_string().starts_with(&bogus.display().to_string()), "{err}");
 
-    // An empty capture (header only) is readable, and its problem is said.
+    // A capture cut short in its last record says where, and how much was read.
+    let whole = dir.join("whole.pcap");
+    trace::generate(TraceTemplate::Forward, 5, ProbeFormat::Latencylab, &whole).unwrap();
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    let err = trace::inspect(&cut, ProbeFormat::Latencylab).unwrap_err();
+    let last = 24 + 4 * (16 + trace::FRAME_LEN);
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: truncated at byte {last}: record 5 has {} of its {} bytes (4 complete records read)",
+            cut.display(),
+            16 + trace::FRAME_LEN - 1,
+            16 + trace::FRAME_LEN
+        )
+    );
+    assert!(orchestrator::pcap::count_packets(&cut).is_err(), "a truncated trace is not counted");
+
+    // A trace of no probes is not generated.
     let empty = dir.join("empty.pcap");
-    trace::generate(TraceTemplate::Checksum, 0, ProbeFormat::Compact, &empty).unwrap();
+    let err = trace::generate(TraceTemplate::Checksum, 0, ProbeFormat::Compact, &empty).unwrap_err();
+    assert!(matches!(err, TraceError::NoProbes { .. }), "{err:?}");
+    assert!(!empty.exists());
+
+    // An empty capture (header only) is readable, and its problem is said.
+    let header = PcapHeader { ts_resolution: TsResolution::NanoSecond, ..Default::default() };
+    std::fs::write(&empty, PcapWriter::with_header(Vec::new(), header).unwrap().into_writer()).unwrap();
     let insp = trace::inspect(&empty, ProbeFormat::Compact).unwrap();
     assert_eq!((insp.packets, insp.min_id, insp.frame_len_min), (0, None, None));
     assert_eq!(insp.problems(), ["the trace holds no packets"]);

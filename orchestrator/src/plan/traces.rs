@@ -1,4 +1,8 @@
-//! Decoding of a plan's `traces:`: pcap files (checksums verified) and generated traces.
+//! Decoding of a plan's `traces:`. A `pcap:` trace is read through at validation: a file a study
+//! could not replay (not a classic pcap, truncated, without probes, with repeated probe ids) is
+//! reported at the plan's line, before anything touches a host.
+
+use std::path::Path;
 
 use super::yaml::{self, Decoder, Node};
 use super::{ProbeFormat, TraceSource, bitstream};
@@ -38,8 +42,15 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
         (Some(p), None) => {
             let sha = m.optional(d, "sha256", bitstream::sha256_field);
             let path = d.path(p, true);
-            if let (Some(path), Some(Some(sha))) = (&path, &sha) {
-                bitstream::check_sha256(d, p, path, sha);
+            if let Some(path) = &path {
+                // A file that is not the one the plan names is not worth reading further.
+                let expected = match &sha {
+                    Some(Some(sha)) => bitstream::check_sha256(d, p, path, sha),
+                    _ => true,
+                };
+                if expected {
+                    check_pcap(d, p, path);
+                }
             }
             Some(TraceSource::Pcap { path: path?, sha256: sha? })
         }
@@ -62,4 +73,17 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
     };
     m.finish(d, &["pcap", "sha256", "generate"]);
     out
+}
+
+/// Read the pcap at `path` as a study would replay it and report, at the `pcap:` node `at`, what
+/// makes it unusable.
+fn check_pcap(d: &mut Decoder, at: &Node, path: &Path) {
+    match crate::trace::inspect(path, ProbeFormat::Latencylab) {
+        Err(e) => d.error(at.pos, e.to_string()),
+        Ok(found) => {
+            for problem in found.unusable() {
+                d.error(at.pos, format!("{}: {problem}", path.display()));
+            }
+        }
+    }
 }
