@@ -546,12 +546,11 @@ impl Testbed for SshTestbed {
             let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
             self.readback.insert(name.clone(), value);
         }
-        if step.action == Action::AgentStart {
-            if let AgentEvent::Ready { tsc, .. } =
+        if step.action == Action::AgentStart
+            && let AgentEvent::Ready { tsc, .. } =
                 self.wait_event(&name, 0, "ready", Duration::from_secs_f64(policy.timeout_s))?
-            {
-                self.tsc_hz = Some(tsc.hz);
-            }
+        {
+            self.tsc_hz = Some(tsc.hz);
         }
         self.heartbeat();
         Ok(start.elapsed().as_secs_f64())
