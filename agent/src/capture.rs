@@ -1,9 +1,12 @@
 //! Capture backends behind one trait: each port is polled by its own thread, and every frame is
-//! handed over with a TSC stamp taken right after it was dequeued.
+//! handed over with a TSC stamp taken right after it was dequeued. The backends (AF_PACKET here,
+//! DPDK in `sys::dpdk`) run on x86_64 Linux.
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::io;
 
-use crate::probe::{self, ProbeFormat};
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use latency_proto::probe::{self, ProbeFormat};
 
 /// One receive port.
 pub trait RxPort: Send {
@@ -17,12 +20,14 @@ pub trait RxPort: Send {
 
 /// Linux AF_PACKET receive ring (no DPDK needed), optionally reflecting every probe out of
 /// another interface, tagged (reflect mode).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub struct AfPacketPort {
     ring: crate::sys::af_packet::PacketRing,
     reflect: Option<Reflect>,
 }
 
 /// Where and how a port reflects its probes.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 struct Reflect {
     tx: crate::sys::af_packet::PacketSender,
     tag: u8,
@@ -30,6 +35,7 @@ struct Reflect {
     frame: Vec<u8>,
 }
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 impl AfPacketPort {
     /// Open `interface` (needs CAP_NET_RAW).
     pub fn open(interface: &str) -> io::Result<Self> {
@@ -49,6 +55,7 @@ impl AfPacketPort {
     }
 }
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 impl RxPort for AfPacketPort {
     fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
         let AfPacketPort { ring, reflect } = self;

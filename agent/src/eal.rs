@@ -1,15 +1,10 @@
-//! DPDK EAL arguments as a value: what a host inventory turns into (pure, so the controller can
-//! build and show them without DPDK).
+//! DPDK EAL arguments from a host inventory: [`EalConfig`] (in `latency-proto`) and a function
+//! taking its fields as arguments.
 
-/// The EAL arguments (without the program name) that a host inventory turns into:
-///
-/// - `-l` the lcores (`main_core` is added first when it is not among `cores`; nothing when both
-///   are empty: the EAL then takes every core) and `--main-lcore`;
-/// - memory: `--no-huge` with `-m N` (never `--in-memory`, which does not combine with it), or
-///   with hugepages `--socket-mem` giving `memory_mb` to NUMA node `numa_node` (0 to the others);
-/// - `--file-prefix` (when not empty) and `--no-shconf` (the agent is a lone primary process);
-/// - `-a` for each allowed PCI device, or `--no-pci` when there is none;
-/// - `--vdev=` for each virtual device and `-d` for each driver library or directory.
+pub use latency_proto::eal::EalConfig;
+
+/// The EAL arguments (without the program name) of [`EalConfig`] with these fields; `allow` are
+/// the PCI functions to allow (receive ports, then the reflect port). See [`EalConfig::args`].
 #[allow(clippy::too_many_arguments)]
 pub fn eal_args_from_inventory(
     cores: &[u32],
@@ -22,107 +17,41 @@ pub fn eal_args_from_inventory(
     file_prefix: &str,
     drivers: &[String],
 ) -> Vec<String> {
-    let mut args = Vec::new();
-    let mut lcores: Vec<u32> = Vec::new();
-    if let Some(m) = main_core
-        && !cores.contains(&m)
-    {
-        lcores.push(m);
+    EalConfig {
+        main_core,
+        poller_cores: cores.to_vec(),
+        numa_node,
+        pci: allow.to_vec(),
+        reflect_pci: None,
+        vdevs: vdevs.to_vec(),
+        no_huge,
+        memory_mb,
+        file_prefix: file_prefix.to_owned(),
+        drivers: drivers.to_vec(),
     }
-    lcores.extend_from_slice(cores);
-    if !lcores.is_empty() {
-        let list: Vec<String> = lcores.iter().map(u32::to_string).collect();
-        args.extend(["-l".to_string(), list.join(",")]);
-    }
-    if let Some(m) = main_core {
-        args.extend(["--main-lcore".to_string(), m.to_string()]);
-    }
-    if no_huge {
-        args.push("--no-huge".into());
-        if let Some(mb) = memory_mb {
-            args.extend(["-m".to_string(), mb.to_string()]);
-        }
-    } else if let Some(mb) = memory_mb {
-        let per_node: Vec<String> =
-            (0..=numa_node).map(|n| if n == numa_node { mb.to_string() } else { "0".into() }).collect();
-        args.extend(["--socket-mem".to_string(), per_node.join(",")]);
-    }
-    if !file_prefix.is_empty() {
-        args.push(format!("--file-prefix={file_prefix}"));
-    }
-    args.push("--no-shconf".into());
-    if allow.is_empty() {
-        args.push("--no-pci".into());
-    }
-    for a in allow {
-        args.extend(["-a".to_string(), a.clone()]);
-    }
-    for v in vdevs {
-        args.push(format!("--vdev={v}"));
-    }
-    for d in drivers {
-        args.extend(["-d".to_string(), d.clone()]);
-    }
-    args
+    .args()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
     #[test]
-    fn oct_receiver_and_test_vdevs() {
-        // The OCT receiver: main lcore 2, pollers 4 and 6, the U280's two PFs and the ConnectX-5.
-        let oct = eal_args_from_inventory(
-            &[4, 6],
-            Some(2),
-            0,
-            &s(&["0000:3b:00.0", "0000:3b:00.1", "0000:86:00.0"]),
-            &[],
-            false,
-            None,
-            "latency",
-            &s(&["librte_net_qdma.so"]),
-        );
-        assert_eq!(
-            oct,
-            s(&[
-                "-l",
-                "2,4,6",
-                "--main-lcore",
-                "2",
-                "--file-prefix=latency",
-                "--no-shconf",
-                "-a",
-                "0000:3b:00.0",
-                "-a",
-                "0000:3b:00.1",
-                "-a",
-                "0000:86:00.0",
-                "-d",
-                "librte_net_qdma.so"
-            ])
-        );
-        // No hugepages, virtual devices: `--no-huge -m`, never `--in-memory`; `--no-pci`.
-        let vdev = eal_args_from_inventory(&[0, 1], None, 0, &[], &s(&["net_null0"]), true, Some(512), "t", &[]);
-        assert_eq!(
-            vdev,
-            s(&[
-                "-l",
-                "0,1",
-                "--no-huge",
-                "-m",
-                "512",
-                "--file-prefix=t",
-                "--no-shconf",
-                "--no-pci",
-                "--vdev=net_null0"
-            ])
-        );
-        assert!(!vdev.iter().any(|a| a == "--in-memory"));
+    fn arguments_are_those_of_the_config() {
+        let allow = ["0000:3b:00.0".to_string(), "0000:86:00.0".to_string()];
+        let config = EalConfig {
+            main_core: Some(2),
+            poller_cores: vec![4, 6],
+            numa_node: 1,
+            pci: vec![allow[0].clone()],
+            reflect_pci: Some(allow[1].clone()),
+            memory_mb: Some(1024),
+            file_prefix: "latency".into(),
+            drivers: vec!["librte_net_qdma.so".into()],
+            ..EalConfig::default()
+        };
+        let args =
+            eal_args_from_inventory(&[4, 6], Some(2), 1, &allow, &[], false, Some(1024), "latency", &config.drivers);
+        assert_eq!(args, config.args());
     }
 }

@@ -1,17 +1,23 @@
 //! The receiver agent: captures probe copies on the pipeline and bypass ports, stamps each with
-//! the TSC right after it is dequeued, and writes per-run Arrow record streams. Its library holds
-//! the one definition of the probe wire formats and of the record schema that every writer and
-//! reader of run data (agent, simulator, importer, analysis) shares.
+//! the TSC right after it is dequeued, and writes per-run Arrow record streams. The formats it
+//! shares with other processes (record schema, probe wire formats, control commands and events,
+//! EAL configuration) are defined in `latency-proto`.
+//!
+//! The capture backends, the register tool and the TSC clock run on x86_64 Linux only
+//! ([`sys`] and what builds on it); the rest of the library builds anywhere.
 
 pub mod capture;
+#[cfg(unix)]
 pub mod control;
 pub mod eal;
-pub mod probe;
 pub mod recorder;
 pub mod regs;
-pub mod schema;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod tsc;
 
-pub use schema::{Port, RecordBuilder, record_schema};
+// The shared formats under the paths their users imported them from before they moved to
+// `latency-proto`.
+pub use latency_proto::schema::{Port, RecordBuilder, record_schema};
+pub use latency_proto::{probe, schema};

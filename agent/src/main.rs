@@ -2,10 +2,14 @@
 //!
 //! `capture` runs until its standard input closes or it gets SIGTERM/SIGINT. Commands on stdin
 //! (or, with `--control FIFO`, on a named pipe that writers may open and close at will, for an
-//! agent running detached under `setsid`), one per line: `begin <run>`, `end <run>`, `quit`. Events on stdout, one JSON object per line:
-//! `ready` (ports, TSC rate), `begin` (run file), `end` (per-run counters), `error`, `stopped`.
+//! agent running detached under `setsid`), one per line: `begin <run>`, `end <run>`, `quit`
+//! ([`AgentCommand`]). Events on stdout, one JSON object per line ([`AgentEvent`]): `ready` (ports,
+//! TSC rate), `begin` (run file), `end` (per-run counters), `error`, `stopped`.
 
-use std::io::BufRead;
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+compile_error!("the latency-agent binary runs on x86_64 Linux only (TSC stamps, AF_PACKET rings, PCI BARs)");
+
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,12 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use serde_json::json;
 
 use latency_agent::capture::{AfPacketPort, RxPort};
-use latency_agent::probe::{self, ProbeFormat};
 use latency_agent::recorder::{Options, Recorder};
 use latency_agent::{regs, sys, tsc};
+use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
+use latency_proto::probe::{self, ProbeFormat};
 
 /// Receiver agent of the latency orchestrator.
 #[derive(Parser)]
@@ -66,9 +70,9 @@ struct CaptureArgs {
     /// Poller cores, one per port.
     #[arg(long, value_delimiter = ',')]
     cores: Vec<usize>,
-    /// Probe id format: latencylab or compact.
-    #[arg(long, default_value = "latencylab")]
-    probe_format: String,
+    /// Probe id format.
+    #[arg(long, value_enum, default_value_t = ProbeFormat::Latencylab)]
+    probe_format: ProbeFormat,
     /// Folder of the run files.
     #[arg(long)]
     out: PathBuf,
@@ -153,8 +157,14 @@ fn parse_u32(s: &str) -> Result<u32, String> {
     r.map_err(|e| format!("`{s}`: {e}"))
 }
 
-fn emit(v: serde_json::Value) {
-    println!("{v}");
+/// Print one event line. A closed stdout loses the event rather than ending the capture.
+fn emit(event: &AgentEvent) {
+    match serde_json::to_string(event) {
+        Ok(line) => {
+            let _ = writeln!(std::io::stdout().lock(), "{line}");
+        }
+        Err(e) => eprintln!("latency-agent: cannot encode {event:?}: {e}"),
+    }
 }
 
 fn main() -> ExitCode {
@@ -162,7 +172,7 @@ fn main() -> ExitCode {
         Command::Capture(args) => capture(&args),
         Command::Regs { op } => regs_cmd(op),
         Command::Tsc { window_ms } => {
-            emit(json!(tsc::probe(window_ms * 1_000_000)));
+            emit(&AgentEvent::Tsc(tsc::probe(window_ms * 1_000_000)));
             Ok(())
         }
         Command::Schema => {
@@ -231,8 +241,8 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         tsc_window_ms,
         eal,
     } = args;
-    let (backend, force_tsc, queue, tsc_window_ms) = (*backend, *force_tsc, *queue, *tsc_window_ms);
-    let format: ProbeFormat = probe_format.parse().map_err(|e| (2, format!("{e}")))?;
+    let (backend, format, force_tsc, queue, tsc_window_ms) =
+        (*backend, *probe_format, *force_tsc, *queue, *tsc_window_ms);
     if ports.len() != 2 {
         return Err((2, format!("two ports are needed (pipeline, bypass), got {}", ports.len())));
     }
@@ -298,43 +308,36 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     };
     // Ready only once the control pipe exists: a controller writing to it earlier would create a
     // plain file instead.
-    emit(json!({ "event": "ready", "ports": names, "tsc": info, "pid": std::process::id() }));
+    emit(&AgentEvent::Ready { ports: names, tsc: info, pid: std::process::id() });
     while !stop.load(Ordering::SeqCst) {
         let line = match lines.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => l,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let run = words.get(1).and_then(|r| r.parse::<u32>().ok());
-        match (words.first().copied(), run) {
-            (Some("begin"), Some(r)) => match recorder.begin(r) {
-                Ok(file) => emit(json!({ "event": "begin", "run": r, "file": file })),
-                Err(e) => emit(json!({ "event": "error", "command": line, "error": e.to_string() })),
-            },
-            (Some("end"), Some(r)) => match recorder.end(r) {
-                Ok(c) => {
-                    let mut v = json!(c);
-                    v["event"] = json!("end");
-                    emit(v);
-                }
-                Err(e) => emit(json!({ "event": "error", "command": line, "error": e.to_string() })),
-            },
-            (Some("quit"), _) => break,
-            (None, _) => {}
-            _ => emit(
-                json!({ "event": "error", "command": line, "error": "expected `begin <run>`, `end <run>` or `quit`" }),
-            ),
+        let failed = |error: String| AgentEvent::Error { command: Some(line.clone()), error };
+        match line.parse::<AgentCommand>() {
+            Ok(AgentCommand::Begin { run }) => emit(&match recorder.begin(run) {
+                Ok(file) => AgentEvent::Begin { run, file },
+                Err(e) => failed(e.to_string()),
+            }),
+            Ok(AgentCommand::End { run }) => emit(&match recorder.end(run) {
+                Ok(counters) => AgentEvent::End(counters),
+                Err(e) => failed(e.to_string()),
+            }),
+            Ok(AgentCommand::Quit) => break,
+            Err(CommandError::Empty) => {}
+            Err(e) => emit(&failed(e.to_string())),
         }
-        for e in recorder.errors() {
-            emit(json!({ "event": "error", "error": e }));
+        for error in recorder.errors() {
+            emit(&AgentEvent::Error { command: None, error });
         }
     }
     recorder.stop();
     if let Some(p) = &pidfile {
         let _ = std::fs::remove_file(p);
     }
-    emit(json!({ "event": "stopped" }));
+    emit(&AgentEvent::Stopped);
     Ok(())
 }
 

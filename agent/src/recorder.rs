@@ -15,11 +15,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use arrow_ipc::writer::StreamWriter;
-use serde::Serialize;
+use latency_proto::control::RunCounters;
+use latency_proto::probe::{self, ProbeFormat};
+use latency_proto::schema::{Port, RecordBuilder, record_schema};
 
 use crate::capture::RxPort;
-use crate::probe::{self, ProbeFormat};
-use crate::schema::{Port, RecordBuilder, record_schema};
 
 /// Records per message from a poller to the writer.
 pub const POLLER_BATCH: usize = 256;
@@ -48,29 +48,6 @@ pub struct Seen {
     pub tsc: u64,
     /// Frame length.
     pub len: u16,
-}
-
-/// Per-run counters reported to the controller.
-#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
-pub struct RunCounters {
-    /// Run number.
-    pub run: u32,
-    /// Records written.
-    pub records: u64,
-    /// Probes seen on both ports.
-    pub matched: u64,
-    /// Probes seen on the pipeline port only.
-    pub pipeline_only: u64,
-    /// Probes seen on the bypass port only.
-    pub bypass_only: u64,
-    /// Packets without a probe marker (counted and freed), both ports.
-    pub non_probe: u64,
-    /// Probe copies dropped because the writer queue was full.
-    pub dropped: u64,
-    /// Probe copies that arrived while no run was open (before `begin` / after `end`).
-    pub outside_run: u64,
-    /// The run file.
-    pub file: PathBuf,
 }
 
 enum Msg {
@@ -172,6 +149,16 @@ impl Recorder {
     }
 }
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn pin(core: usize) -> io::Result<()> {
+    crate::sys::pin_current_thread(core)
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn pin(_: usize) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "pinning is implemented for x86_64 Linux only"))
+}
+
 fn poller(
     mut port: Box<dyn RxPort>,
     which: Port,
@@ -181,7 +168,7 @@ fn poller(
     tx: &SyncSender<Msg>,
 ) {
     if let Some(c) = core
-        && let Err(e) = crate::sys::pin_current_thread(c)
+        && let Err(e) = pin(c)
         && let Ok(mut errs) = shared.errors.lock()
     {
         errs.push(format!("{}: cannot pin to core {c}: {e}", port.name()));

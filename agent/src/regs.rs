@@ -1,11 +1,14 @@
 //! Open-NIC-Shell register initialisation and health check through the PCI BAR, in one process
 //! (instead of ~260 `pcimem` invocations): QDMA queue configuration of both functions, zeroed
-//! RSS indirection tables, CMAC RX/TX enables, and the CMAC RX status check.
+//! RSS indirection tables, CMAC RX/TX enables, and the CMAC RX status check. The register values
+//! are plain data; applying and checking them maps the BAR (x86_64 Linux).
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::io;
 
 use serde::Serialize;
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use crate::sys::bar::Bar;
 
 /// A register write.
@@ -64,6 +67,7 @@ pub fn init_writes(c: &Config) -> Vec<Write> {
 }
 
 /// Apply writes to a mapped BAR.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub fn apply(bar: &mut Bar, writes: &[Write]) -> io::Result<()> {
     for w in writes {
         bar.write32(w.offset, w.value)?;
@@ -73,6 +77,7 @@ pub fn apply(bar: &mut Bar, writes: &[Write]) -> io::Result<()> {
 
 /// Problems found by the health check: a dead BAR (all ones, as after a lost PCIe link) or a
 /// CMAC whose RX status is not 0x3. Empty = healthy.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
     let mut problems = Vec::new();
     for (offset, want, what) in RX_STATUS {
@@ -88,6 +93,7 @@ pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
 }
 
 #[cfg(test)]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tests {
     use super::*;
 

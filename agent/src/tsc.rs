@@ -1,23 +1,15 @@
 //! The TSC as a clock: its rate measured against `CLOCK_MONOTONIC_RAW` (the rate DPDK reports is
-//! rounded — 0.19 % off on the test machines) and the invariant-TSC check.
+//! rounded — 0.19 % off on the test machines) and the invariant-TSC check. Measuring needs x86_64
+//! Linux; reading the flags does not.
 
+pub use latency_proto::control::TscInfo;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use crate::sys::{monotonic_raw_ns, rdtsc_fenced};
-
-/// TSC facts recorded with every capture.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct TscInfo {
-    /// Measured ticks per second.
-    pub hz: f64,
-    /// Measurement window, ns.
-    pub window_ns: u64,
-    /// `constant_tsc` and `nonstop_tsc` CPU flags present.
-    pub invariant: bool,
-    /// The flags found.
-    pub flags: Vec<String>,
-}
 
 /// Measure the TSC rate over `window_ns` of `CLOCK_MONOTONIC_RAW`. The clock read is bracketed
 /// by two TSC reads and the midpoint is used, at both ends.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub fn measure_hz(window_ns: u64) -> f64 {
     let sample = || {
         let a = rdtsc_fenced();
@@ -47,6 +39,7 @@ pub fn invariant_flags(cpuinfo: &str) -> (bool, Vec<String>) {
 }
 
 /// Measure the rate and read the flags of this machine.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub fn probe(window_ns: u64) -> TscInfo {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let (invariant, flags) = invariant_flags(&cpuinfo);
@@ -65,6 +58,7 @@ mod tests {
         assert!(!invariant_flags("flags : fpu tsc constant_tsc\n").0);
     }
 
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     #[test]
     fn measured_rate_converts_tsc_to_wall_time_within_a_tenth_of_a_percent() {
         let hz = measure_hz(200_000_000);

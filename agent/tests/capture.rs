@@ -8,10 +8,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use latency_agent::probe::{self, ProbeFormat};
+use latency_proto::control::AgentEvent;
+use latency_proto::probe::{self, ProbeFormat};
 
 mod common;
-use common::{Agent, Netns, check_run, frame, have, is_root, pcap_frames, read_run, write_trace};
+use common::{Agent, Netns, check_run, event, frame, have, is_root, pcap_frames, read_run, write_trace};
 
 /// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin.
 fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
@@ -39,26 +40,19 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     write_trace(&trace, n, 25);
 
     let mut agent = start_agent(&ns, &dir.join("runs"), &["--cores", "0,1"]);
-    let ready = agent.next();
-    assert_eq!(ready["event"], "ready");
-    let hz = ready["tsc"]["hz"].as_f64().unwrap();
+    let (_, hz) = agent.ready();
 
     let mut files: Vec<PathBuf> = Vec::new();
     for run in 1..=2u32 {
-        agent.send(&format!("begin {run}"));
-        let begin = agent.next();
-        assert_eq!(begin["run"], run);
-        files.push(PathBuf::from(begin["file"].as_str().unwrap()));
+        files.push(agent.begin(run));
         ns.replay_both(&trace, 10_000);
         std::thread::sleep(std::time::Duration::from_millis(200));
-        agent.send(&format!("end {run}"));
-        let end = agent.next();
-        assert_eq!(end["event"], "end", "{end}");
-        assert_eq!(end["matched"], n, "{end}");
-        assert_eq!((end["pipeline_only"].as_u64(), end["bypass_only"].as_u64()), (Some(0), Some(0)), "{end}");
-        assert_eq!(end["records"], 2 * n, "{end}");
-        assert_eq!(end["non_probe"], 50, "{end}");
-        assert_eq!(end["dropped"], 0, "{end}");
+        let end = agent.end(run);
+        assert_eq!(end.matched, n, "{end:?}");
+        assert_eq!((end.pipeline_only, end.bypass_only), (0, 0), "{end:?}");
+        assert_eq!(end.records, 2 * n, "{end:?}");
+        assert_eq!(end.non_probe, 50, "{end:?}");
+        assert_eq!(end.dropped, 0, "{end:?}");
     }
     agent.finish(); // stdin closed: `stopped`, and a clean exit
 
@@ -109,11 +103,13 @@ fn a_detached_agent_is_controlled_through_a_named_pipe() {
     send("end 1");
     send("quit");
     assert!(agent.wait().unwrap().success());
-    let lines: Vec<serde_json::Value> =
-        std::fs::read_to_string(&events).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let kinds: Vec<&str> = lines.iter().map(|e| e["event"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ready", "begin", "end", "stopped"]);
-    assert_eq!(lines[2]["records"], 0);
+    let events: Vec<AgentEvent> = std::fs::read_to_string(&events).unwrap().lines().map(event).collect();
+    match &events[..] {
+        [AgentEvent::Ready { .. }, AgentEvent::Begin { run: 1, .. }, AgentEvent::End(end), AgentEvent::Stopped] => {
+            assert_eq!((end.run, end.records), (1, 0), "{end:?}");
+        }
+        other => panic!("expected ready, begin 1, end 1, stopped: {other:?}"),
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -163,14 +159,12 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
     }
 
     let mut agent = start_agent(&ns, &dir.join("runs"), &["--reflect-port", "r2"]);
-    assert_eq!(agent.next()["event"], "ready");
-    agent.send("begin 1");
-    assert_eq!(agent.next()["event"], "begin");
+    agent.ready();
+    agent.begin(1);
     ns.replay_both(&trace, 5_000);
     std::thread::sleep(std::time::Duration::from_millis(200));
-    agent.send("end 1");
-    let end = agent.next();
-    assert_eq!((end["matched"].as_u64(), end["non_probe"].as_u64()), (Some(n), Some(2 * junk)), "{end}");
+    let end = agent.end(1);
+    assert_eq!((end.matched, end.non_probe), (n, 2 * junk), "{end:?}");
     agent.finish();
     // tcpdump exits on SIGINT without reading what is still in its ring: give it time to.
     std::thread::sleep(std::time::Duration::from_millis(200));

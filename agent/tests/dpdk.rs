@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use latency_agent::probe::{self, ProbeFormat};
-use latency_agent::sys::dpdk::{eal_args, eal_args_from_inventory};
+use latency_agent::sys::dpdk::eal_args;
+use latency_proto::control::RunCounters;
+use latency_proto::eal::EalConfig;
+use latency_proto::probe::{self, ProbeFormat};
 
 mod common;
 use common::{
@@ -47,7 +49,15 @@ fn scratch(name: &str) -> PathBuf {
 
 /// EAL arguments for a test run: no hugepages, no PCI, main lcore 0, a private file prefix.
 fn test_eal(prefix: &str, vdevs: &[String]) -> Vec<String> {
-    eal_args_from_inventory(&[0], None, 0, &[], vdevs, true, Some(512), prefix, &[])
+    EalConfig {
+        poller_cores: vec![0],
+        vdevs: vdevs.to_vec(),
+        no_huge: true,
+        memory_mb: Some(512),
+        file_prefix: prefix.into(),
+        ..EalConfig::default()
+    }
+    .args()
 }
 
 /// The agent command line for a DPDK capture on ports 0 and 1.
@@ -55,13 +65,12 @@ fn agent_args(cmd: &mut Command, out: &Path, eal: &[String]) {
     cmd.args(["capture", "--backend", "dpdk", "--ports", "0,1", "--out"]).arg(out).arg("--").args(eal);
 }
 
-fn check_end(end: &serde_json::Value, n: u64, non_probe: u64) {
-    assert_eq!(end["event"], "end", "{end}");
-    assert_eq!(end["matched"], n, "{end}");
-    assert_eq!((end["pipeline_only"].as_u64(), end["bypass_only"].as_u64()), (Some(0), Some(0)), "{end}");
-    assert_eq!(end["records"], 2 * n, "{end}");
-    assert_eq!(end["non_probe"], non_probe, "{end}");
-    assert_eq!((end["dropped"].as_u64(), end["outside_run"].as_u64()), (Some(0), Some(0)), "{end}");
+fn check_end(end: &RunCounters, n: u64, non_probe: u64) {
+    assert_eq!(end.matched, n, "{end:?}");
+    assert_eq!((end.pipeline_only, end.bypass_only), (0, 0), "{end:?}");
+    assert_eq!(end.records, 2 * n, "{end:?}");
+    assert_eq!(end.non_probe, non_probe, "{end:?}");
+    assert_eq!((end.dropped, end.outside_run), (0, 0), "{end:?}");
 }
 
 /// Open the write end of a FIFO once its reader (the pcap driver, during EAL init) has opened
@@ -125,13 +134,9 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
         write_all_nb(&mut w, &pcap_header(), deadline);
         writers.push(w);
     }
-    let ready = agent.next();
-    assert_eq!(ready["event"], "ready", "{ready}");
-    assert_eq!(ready["ports"], serde_json::json!(["dpdk:0:net_pcap0", "dpdk:1:net_pcap1"]));
-    agent.send("begin 1");
-    let begin = agent.next();
-    assert_eq!(begin["run"], 1, "{begin}");
-    let file = PathBuf::from(begin["file"].as_str().unwrap());
+    let (ports, _) = agent.ready();
+    assert_eq!(ports, s(&["dpdk:0:net_pcap0", "dpdk:1:net_pcap1"]));
+    let file = agent.begin(1);
 
     let records = pcap_records(n, junk);
     std::thread::scope(|sc| {
@@ -142,8 +147,7 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
     });
     // The pipes are closed: the driver reads the rest, then end of file.
     std::thread::sleep(Duration::from_millis(500));
-    agent.send("end 1");
-    check_end(&agent.next(), n, 2 * junk);
+    check_end(&agent.end(1), n, 2 * junk);
     agent.finish();
 
     check_run(&read_run(&file), n);
@@ -169,19 +173,13 @@ fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
     cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent")]);
     agent_args(&mut cmd, &dir.join("runs"), &test_eal(&prefix, &vdevs));
     let mut agent = Agent::spawn(cmd);
-    let ready = agent.next();
-    assert_eq!(ready["event"], "ready", "{ready}");
-    assert_eq!(ready["ports"], serde_json::json!(["dpdk:0:net_af_packet0", "dpdk:1:net_af_packet1"]));
-    let hz = ready["tsc"]["hz"].as_f64().unwrap();
+    let (ports, hz) = agent.ready();
+    assert_eq!(ports, s(&["dpdk:0:net_af_packet0", "dpdk:1:net_af_packet1"]));
 
-    agent.send("begin 1");
-    let begin = agent.next();
-    assert_eq!(begin["run"], 1, "{begin}");
-    let file = PathBuf::from(begin["file"].as_str().unwrap());
+    let file = agent.begin(1);
     ns.replay_both(&trace, 10_000);
     std::thread::sleep(Duration::from_millis(300));
-    agent.send("end 1");
-    check_end(&agent.next(), n, 2 * junk);
+    check_end(&agent.end(1), n, 2 * junk);
     agent.finish();
 
     let per_port = read_run(&file);
@@ -199,17 +197,15 @@ fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
 fn eal_arguments_from_an_inventory() {
     // The emulated testbed: no hugepages, no PCI, virtual devices.
     assert_eq!(
-        eal_args_from_inventory(
-            &[0],
-            None,
-            0,
-            &[],
-            &s(&["net_af_packet0,iface=r0", "net_af_packet1,iface=r1"]),
-            true,
-            Some(512),
-            "lat1",
-            &[]
-        ),
+        EalConfig {
+            poller_cores: vec![0],
+            vdevs: s(&["net_af_packet0,iface=r0", "net_af_packet1,iface=r1"]),
+            no_huge: true,
+            memory_mb: Some(512),
+            file_prefix: "lat1".into(),
+            ..EalConfig::default()
+        }
+        .args(),
         s(&[
             "-l",
             "0",
@@ -226,17 +222,17 @@ fn eal_arguments_from_an_inventory() {
     // A real host: pollers on 2 and 4, main lcore 1 (added to the list), memory on NUMA node 1,
     // two allowed PCI functions, a driver library.
     assert_eq!(
-        eal_args_from_inventory(
-            &[2, 4],
-            Some(1),
-            1,
-            &s(&["0000:3b:00.0", "0000:3b:00.1"]),
-            &[],
-            false,
-            Some(1024),
-            "agent",
-            &s(&["/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_qdma.so"]),
-        ),
+        EalConfig {
+            main_core: Some(1),
+            poller_cores: vec![2, 4],
+            numa_node: 1,
+            pci: s(&["0000:3b:00.0", "0000:3b:00.1"]),
+            memory_mb: Some(1024),
+            file_prefix: "agent".into(),
+            drivers: s(&["/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0/librte_net_qdma.so"]),
+            ..EalConfig::default()
+        }
+        .args(),
         s(&[
             "-l",
             "1,2,4",
@@ -255,11 +251,11 @@ fn eal_arguments_from_an_inventory() {
         ])
     );
     // The main lcore already listed is not repeated; no memory size, no prefix: nothing for them.
-    let args = eal_args_from_inventory(&[3, 5], Some(3), 0, &[], &[], true, None, "", &[]);
+    let args = EalConfig { main_core: Some(3), poller_cores: vec![3, 5], no_huge: true, ..EalConfig::default() }.args();
     assert_eq!(args, s(&["-l", "3,5", "--main-lcore", "3", "--no-huge", "--no-shconf", "--no-pci"]));
     assert!(!args.iter().any(|a| a == "--in-memory"), "--in-memory never comes with --no-huge");
     // Nothing known: only what the agent always wants.
-    assert_eq!(eal_args_from_inventory(&[], None, 0, &[], &[], false, None, "", &[]), s(&["--no-shconf", "--no-pci"]));
+    assert_eq!(EalConfig::default().args(), s(&["--no-shconf", "--no-pci"]));
     // The argv handed to rte_eal_init: program name, then the arguments as given.
     assert_eq!(eal_args("latency-agent", &s(&["--no-pci", "-l", "0"])), s(&["latency-agent", "--no-pci", "-l", "0"]));
 }

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use dpdk_sys as ffi;
 
 use crate::capture::RxPort;
-use crate::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
+use latency_proto::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
 
 /// Most frames taken from the NIC per `rte_eth_rx_burst`.
 pub const BURST: usize = 32;
@@ -123,8 +123,6 @@ fn check(port: u16, step: &'static str, rc: c_int) -> Result<c_int, DpdkError> {
 pub fn eal_args(program: &str, user_args: &[String]) -> Vec<String> {
     std::iter::once(program.to_string()).chain(user_args.iter().cloned()).collect()
 }
-
-pub use crate::eal::eal_args_from_inventory;
 
 enum EalState {
     Uninit,

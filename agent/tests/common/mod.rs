@@ -3,12 +3,13 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Lines, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
-use latency_agent::probe::{self, ProbeFormat};
+use latency_proto::control::{AgentEvent, RunCounters};
+use latency_proto::probe::{self, ProbeFormat};
 
 /// Whether `tool` is on the PATH.
 pub fn have(tool: &str) -> bool {
@@ -87,7 +88,7 @@ impl Drop for Netns {
 /// Read a run file: per port, the (id, tsc) records in arrival order (checking `seq`).
 pub fn read_run(file: &Path) -> [Vec<(u64, u64)>; 2] {
     let reader = arrow_ipc::reader::StreamReader::try_new(std::fs::File::open(file).unwrap(), None).unwrap();
-    assert_eq!(reader.schema(), latency_agent::record_schema());
+    assert_eq!(reader.schema(), latency_proto::record_schema());
     let mut per_port: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
     for b in reader {
         let b = b.unwrap();
@@ -114,7 +115,12 @@ pub fn check_run(per_port: &[Vec<(u64, u64)>; 2], n: u64) {
     }
 }
 
-/// The agent under test, with its JSON event stream.
+/// One event line of the agent.
+pub fn event(line: &str) -> AgentEvent {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not an agent event: {line:?}: {e}"))
+}
+
+/// The agent under test, with its event stream.
 pub struct Agent {
     pub child: Child,
     stdin: Option<std::process::ChildStdin>,
@@ -133,15 +139,41 @@ impl Agent {
         writeln!(self.stdin.as_mut().unwrap(), "{line}").unwrap();
     }
 
-    pub fn next(&mut self) -> serde_json::Value {
+    pub fn next(&mut self) -> AgentEvent {
         let line = self.events.next().expect("the agent closed its stdout").unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON event: {line:?}: {e}"))
+        event(&line)
+    }
+
+    /// The next event, which must be `ready`: the port names and the TSC rate.
+    pub fn ready(&mut self) -> (Vec<String>, f64) {
+        match self.next() {
+            AgentEvent::Ready { ports, tsc, .. } => (ports, tsc.hz),
+            other => panic!("expected ready, got {other:?}"),
+        }
+    }
+
+    /// Send `begin <run>` and return the run file.
+    pub fn begin(&mut self, run: u32) -> PathBuf {
+        self.send(&format!("begin {run}"));
+        match self.next() {
+            AgentEvent::Begin { run: r, file } if r == run => file,
+            other => panic!("expected begin {run}, got {other:?}"),
+        }
+    }
+
+    /// Send `end <run>` and return the run's counters.
+    pub fn end(&mut self, run: u32) -> RunCounters {
+        self.send(&format!("end {run}"));
+        match self.next() {
+            AgentEvent::End(c) if c.run == run => c,
+            other => panic!("expected end {run}, got {other:?}"),
+        }
     }
 
     /// Close stdin, expect `stopped` and a clean exit.
     pub fn finish(mut self) {
         drop(self.stdin.take());
-        assert_eq!(self.next()["event"], "stopped");
+        assert_eq!(self.next(), AgentEvent::Stopped);
         assert!(self.child.wait().unwrap().success());
     }
 }

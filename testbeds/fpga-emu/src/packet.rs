@@ -226,7 +226,7 @@ mod tests {
     fn strip_vlan_keeps_the_probe_marker() {
         let tagged = frame([10, 0, 0, 3], Some(7));
         let out = strip_vlan(&tagged).unwrap();
-        let p = latency_agent::probe::parse(&out, latency_agent::probe::ProbeFormat::Latencylab).unwrap();
+        let p = latency_proto::probe::parse(&out, latency_proto::probe::ProbeFormat::Latencylab).unwrap();
         assert_eq!(p.id, 42);
     }
 

@@ -1,7 +1,7 @@
 //! Probe wire formats: how a probe's id (and, in reflect mode, its P/B tag) is carried in a frame.
 //!
 //! This is the one definition that the agent (per-packet parsing on the capture path), the trace
-//! generator and the emulator share.
+//! generator, the plan and the emulator share.
 //!
 //! - [`ProbeFormat::Latencylab`]: the ASCII marker `oct-fpga-id:<decimal id>` anywhere in the
 //!   frame, as in the LatencyLab traces. Reflect mode overwrites the marker's first byte (`o`) with
@@ -32,8 +32,11 @@ pub const MAX_ID_DIGITS: usize = 20;
 /// The marker after its tag byte: what the scan looks for.
 const LATENCYLAB_TAIL: &[u8] = b"ct-fpga-id:";
 
-/// How a probe id is carried in a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How a probe id is carried in a frame. Named `latencylab` and `compact` in plans (serde), on
+/// command lines (`clap`, with the `clap` feature) and in text ([`fmt::Display`], [`FromStr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
 pub enum ProbeFormat {
     /// ASCII marker `oct-fpga-id:<decimal id>` (LatencyLab traces).
     Latencylab,
@@ -359,6 +362,26 @@ mod tests {
         }
         let err = "Compact".parse::<ProbeFormat>().unwrap_err();
         assert_eq!(err.to_string(), "unknown probe format `Compact` (expected `latencylab` or `compact`)");
+    }
+
+    #[test]
+    fn serde_names_are_the_display_names() {
+        for f in ProbeFormat::ALL {
+            let json = serde_json::to_string(&f).unwrap();
+            assert_eq!(json, format!("\"{}\"", f.name()));
+            assert_eq!(serde_json::from_str::<ProbeFormat>(&json).unwrap(), f);
+        }
+        assert!(serde_json::from_str::<ProbeFormat>("\"Compact\"").is_err());
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn command_line_names_are_the_display_names() {
+        use clap::ValueEnum;
+        for f in ProbeFormat::ALL {
+            assert_eq!(<ProbeFormat as ValueEnum>::from_str(f.name(), false), Ok(f));
+            assert_eq!(f.to_possible_value().map(|v| v.get_name().to_owned()), Some(f.name().to_owned()));
+        }
     }
 
     #[test]

@@ -19,7 +19,9 @@ use arrow_array::builder::{ArrayBuilder, Int64Builder, UInt8Builder, UInt16Build
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
-/// Version of the record schema, stored in the schema metadata under `latency.schema_version`.
+use crate::meta;
+
+/// Version of the record schema, stored in the schema metadata under [`meta::SCHEMA_VERSION`].
 pub const SCHEMA_VERSION: &str = "1";
 
 /// Column names, in schema order.
@@ -72,7 +74,7 @@ pub fn record_schema() -> SchemaRef {
                 Field::new(col::FRAME_LEN, DataType::UInt16, false),
                 Field::new(col::HW_NS, DataType::Int64, true),
             ];
-            Arc::new(Schema::new(fields).with_metadata([("latency.schema_version", SCHEMA_VERSION)]))
+            Arc::new(Schema::new(fields).with_metadata([(meta::SCHEMA_VERSION, SCHEMA_VERSION)]))
         })
         .clone()
 }
@@ -150,6 +152,7 @@ mod tests {
         b.push(7, Port::Bypass, 900, 0, 84, Some(-5));
         let batch = b.finish().unwrap();
         assert_eq!(batch.schema(), record_schema());
+        assert_eq!(record_schema().metadata()[meta::SCHEMA_VERSION], SCHEMA_VERSION);
         assert_eq!(batch.num_rows(), 2);
         assert_eq!(batch.column(1).as_primitive::<UInt8Type>().values(), &[0, 1]);
         assert_eq!(batch.column(2).as_primitive::<UInt64Type>().values(), &[1000, 900]);

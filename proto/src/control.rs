@@ -1,0 +1,289 @@
+//! The agent control protocol. A controller sends the agent one command per line (on its standard
+//! input or through a named pipe): `begin <run>`, `end <run>`, `quit` ([`AgentCommand`], text via
+//! [`fmt::Display`] and [`FromStr`]). The agent answers with one JSON object per line on its
+//! standard output, tagged by `event` ([`AgentEvent`]): `ready`, `begin`, `end` (the run's
+//! [`RunCounters`]), `error`, `stopped`; `latency-agent tsc` prints a `tsc` event.
+
+use std::fmt;
+use std::num::ParseIntError;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A command from the controller to the agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum AgentCommand {
+    /// Open run `run` (numbered from 1): records from now on go to its file.
+    Begin {
+        /// Run number.
+        run: u32,
+    },
+    /// Close run `run` and report its counters.
+    End {
+        /// Run number.
+        run: u32,
+    },
+    /// Stop capturing and exit.
+    Quit,
+}
+
+/// What the commands look like, for error messages.
+const EXPECTED: &str = "expected `begin <run>`, `end <run>` or `quit`";
+
+/// A command line that is not an [`AgentCommand`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The line holds no word.
+    #[error("empty command: {EXPECTED}")]
+    Empty,
+    /// The first word is no command.
+    #[error("unknown command `{0}`: {EXPECTED}")]
+    Unknown(String),
+    /// `begin` or `end` without a run number.
+    #[error("`{command}` needs a run number: `{command} <run>`")]
+    MissingRun {
+        /// The command.
+        command: &'static str,
+    },
+    /// A run number that is not a `u32`.
+    #[error("`{command} {run}`: the run is not a number from 0 to 4294967295")]
+    BadRun {
+        /// The command.
+        command: &'static str,
+        /// The run as written.
+        run: String,
+        /// Why it does not parse.
+        #[source]
+        source: ParseIntError,
+    },
+    /// Words after a complete command.
+    #[error("`{line}`: unexpected words after the command ({EXPECTED})")]
+    Trailing {
+        /// The line.
+        line: String,
+    },
+}
+
+impl fmt::Display for AgentCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentCommand::Begin { run } => write!(f, "begin {run}"),
+            AgentCommand::End { run } => write!(f, "end {run}"),
+            AgentCommand::Quit => f.write_str("quit"),
+        }
+    }
+}
+
+impl FromStr for AgentCommand {
+    type Err = CommandError;
+
+    /// Words separated by any whitespace; surrounding whitespace is ignored.
+    fn from_str(line: &str) -> Result<Self, Self::Err> {
+        let mut words = line.split_whitespace();
+        let run = |command: &'static str, word: Option<&str>| {
+            let run = word.ok_or(CommandError::MissingRun { command })?;
+            run.parse::<u32>().map_err(|source| CommandError::BadRun { command, run: run.to_owned(), source })
+        };
+        let cmd = match words.next() {
+            None => return Err(CommandError::Empty),
+            Some("begin") => AgentCommand::Begin { run: run("begin", words.next())? },
+            Some("end") => AgentCommand::End { run: run("end", words.next())? },
+            Some("quit") => AgentCommand::Quit,
+            Some(other) => return Err(CommandError::Unknown(other.to_owned())),
+        };
+        match words.next() {
+            None => Ok(cmd),
+            Some(_) => Err(CommandError::Trailing { line: line.trim().to_owned() }),
+        }
+    }
+}
+
+/// TSC facts recorded with every capture.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TscInfo {
+    /// Measured ticks per second.
+    pub hz: f64,
+    /// Measurement window, ns.
+    pub window_ns: u64,
+    /// `constant_tsc` and `nonstop_tsc` CPU flags present.
+    pub invariant: bool,
+    /// The flags found.
+    pub flags: Vec<String>,
+}
+
+/// Per-run counters the agent reports when a run ends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCounters {
+    /// Run number.
+    pub run: u32,
+    /// Records written.
+    pub records: u64,
+    /// Probes seen on both ports.
+    pub matched: u64,
+    /// Probes seen on the pipeline port only.
+    pub pipeline_only: u64,
+    /// Probes seen on the bypass port only.
+    pub bypass_only: u64,
+    /// Packets without a probe marker (counted and freed), both ports.
+    pub non_probe: u64,
+    /// Probe copies dropped because the writer queue was full.
+    pub dropped: u64,
+    /// Probe copies that arrived while no run was open (before `begin` / after `end`).
+    pub outside_run: u64,
+    /// The run file.
+    pub file: PathBuf,
+}
+
+/// An event the agent prints, one JSON object per line, tagged by `event`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// Capturing: the ports are open and commands are read from now on.
+    Ready {
+        /// Port names, pipeline first.
+        ports: Vec<String>,
+        /// The TSC the stamps are taken with.
+        tsc: TscInfo,
+        /// Process id of the agent.
+        pid: u32,
+    },
+    /// A run is open.
+    Begin {
+        /// Run number.
+        run: u32,
+        /// The run's file.
+        file: PathBuf,
+    },
+    /// A run is closed: its counters.
+    End(RunCounters),
+    /// A command failed, or a capture thread ran into a problem.
+    Error {
+        /// The command line that failed, if a command did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        /// What went wrong.
+        error: String,
+    },
+    /// The agent stopped capturing and exits.
+    Stopped,
+    /// `latency-agent tsc`: the measured TSC.
+    Tsc(TscInfo),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tsc() -> TscInfo {
+        TscInfo {
+            hz: 2_899_999_812.5,
+            window_ns: 200_000_000,
+            invariant: true,
+            flags: vec!["constant_tsc".into(), "nonstop_tsc".into()],
+        }
+    }
+
+    fn round_trip(e: &AgentEvent) -> serde_json::Value {
+        let line = serde_json::to_string(e).unwrap();
+        assert!(!line.contains('\n'), "one event per line: {line}");
+        assert_eq!(&serde_json::from_str::<AgentEvent>(&line).unwrap(), e, "{line}");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    #[test]
+    fn every_event_round_trips_with_its_wire_fields() {
+        let v = round_trip(&AgentEvent::Ready {
+            ports: vec!["af_packet:r0".into(), "af_packet:r1".into()],
+            tsc: tsc(),
+            pid: 42,
+        });
+        assert_eq!((v["event"].as_str(), v["pid"].as_u64()), (Some("ready"), Some(42)));
+        assert_eq!(v["tsc"]["hz"].as_f64(), Some(2_899_999_812.5));
+        assert_eq!(v["ports"][1], "af_packet:r1");
+
+        let v = round_trip(&AgentEvent::Begin { run: 3, file: "/tmp/runs/run=3.arrows".into() });
+        assert_eq!((v["event"].as_str(), v["run"].as_u64()), (Some("begin"), Some(3)));
+        assert_eq!(v["file"], "/tmp/runs/run=3.arrows");
+
+        let counters = RunCounters {
+            run: 3,
+            records: 40_000,
+            matched: 19_998,
+            pipeline_only: 1,
+            bypass_only: 2,
+            non_probe: 50,
+            dropped: 4,
+            outside_run: 5,
+            file: "/tmp/runs/run=3.arrows".into(),
+        };
+        let v = round_trip(&AgentEvent::End(counters));
+        assert_eq!(v["event"], "end");
+        for (key, want) in [
+            ("run", 3),
+            ("records", 40_000),
+            ("matched", 19_998),
+            ("pipeline_only", 1),
+            ("bypass_only", 2),
+            ("non_probe", 50),
+            ("dropped", 4),
+            ("outside_run", 5),
+        ] {
+            assert_eq!(v[key].as_u64(), Some(want), "{key}");
+        }
+        assert_eq!(v["file"], "/tmp/runs/run=3.arrows");
+
+        let v = round_trip(&AgentEvent::Error { command: Some("end 4".into()), error: "run 4 is not open".into() });
+        assert_eq!((v["event"].as_str(), v["command"].as_str()), (Some("error"), Some("end 4")));
+        let v = round_trip(&AgentEvent::Error { command: None, error: "r0: cannot pin to core 9".into() });
+        assert!(v.get("command").is_none(), "no command key when no command failed: {v}");
+
+        round_trip(&AgentEvent::Stopped);
+        assert_eq!(serde_json::to_string(&AgentEvent::Stopped).unwrap(), r#"{"event":"stopped"}"#);
+
+        let v = round_trip(&AgentEvent::Tsc(tsc()));
+        assert_eq!((v["event"].as_str(), v["invariant"].as_bool()), (Some("tsc"), Some(true)));
+        assert_eq!(v["window_ns"], 200_000_000);
+    }
+
+    #[test]
+    fn events_decode_strictly() {
+        // A thread error has no `command` key; unknown events and missing fields are refused.
+        let e: AgentEvent = serde_json::from_str(r#"{"event":"error","error":"disk full"}"#).unwrap();
+        assert_eq!(e, AgentEvent::Error { command: None, error: "disk full".into() });
+        assert!(serde_json::from_str::<AgentEvent>(r#"{"event":"started"}"#).is_err());
+        assert!(serde_json::from_str::<AgentEvent>(r#"{"event":"begin","run":1}"#).is_err(), "file is required");
+    }
+
+    #[test]
+    fn commands_round_trip_through_their_text() {
+        for c in [AgentCommand::Begin { run: 1 }, AgentCommand::End { run: 4_294_967_295 }, AgentCommand::Quit] {
+            assert_eq!(c.to_string().parse::<AgentCommand>(), Ok(c));
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_json::from_str::<AgentCommand>(&json).unwrap(), c);
+        }
+        assert_eq!(AgentCommand::Begin { run: 7 }.to_string(), "begin 7");
+        assert_eq!(AgentCommand::End { run: 7 }.to_string(), "end 7");
+        assert_eq!("  end\t12 ".parse::<AgentCommand>(), Ok(AgentCommand::End { run: 12 }));
+        assert_eq!("begin 0".parse::<AgentCommand>(), Ok(AgentCommand::Begin { run: 0 }));
+    }
+
+    #[test]
+    fn bad_command_lines_say_what_is_expected() {
+        let err = |line: &str| line.parse::<AgentCommand>().unwrap_err();
+        assert_eq!(err("").to_string(), "empty command: expected `begin <run>`, `end <run>` or `quit`");
+        assert_eq!(err("stop").to_string(), "unknown command `stop`: expected `begin <run>`, `end <run>` or `quit`");
+        assert_eq!(err("Begin 1"), CommandError::Unknown("Begin".into()));
+        assert_eq!(err("begin").to_string(), "`begin` needs a run number: `begin <run>`");
+        let e = err("end -1");
+        assert_eq!(e.to_string(), "`end -1`: the run is not a number from 0 to 4294967295");
+        assert!(std::error::Error::source(&e).is_some(), "the parse error is kept");
+        assert!(matches!(err("end 4294967296"), CommandError::BadRun { .. }));
+        assert_eq!(
+            err("begin 1 2").to_string(),
+            "`begin 1 2`: unexpected words after the command (expected `begin <run>`, `end <run>` or `quit`)"
+        );
+        assert!(matches!(err("quit now"), CommandError::Trailing { .. }));
+    }
+}

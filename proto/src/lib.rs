@@ -1,0 +1,23 @@
+//! Every format that crosses a process boundary in the latency orchestrator, defined once and used
+//! by both its writer and its reader:
+//!
+//! - [`schema`]: the Arrow schema of the per-packet records (agent run streams, Parquet run files,
+//!   simulator, importer, analysis), with [`Port`] and the column-wise [`RecordBuilder`];
+//! - [`probe`]: the probe wire formats (how a probe id and its reflect tag sit in a frame);
+//! - [`control`]: the agent control protocol — the command lines a controller sends
+//!   ([`AgentCommand`]) and the JSON-line events the agent answers with ([`AgentEvent`]);
+//! - [`meta`]: the key-value metadata keys of a run file;
+//! - [`eal`]: the DPDK EAL configuration of the agent and the arguments it turns into.
+//!
+//! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
+
+pub mod control;
+pub mod eal;
+pub mod meta;
+pub mod probe;
+pub mod schema;
+
+pub use control::{AgentCommand, AgentEvent, CommandError, RunCounters, TscInfo};
+pub use eal::EalConfig;
+pub use probe::ProbeFormat;
+pub use schema::{Port, RecordBuilder, record_schema};
