@@ -12,12 +12,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use saphyr::{LoadableYamlNode, Yaml};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::packet::{self, Verdict};
 
 /// What the emulated pipeline does with a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Behaviour {
     /// Drop IPv4 frames whose destination is not 10.0.0.1–10.0.0.7 (and non-IPv4 frames).
@@ -91,7 +91,7 @@ impl fmt::Display for Behaviour {
 }
 
 /// A loaded bitstream.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bitstream {
     /// What `flash` was given (path or name), verbatim.
     pub image: String,
@@ -100,12 +100,23 @@ pub struct Bitstream {
     /// The program's behaviour.
     pub behaviour: Behaviour,
     /// Pipeline delay.
-    #[serde(rename = "delay_us", serialize_with = "micros")]
+    #[serde(rename = "delay_us", with = "micros")]
     pub delay: Duration,
 }
 
-fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(d.as_micros() as u64)
+/// A duration as whole µs.
+mod micros {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_micros() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_micros)
+    }
 }
 
 /// A bitstream that cannot be resolved.

@@ -7,7 +7,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::state::{self, CONTROL_FIFO};
+use crate::bitstream::Bitstream;
+use crate::state::{self, CONTROL_FIFO, Phase, State};
 
 pub use latency_agent::control::{ensure_fifo, listen};
 
@@ -35,16 +36,15 @@ fn not_running(dir: &Path, why: impl Into<String>) -> ClientError {
 }
 
 /// Whether process `pid` exists.
-fn alive(pid: u64) -> bool {
+fn alive(pid: u32) -> bool {
     pid > 0 && Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The state file, checked to belong to a live emulator.
-pub fn live_state(dir: &Path) -> Result<serde_json::Value, ClientError> {
+pub fn live_state(dir: &Path) -> Result<State, ClientError> {
     let s = state::read_state(dir).map_err(|e| not_running(dir, format!("{}: {e}", state::STATE_FILE)))?;
-    let pid = s["pid"].as_u64().unwrap_or(0);
-    if s["state"] == "stopped" || !alive(pid) {
-        return Err(not_running(dir, format!("process {pid} has exited")));
+    if s.state == Phase::Stopped || !alive(s.pid) {
+        return Err(not_running(dir, format!("process {} has exited", s.pid)));
     }
     Ok(s)
 }
@@ -60,21 +60,14 @@ pub fn send(dir: &Path, line: &str) -> Result<(), ClientError> {
     f.write_all(format!("{line}\n").as_bytes()).map_err(|e| not_running(dir, format!("{}: {e}", path.display())))
 }
 
-/// Whether the state's bitstream is `want` (the image as given, its name, or its behaviour).
-pub fn matches(s: &serde_json::Value, want: &str) -> bool {
-    let b = &s["bitstream"];
-    [&b["image"], &b["name"], &b["behaviour"]].iter().any(|v| v.as_str() == Some(want))
-        || b["name"].as_str() == Some(crate::bitstream::stem(want))
+/// Whether bitstream `b` is `want` (the image as given, its name, or its behaviour).
+pub fn matches(b: &Bitstream, want: &str) -> bool {
+    [b.image.as_str(), b.name.as_str(), b.behaviour.name()].contains(&want) || b.name == crate::bitstream::stem(want)
 }
 
 /// Flash `image` (optionally with a delay in µs) and wait until the emulator runs it again.
-pub fn flash(
-    dir: &Path,
-    image: &str,
-    delay_us: Option<u64>,
-    timeout: Duration,
-) -> Result<serde_json::Value, ClientError> {
-    let before = live_state(dir)?["generation"].as_u64().unwrap_or(0);
+pub fn flash(dir: &Path, image: &str, delay_us: Option<u64>, timeout: Duration) -> Result<State, ClientError> {
+    let before = live_state(dir)?.generation;
     let line = match delay_us {
         Some(us) => format!("flash {image} {us}"),
         None => format!("flash {image}"),
@@ -83,18 +76,12 @@ pub fn flash(
     let start = Instant::now();
     loop {
         let s = live_state(dir)?;
-        if s["generation"].as_u64().unwrap_or(0) > before && s["state"] == "running" {
-            if s["last_result"] != "ok" {
-                return Err(ClientError::Failed(format!(
-                    "flash {image}: {}",
-                    s["last_result"].as_str().unwrap_or("?")
-                )));
+        if s.generation > before && s.state == Phase::Running {
+            if s.last_result != "ok" {
+                return Err(ClientError::Failed(format!("flash {image}: {}", s.last_result)));
             }
-            if s["bitstream"]["image"] != image {
-                return Err(ClientError::Failed(format!(
-                    "flash {image}: the card runs {} instead",
-                    s["bitstream"]["image"].as_str().unwrap_or("?")
-                )));
+            if s.bitstream.image != image {
+                return Err(ClientError::Failed(format!("flash {image}: the card runs {} instead", s.bitstream.image)));
             }
             return Ok(s);
         }
@@ -106,18 +93,17 @@ pub fn flash(
 }
 
 /// Wait (up to `timeout`) until the emulator is running, with bitstream `expect` if given.
-pub fn status(dir: &Path, expect: Option<&str>, timeout: Duration) -> Result<serde_json::Value, ClientError> {
+pub fn status(dir: &Path, expect: Option<&str>, timeout: Duration) -> Result<State, ClientError> {
     let start = Instant::now();
     loop {
         let r = live_state(dir).and_then(|s| {
-            if s["state"] != "running" {
-                return Err(ClientError::Failed(format!("the card is {}", s["state"].as_str().unwrap_or("?"))));
+            if s.state != Phase::Running {
+                return Err(ClientError::Failed(format!("the card is {}", s.state.name())));
             }
             match expect {
-                Some(want) if !matches(&s, want) => Err(ClientError::Failed(format!(
+                Some(want) if !matches(&s.bitstream, want) => Err(ClientError::Failed(format!(
                     "the card runs {} ({}), not {want}",
-                    s["bitstream"]["name"].as_str().unwrap_or("?"),
-                    s["bitstream"]["image"].as_str().unwrap_or("?")
+                    s.bitstream.name, s.bitstream.image
                 ))),
                 _ => Ok(s),
             }
@@ -136,12 +122,13 @@ mod tests {
 
     #[test]
     fn expectations_match_image_name_or_behaviour() {
-        let s = serde_json::json!({"bitstream": {"image": "/w/bitstreams/rmvhdr.mcs", "name": "rmvhdr", "behaviour": "remove_header"}});
+        let b = crate::bitstream::resolve("/w/bitstreams/rmvhdr.mcs", None).unwrap();
+        assert_eq!((b.name.as_str(), b.behaviour.name()), ("rmvhdr", "remove_header"));
         for want in ["/w/bitstreams/rmvhdr.mcs", "rmvhdr", "remove_header", "/elsewhere/rmvhdr.mcs"] {
-            assert!(matches(&s, want), "{want}");
+            assert!(matches(&b, want), "{want}");
         }
-        assert!(!matches(&s, "forward"));
-        assert!(!matches(&s, "/w/bitstreams/forward.mcs"));
+        assert!(!matches(&b, "forward"));
+        assert!(!matches(&b, "/w/bitstreams/forward.mcs"));
     }
 
     #[test]

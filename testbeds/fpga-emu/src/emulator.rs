@@ -7,6 +7,7 @@
 //! before a frame is due, so that the emulated delay is precise to a few µs rather than to the
 //! timer's granularity.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
@@ -172,11 +173,11 @@ impl Emu {
             pid: std::process::id(),
             state: self.phase,
             generation: self.generation,
-            last_result: &self.last_result,
-            bitstream: &self.bitstream,
+            last_result: self.last_result.clone(),
+            bitstream: self.bitstream.clone(),
             flashed_at_ms: self.flashed_at_ms,
-            links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b],
-            counters: &self.counters,
+            links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b].map(String::clone),
+            counters: self.counters.clone(),
         };
         state::write_state(&self.cfg.dir, &s).map_err(|source| EmuError::State { path: self.cfg.dir.clone(), source })
     }
@@ -192,7 +193,9 @@ impl Emu {
             counters.probes_in[0] += u64::from(is_probe(frame));
             match behaviour.apply(frame) {
                 Verdict::Pass(out) => queue.push_back((due, out.into_owned())),
-                Verdict::Drop(reason) => *counters.pipeline_dropped.entry(reason.name()).or_default() += 1,
+                Verdict::Drop(reason) => {
+                    *counters.pipeline_dropped.entry(Cow::Borrowed(reason.name())).or_default() += 1
+                }
             }
         });
         let tx_b = &mut self.tx_b;

@@ -144,15 +144,14 @@ fn main() -> ExitCode {
         }
         Command::Flash { dir, image, delay_us, timeout_s } => seconds(timeout_s).and_then(|t| {
             let s = control::flash(&dir, &image, delay_us, t).map_err(|e| (1, e.to_string()))?;
-            print(&s["bitstream"]);
+            print(&s.bitstream);
             Ok(())
         }),
         Command::Reset { dir, timeout_s } => seconds(timeout_s).and_then(|t| {
-            let s = control::live_state(&dir).map_err(|e| (1, e.to_string()))?;
-            let image = s["bitstream"]["image"].as_str().unwrap_or("null").to_string();
-            let delay = s["bitstream"]["delay_us"].as_u64();
-            let s = control::flash(&dir, &image, delay, t).map_err(|e| (1, e.to_string()))?;
-            print(&s["bitstream"]);
+            let b = control::live_state(&dir).map_err(|e| (1, e.to_string()))?.bitstream;
+            let delay = u64::try_from(b.delay.as_micros()).unwrap_or(u64::MAX);
+            let s = control::flash(&dir, &b.image, Some(delay), t).map_err(|e| (1, e.to_string()))?;
+            print(&s.bitstream);
             Ok(())
         }),
         Command::Status { dir, expect, wait_s } => seconds(wait_s).and_then(|t| {

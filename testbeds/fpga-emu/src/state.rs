@@ -2,13 +2,14 @@
 //! and a file standing in for the register BAR (`bar2`), whose CMAC RX status words read 0x3 while
 //! the links are up, so that `latency-agent regs init/check --bar` work against it.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bitstream::Bitstream;
 
@@ -25,7 +26,7 @@ pub const PID_FILE: &str = "fpga-emu.pid";
 pub const BAR_LEN: u64 = latency_agent::regs::WINDOW as u64;
 
 /// Phase of the emulated card.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Forwarding with the loaded bitstream.
@@ -36,15 +37,26 @@ pub enum Phase {
     Stopped,
 }
 
+impl Phase {
+    /// Name as written in the state file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Running => "running",
+            Phase::Flashing => "flashing",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
 /// Packet counters since start.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     /// Frames received on switch link A (pipeline path).
     pub pipeline_in: u64,
     /// Frames sent on host link P.
     pub pipeline_out: u64,
-    /// Frames the program dropped, by reason.
-    pub pipeline_dropped: BTreeMap<&'static str, u64>,
+    /// Frames the program dropped, by reason ([`crate::packet::DropReason::name`]).
+    pub pipeline_dropped: BTreeMap<Cow<'static, str>, u64>,
     /// Frames received on switch link B (bypass path).
     pub bypass_in: u64,
     /// Frames sent on host link B.
@@ -58,8 +70,8 @@ pub struct Counters {
 }
 
 /// Everything the state file holds.
-#[derive(Clone, Debug, Serialize)]
-pub struct State<'a> {
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
     /// Process id of the emulator.
     pub pid: u32,
     /// Phase.
@@ -67,15 +79,15 @@ pub struct State<'a> {
     /// Number of completed `flash` commands (successful or not).
     pub generation: u64,
     /// Outcome of the last flash: `ok` or the error.
-    pub last_result: &'a str,
+    pub last_result: String,
     /// The loaded bitstream.
-    pub bitstream: &'a Bitstream,
+    pub bitstream: Bitstream,
     /// Unix time of the last completed flash, ms.
     pub flashed_at_ms: u64,
     /// Interfaces: switch A, switch B, host P, host B.
-    pub links: [&'a str; 4],
+    pub links: [String; 4],
     /// Counters.
-    pub counters: &'a Counters,
+    pub counters: Counters,
 }
 
 /// Milliseconds since the Unix epoch.
@@ -84,7 +96,7 @@ pub fn unix_ms() -> u64 {
 }
 
 /// Replace `dir/state.json` atomically (write a temporary file, then rename).
-pub fn write_state(dir: &Path, state: &State<'_>) -> io::Result<()> {
+pub fn write_state(dir: &Path, state: &State) -> io::Result<()> {
     let mut text = serde_json::to_string_pretty(state).map_err(io::Error::other)?;
     text.push('\n');
     let tmp = dir.join(format!(".{STATE_FILE}.tmp"));
@@ -92,8 +104,8 @@ pub fn write_state(dir: &Path, state: &State<'_>) -> io::Result<()> {
     std::fs::rename(&tmp, dir.join(STATE_FILE))
 }
 
-/// Read `dir/state.json` as JSON.
-pub fn read_state(dir: &Path) -> io::Result<serde_json::Value> {
+/// Read `dir/state.json`.
+pub fn read_state(dir: &Path) -> io::Result<State> {
     let text = std::fs::read_to_string(dir.join(STATE_FILE))?;
     serde_json::from_str(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
@@ -151,25 +163,35 @@ mod tests {
     fn state_file_round_trips() {
         let dir = std::env::temp_dir().join(format!("fpga-emu-state-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let b = crate::bitstream::resolve("rmvhdr.mcs", None).unwrap();
-        let c = Counters::default();
+        let mut counters = Counters { pipeline_in: 9, probes_in: [4, 5], ..Counters::default() };
+        counters.pipeline_dropped.insert(Cow::Borrowed("bad_checksum"), 2);
         let s = State {
             pid: 1,
             state: Phase::Running,
             generation: 3,
-            last_result: "ok",
-            bitstream: &b,
+            last_result: "ok".into(),
+            bitstream: crate::bitstream::resolve("rmvhdr.mcs", None).unwrap(),
             flashed_at_ms: 5,
-            links: ["a", "b", "p", "q"],
-            counters: &c,
+            links: ["a", "b", "p", "q"].map(String::from),
+            counters,
         };
         write_state(&dir, &s).unwrap();
-        let v = read_state(&dir).unwrap();
-        assert_eq!(v["generation"], 3);
-        assert_eq!(v["state"], "running");
-        assert_eq!(v["bitstream"]["behaviour"], "remove_header");
-        assert_eq!(v["bitstream"]["delay_us"], 400);
-        assert_eq!(v["bitstream"]["name"], "rmvhdr");
+        assert_eq!(read_state(&dir).unwrap(), s);
+        // The field names and encodings others read (`fpga-emu status`, the readback provenance).
+        let text = std::fs::read_to_string(dir.join(STATE_FILE)).unwrap();
+        for phase in [Phase::Running, Phase::Flashing, Phase::Stopped] {
+            assert_eq!(serde_json::to_string(&phase).unwrap(), format!("\"{}\"", phase.name()));
+        }
+        for field in [
+            r#""generation": 3"#,
+            r#""state": "running""#,
+            r#""behaviour": "remove_header""#,
+            r#""delay_us": 400"#,
+            r#""name": "rmvhdr""#,
+            r#""bad_checksum": 2"#,
+        ] {
+            assert!(text.contains(field), "{field} in {text}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
