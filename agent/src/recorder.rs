@@ -3,16 +3,23 @@
 //! counts it, it never blocks a poller. The writer appends the records of the current run to an
 //! Arrow IPC stream (`run=<r>.arrows`), flushed per batch so that a crash keeps what was written.
 //! Runs are started and ended by the controller, not by time gaps.
+//!
+//! A run ends by a handshake with the pollers rather than at a moment in time: the controller
+//! publishes the run the pollers record into together with a generation number, and each poller,
+//! when it sees a new generation, first hands over the batch it holds under the previous run,
+//! then acknowledges. A run is closed only once every poller has acknowledged its end, so every
+//! probe a poller dequeued before it saw the end is in the run — even when that poller was
+//! descheduled meanwhile. Symmetrically, a poll under way when a run starts counts into the run.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arrow_ipc::writer::StreamWriter;
 use latency_proto::control::RunCounters;
@@ -25,6 +32,10 @@ use crate::capture::RxPort;
 pub const POLLER_BATCH: usize = 256;
 /// Records per Arrow batch written (and flushed).
 const WRITE_BATCH: usize = 4096;
+/// How long a change of run waits for the pollers' acknowledgements. Pollers busy-poll and look
+/// at the run before every poll, so only a poller that is not running (or stuck in its driver)
+/// takes more than microseconds.
+pub const ACK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Settings of a capture.
 #[derive(Clone, Debug)]
@@ -56,14 +67,70 @@ enum Msg {
     Batch { port: Port, run: u32, seen: Vec<Seen> },
 }
 
+/// The pollers' setting, one word so that a single load sees all of it: a generation counting
+/// the changes (bits 33–63), whether a run is open (bit 32), and the run (bits 0–31: the open
+/// run, or the last one when none is open).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Setting(u64);
+
+impl Setting {
+    const OPEN: u64 = 1 << 32;
+
+    fn new(generation: u32, run: u32, open: bool) -> Setting {
+        Setting(u64::from(generation) << 33 | if open { Setting::OPEN } else { 0 } | u64::from(run))
+    }
+
+    fn generation(self) -> u32 {
+        (self.0 >> 33) as u32
+    }
+
+    fn run(self) -> u32 {
+        self.0 as u32
+    }
+
+    fn open(self) -> bool {
+        self.0 & Setting::OPEN != 0
+    }
+
+    /// The run records go to: the open run, or 0 (outside any run).
+    fn recording(self) -> u32 {
+        if self.open() { self.run() } else { 0 }
+    }
+
+    /// The next setting.
+    fn next(self, run: u32, open: bool) -> Setting {
+        Setting::new(self.generation().wrapping_add(1), run, open)
+    }
+}
+
+/// Poller `poller` has handed over everything it dequeued before it saw generation `generation`.
+struct Ack {
+    poller: usize,
+    generation: u32,
+}
+
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
-    run: AtomicU32,
+    setting: AtomicU64,
     non_probe: AtomicU64,
     dropped: AtomicU64,
     outside: AtomicU64,
     errors: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn error(&self, e: String) {
+        self.errors.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    }
+
+    fn totals(&self) -> (u64, u64, u64) {
+        (
+            self.non_probe.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
+            self.outside.load(Ordering::Relaxed),
+        )
+    }
 }
 
 /// A running capture.
@@ -71,8 +138,15 @@ pub struct Recorder {
     shared: Arc<Shared>,
     tx: SyncSender<Msg>,
     threads: Vec<JoinHandle<()>>,
-    /// Counter values at the start of the current run.
-    base: (u64, u64, u64),
+    acks: Receiver<Ack>,
+    /// Port name of each poller, in poller order.
+    pollers: Vec<String>,
+    /// The last setting published.
+    setting: Setting,
+    /// Non-probe and dropped counts when the current run started.
+    base: (u64, u64),
+    /// Outside count when the last run ended (or at start).
+    outside_mark: u64,
 }
 
 impl Recorder {
@@ -81,65 +155,107 @@ impl Recorder {
         std::fs::create_dir_all(&opts.out)?;
         let shared = Arc::new(Shared::default());
         let (tx, rx) = mpsc::sync_channel::<Msg>(opts.queue.max(1));
+        let (ack_tx, acks) = mpsc::channel::<Ack>();
         let mut threads = Vec::new();
         let out = opts.out.clone();
         let writer_shared = shared.clone();
         threads
             .push(std::thread::Builder::new().name("writer".into()).spawn(move || writer(rx, &out, &writer_shared))?);
+        let pollers: Vec<String> = ports.iter().map(|p| p.name()).collect();
         for (i, port) in ports.into_iter().enumerate() {
             let which = if i == 0 { Port::Pipeline } else { Port::Bypass };
-            let (shared, tx, format, core) = (shared.clone(), tx.clone(), opts.format, opts.cores.get(i).copied());
+            let (shared, tx, ack) = (shared.clone(), tx.clone(), ack_tx.clone());
+            let (format, core) = (opts.format, opts.cores.get(i).copied());
             threads.push(
                 std::thread::Builder::new()
-                    .name(format!("poll-{}", port.name()))
-                    .spawn(move || poller(port, which, core, format, &shared, &tx))?,
+                    .name(format!("poll-{}", pollers[i]))
+                    .spawn(move || poller(port, Poller { index: i, which, core, format }, &shared, &tx, &ack))?,
             );
         }
-        Ok(Recorder { shared, tx, threads, base: (0, 0, 0) })
+        let setting = Setting::new(0, 0, false);
+        Ok(Recorder { shared, tx, threads, acks, pollers, setting, base: (0, 0), outside_mark: 0 })
     }
 
-    /// Open run `run`: records from now on go to its file.
+    /// Open run `run`: records from now on go to its file. A run still open is closed first
+    /// (without a report). Does not wait for the pollers: a poll that overlaps the start of a run
+    /// counts into it, as some drivers wait in their receive call (`net_pcap` reading a pipe).
     pub fn begin(&mut self, run: u32) -> io::Result<PathBuf> {
         if run == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "runs are numbered from 1"));
         }
+        if self.setting.open() {
+            self.end_for_pollers();
+        }
         let (reply, answer) = mpsc::channel();
         self.tx.send(Msg::Begin(run, reply)).map_err(|_| io::Error::other("writer stopped"))?;
         let file = answer.recv().map_err(|_| io::Error::other("writer stopped"))??;
-        self.base = self.totals();
-        self.shared.run.store(run, Ordering::SeqCst);
+        self.publish(self.setting.next(run, true));
+        let (non_probe, dropped, _) = self.shared.totals();
+        self.base = (non_probe, dropped);
         Ok(file)
     }
 
-    /// Close run `run` and return its counters, after the records queued before the call.
+    /// Close run `run` and return its counters, once every poller has handed over what it
+    /// dequeued before it saw the end. Probes dequeued while no run was open since the previous
+    /// run ended are reported as this run's `outside_run`.
     pub fn end(&mut self, run: u32) -> io::Result<RunCounters> {
-        if self.shared.run.load(Ordering::SeqCst) != run {
+        if run == 0 || self.setting.recording() != run {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("run {run} is not open")));
         }
-        self.shared.run.store(0, Ordering::SeqCst);
-        // Let every poller finish the batch it may be holding for this run.
-        std::thread::sleep(Duration::from_millis(2));
+        self.end_for_pollers();
+        let (non_probe, dropped, outside) = self.shared.totals();
+        let outside_run = outside - std::mem::replace(&mut self.outside_mark, outside);
         let (reply, answer) = mpsc::channel();
         self.tx.send(Msg::End(run, reply)).map_err(|_| io::Error::other("writer stopped"))?;
-        let mut c = answer.recv().map_err(|_| io::Error::other("writer stopped"))??;
-        let now = self.totals();
-        c.non_probe = now.0 - self.base.0;
-        c.dropped = now.1 - self.base.1;
-        c.outside_run = now.2 - self.base.2;
-        Ok(c)
+        let c = answer.recv().map_err(|_| io::Error::other("writer stopped"))??;
+        Ok(RunCounters { non_probe: non_probe - self.base.0, dropped: dropped - self.base.1, outside_run, ..c })
     }
 
-    fn totals(&self) -> (u64, u64, u64) {
-        let s = &self.shared;
-        (s.non_probe.load(Ordering::Relaxed), s.dropped.load(Ordering::Relaxed), s.outside.load(Ordering::Relaxed))
+    fn publish(&mut self, setting: Setting) {
+        self.setting = setting;
+        self.shared.setting.store(setting.0, Ordering::SeqCst);
     }
 
-    /// Errors the threads ran into (e.g. a run file that could not be written).
+    /// End the open run for the pollers and wait until each has acknowledged, having handed over
+    /// what it held for the run (batches are queued before the acknowledgement, so they reach
+    /// the writer before anything sent after this returns). A poller that does not acknowledge
+    /// within [`ACK_TIMEOUT`] is reported in [`Recorder::errors`].
+    fn end_for_pollers(&mut self) {
+        let run = self.setting.run();
+        self.publish(self.setting.next(run, false));
+        let mut pending = vec![true; self.pollers.len()];
+        let mut left = pending.len();
+        let deadline = Instant::now() + ACK_TIMEOUT;
+        while left > 0 {
+            match self.acks.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(Ack { poller, generation }) if generation == self.setting.generation() => {
+                    if let Some(p) = pending.get_mut(poller).filter(|p| **p) {
+                        *p = false;
+                        left -= 1;
+                    }
+                }
+                // The acknowledgement of an earlier change.
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        for (name, _) in self.pollers.iter().zip(&pending).filter(|(_, p)| **p) {
+            self.shared.error(format!(
+                "{name}: no acknowledgement within {} s of the end of run {run}: the records it held count as \
+                 outside the run",
+                ACK_TIMEOUT.as_secs()
+            ));
+        }
+    }
+
+    /// Errors the threads ran into since the last call (e.g. a run file that could not be
+    /// written); each is returned once.
     pub fn errors(&self) -> Vec<String> {
-        self.shared.errors.lock().map(|e| e.clone()).unwrap_or_default()
+        std::mem::take(&mut *self.shared.errors.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Stop the pollers and the writer (an open run file is finished) and release the ports.
+    /// Stop the pollers and the writer (an open run file is finished, with what the pollers
+    /// held) and release the ports.
     pub fn stop(self) {
         self.shared.stop.store(true, Ordering::SeqCst);
         drop(self.tx);
@@ -147,6 +263,14 @@ impl Recorder {
             let _ = t.join();
         }
     }
+}
+
+/// What a poller thread is.
+struct Poller {
+    index: usize,
+    which: Port,
+    core: Option<usize>,
+    format: ProbeFormat,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -159,24 +283,26 @@ fn pin(_: usize) -> io::Result<()> {
     Err(io::Error::new(io::ErrorKind::Unsupported, "pinning is implemented for x86_64 Linux only"))
 }
 
-fn poller(
-    mut port: Box<dyn RxPort>,
-    which: Port,
-    core: Option<usize>,
-    format: ProbeFormat,
-    shared: &Shared,
-    tx: &SyncSender<Msg>,
-) {
-    if let Some(c) = core
+fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSender<Msg>, acks: &Sender<Ack>) {
+    if let Some(c) = me.core
         && let Err(e) = pin(c)
-        && let Ok(mut errs) = shared.errors.lock()
     {
-        errs.push(format!("{}: cannot pin to core {c}: {e}", port.name()));
+        shared.error(format!("{}: cannot pin to core {c}: {e}", port.name()));
     }
     let mut seen: Vec<Seen> = Vec::with_capacity(POLLER_BATCH);
     let mut non_probe = 0u64;
+    // Generation 0 is the setting before the first change, so a change made before this thread
+    // started is acknowledged too.
+    let mut setting = Setting::new(0, 0, false);
     while !shared.stop.load(Ordering::Relaxed) {
-        let n = port.poll(POLLER_BATCH - seen.len(), &mut |frame, tsc| match probe::parse(frame, format) {
+        let now = Setting(shared.setting.load(Ordering::Acquire));
+        if now != setting {
+            hand_over(&mut seen, setting.recording(), me.which, shared, tx);
+            setting = now;
+            let _ = acks.send(Ack { poller: me.index, generation: now.generation() });
+        }
+        let held = seen.len();
+        let n = port.poll(POLLER_BATCH - held, &mut |frame, tsc| match probe::parse(frame, me.format) {
             Some(p) => seen.push(Seen { id: p.id, tsc, len: frame.len().min(u16::MAX as usize) as u16 }),
             None => non_probe += 1,
         });
@@ -184,20 +310,43 @@ fn poller(
             shared.non_probe.fetch_add(non_probe, Ordering::Relaxed);
             non_probe = 0;
         }
-        if !seen.is_empty() && (n == 0 || seen.len() >= POLLER_BATCH) {
-            let run = shared.run.load(Ordering::SeqCst);
-            let batch = std::mem::replace(&mut seen, Vec::with_capacity(POLLER_BATCH));
-            if run == 0 {
-                shared.outside.fetch_add(batch.len() as u64, Ordering::Relaxed);
-            } else if let Err(TrySendError::Full(Msg::Batch { seen, .. })) =
-                tx.try_send(Msg::Batch { port: which, run, seen: batch })
-            {
-                shared.dropped.fetch_add(seen.len() as u64, Ordering::Relaxed);
+        // A poll that overlaps the start of a run counts into it: a driver may wait in its receive
+        // call (`net_pcap` reading a pipe) across `begin`. At most one run can have started (the
+        // end of a run waits for this poller), and its number stays in the setting even once its
+        // end is published; it is still open for the writer. What was held from before the poll
+        // is outside.
+        if n > 0 && !setting.open() {
+            let now = Setting(shared.setting.load(Ordering::Acquire));
+            if now.generation() != setting.generation() {
+                shared.outside.fetch_add(held as u64, Ordering::Relaxed);
+                seen.drain(..held);
+                hand_over(&mut seen, now.run(), me.which, shared, tx);
             }
+        }
+        if !seen.is_empty() && (n == 0 || seen.len() >= POLLER_BATCH) {
+            hand_over(&mut seen, setting.recording(), me.which, shared, tx);
         }
         if n == 0 {
             std::hint::spin_loop();
         }
+    }
+    hand_over(&mut seen, setting.recording(), me.which, shared, tx);
+}
+
+/// Queue the records of `seen` for run `run` (none: they count as outside a run). Never blocks:
+/// when the queue is full they are dropped and counted.
+fn hand_over(seen: &mut Vec<Seen>, run: u32, port: Port, shared: &Shared, tx: &SyncSender<Msg>) {
+    if seen.is_empty() {
+        return;
+    }
+    if run == 0 {
+        shared.outside.fetch_add(seen.len() as u64, Ordering::Relaxed);
+        seen.clear();
+        return;
+    }
+    let batch = std::mem::replace(seen, Vec::with_capacity(POLLER_BATCH));
+    if let Err(TrySendError::Full(Msg::Batch { seen, .. })) = tx.try_send(Msg::Batch { port, run, seen: batch }) {
+        shared.dropped.fetch_add(seen.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -265,11 +414,6 @@ fn open_run(out: &Path, run: u32) -> io::Result<OpenRun> {
 
 fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
     let mut open: Option<OpenRun> = None;
-    let record_error = |e: String| {
-        if let Ok(mut errs) = shared.errors.lock() {
-            errs.push(e);
-        }
-    };
     loop {
         let msg = match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(m) => m,
@@ -277,7 +421,7 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
                 if let Some(o) = open.as_mut()
                     && let Err(e) = o.flush()
                 {
-                    record_error(format!("{}: {e}", o.file.display()));
+                    shared.error(format!("{}: {e}", o.file.display()));
                 }
                 continue;
             }
@@ -285,8 +429,10 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
         };
         match msg {
             Msg::Begin(run, reply) => {
-                if let Some(o) = open.take() {
-                    let _ = o.finish();
+                if let Some(o) = open.take()
+                    && let Err(e) = o.finish()
+                {
+                    shared.error(e.to_string());
                 }
                 let r = open_run(out, run);
                 let _ =
@@ -315,7 +461,7 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
                     if o.builder.len() >= WRITE_BATCH
                         && let Err(e) = o.flush()
                     {
-                        record_error(format!("{}: {e}", o.file.display()));
+                        shared.error(format!("{}: {e}", o.file.display()));
                     }
                 }
                 _ => {
@@ -327,6 +473,9 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
     if let Some(o) = open.take()
         && let Err(e) = o.finish()
     {
-        record_error(e.to_string());
+        shared.error(e.to_string());
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -130,7 +130,8 @@ pub struct RunCounters {
     pub non_probe: u64,
     /// Probe copies dropped because the writer queue was full.
     pub dropped: u64,
-    /// Probe copies that arrived while no run was open (before `begin` / after `end`).
+    /// Probe copies that arrived while no run was open, since the previous run ended (or the
+    /// capture started): before this run's `begin`.
     pub outside_run: u64,
     /// The run file.
     pub file: PathBuf,

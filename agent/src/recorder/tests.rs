@@ -1,0 +1,185 @@
+//! Tests of the recorder with fake ports: run boundaries under stalled pollers and drivers,
+//! counters, errors.
+
+use super::*;
+
+use arrow_ipc::reader::StreamReader;
+
+/// When a fake port stops, as a descheduled poller or a driver waiting in its receive call
+/// would, until told to go on.
+enum Stall {
+    /// In the first poll, before taking a burst (it says so first).
+    BeforeFrames,
+    /// Right after the first burst was handed over.
+    AfterFrames,
+}
+
+/// A port fed through a channel, a burst of frames per message; it says when it has handed a
+/// burst over.
+struct FakePort {
+    bursts: Receiver<Vec<Vec<u8>>>,
+    polled: Sender<()>,
+    stall: Option<(Stall, Receiver<()>)>,
+}
+
+impl FakePort {
+    fn stall_if(&mut self, when: fn(&Stall) -> bool) {
+        if let Some((_, resume)) = self.stall.take_if(|(s, _)| when(s)) {
+            let _ = self.polled.send(());
+            resume.recv().expect("test alive");
+        }
+    }
+}
+
+impl RxPort for FakePort {
+    fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+        self.stall_if(|s| matches!(s, Stall::BeforeFrames));
+        let Ok(burst) = self.bursts.try_recv() else { return 0 };
+        assert!(burst.len() <= budget, "bursts fit a poll");
+        for (tsc, frame) in burst.iter().enumerate() {
+            f(frame, tsc as u64 + 1);
+        }
+        let _ = self.polled.send(());
+        self.stall_if(|s| matches!(s, Stall::AfterFrames));
+        burst.len()
+    }
+
+    fn name(&self) -> String {
+        "fake".into()
+    }
+}
+
+/// Where a test sends a fake port its bursts of frames.
+type Feed = Sender<Vec<Vec<u8>>>;
+
+/// A fake port, its feed, and the channel saying it handed a burst over (or stalled).
+fn port(stall: Option<(Stall, Receiver<()>)>) -> (Box<dyn RxPort>, Feed, Receiver<()>) {
+    let (feed, bursts) = mpsc::channel();
+    let (polled, polled_rx) = mpsc::channel();
+    (Box::new(FakePort { bursts, polled, stall }), feed, polled_rx)
+}
+
+fn probes(ids: std::ops::RangeInclusive<u64>) -> Vec<Vec<u8>> {
+    ids.map(|id| probe::payload(id, ProbeFormat::Latencylab, 64)).collect()
+}
+
+fn feed(to: &Feed, polled: &Receiver<()>, ids: std::ops::RangeInclusive<u64>) {
+    to.send(probes(ids)).expect("port alive");
+    polled.recv_timeout(Duration::from_secs(10)).expect("the port is polled");
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agent-recorder-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn options(out: &Path, cores: Vec<usize>) -> Options {
+    Options { format: ProbeFormat::Latencylab, cores, out: out.to_path_buf(), queue: 64 }
+}
+
+/// Wait until `n` probes were counted as outside a run.
+fn outside_reaches(rec: &Recorder, n: u64) {
+    let start = Instant::now();
+    while rec.shared.totals().2 < n {
+        assert!(start.elapsed() < Duration::from_secs(10), "{n} probes outside a run");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn rows(file: &Path) -> usize {
+    let reader = StreamReader::try_new(File::open(file).expect("run file"), None).expect("a stream");
+    reader.map(|b| b.expect("a batch").num_rows()).sum()
+}
+
+#[test]
+fn a_descheduled_pollers_records_from_before_end_are_in_the_run() {
+    let out = scratch("stall");
+    let (resume, stall) = mpsc::channel();
+    let (slow, slow_feed, slow_polled) = port(Some((Stall::AfterFrames, stall)));
+    let (idle, _idle_feed, _) = port(None);
+    let mut rec = Recorder::start(vec![slow, idle], options(&out, vec![])).expect("start");
+    let file = rec.begin(1).expect("begin");
+    // The poller dequeued 10 probes, has not handed them over, and is not running.
+    feed(&slow_feed, &slow_polled, 1..=10);
+    let counters = std::thread::scope(|sc| {
+        let end = sc.spawn(|| rec.end(1));
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!end.is_finished(), "the run is not closed while a poller holds records of it");
+        resume.send(()).expect("port alive");
+        end.join().expect("no panic").expect("end")
+    });
+    assert_eq!(
+        counters,
+        RunCounters { run: 1, records: 10, pipeline_only: 10, file: file.clone(), ..RunCounters::default() }
+    );
+    assert_eq!(rows(&file), 10);
+    assert!(rec.errors().is_empty());
+    rec.stop();
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn a_poll_waiting_in_its_driver_across_begin_counts_into_the_run() {
+    let out = scratch("driver-wait");
+    let (resume, stall) = mpsc::channel();
+    let (waiting, feed, in_driver) = port(Some((Stall::BeforeFrames, stall)));
+    let mut rec = Recorder::start(vec![waiting], options(&out, vec![])).expect("start");
+    in_driver.recv_timeout(Duration::from_secs(10)).expect("the first poll waits");
+    feed.send(probes(1..=7)).expect("port alive");
+    let start = Instant::now();
+    let file = rec.begin(1).expect("begin");
+    assert!(start.elapsed() < ACK_TIMEOUT / 2, "begin does not wait for a poll in its driver");
+    resume.send(()).expect("port alive");
+    let c = rec.end(1).expect("end");
+    assert_eq!((c.records, c.pipeline_only, c.outside_run), (7, 7, 0), "{c:?}");
+    assert_eq!(rows(&file), 7);
+    assert!(rec.errors().is_empty());
+    rec.stop();
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn runs_hold_what_was_dequeued_while_open_and_the_rest_counts_as_outside() {
+    let out = scratch("outside");
+    let (a, a_feed, a_polled) = port(None);
+    let (b, b_feed, b_polled) = port(None);
+    let mut rec = Recorder::start(vec![a, b], options(&out, vec![])).expect("start");
+    feed(&a_feed, &a_polled, 100..=101);
+    // Once counted as outside, these cannot count into the run (a poll overlapping `begin` would).
+    outside_reaches(&rec, 2);
+    let first = rec.begin(1).expect("begin");
+    feed(&a_feed, &a_polled, 1..=5);
+    feed(&b_feed, &b_polled, 1..=4);
+    // No wait for the writer: `end` waits for the pollers.
+    let c = rec.end(1).expect("end");
+    assert_eq!((c.records, c.matched, c.pipeline_only, c.bypass_only), (9, 4, 1, 0));
+    assert_eq!(c.outside_run, 2, "the probes before `begin 1`");
+    feed(&a_feed, &a_polled, 6..=8);
+    outside_reaches(&rec, 5);
+    let second = rec.begin(2).expect("begin");
+    let c = rec.end(2).expect("end");
+    assert_eq!((c.records, c.outside_run), (0, 3), "the probes between the runs");
+    assert_eq!((rows(&first), rows(&second)), (9, 0));
+    assert!(rec.end(2).is_err() && rec.begin(0).is_err());
+    rec.stop();
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
+
+#[test]
+fn each_error_is_reported_once() {
+    let out = scratch("errors");
+    let (p, _feed, _) = port(None);
+    let rec = Recorder::start(vec![p], options(&out, vec![1 << 20])).expect("start");
+    let start = Instant::now();
+    let mut errors = rec.errors();
+    while errors.is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+        errors = rec.errors();
+    }
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("fake: cannot pin to core 1048576"), "{errors:?}");
+    assert!(rec.errors().is_empty(), "an error is not reported again");
+    rec.stop();
+    std::fs::remove_dir_all(&out).expect("cleanup");
+}
