@@ -147,14 +147,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("fpga-emu-fifo-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let lines = listen(&dir.join(CONTROL_FIFO)).unwrap();
-        // The listener may not have opened the FIFO yet: retry until it has.
-        let start = Instant::now();
-        while send(&dir, "flash forward").is_err() {
-            assert!(start.elapsed() < Duration::from_secs(5));
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        send(&dir, "quit").ok();
+        // The FIFO is open once `listen` returns: a client's non-blocking open finds its reader.
+        send(&dir, "flash forward").unwrap();
+        send(&dir, "quit").unwrap();
         assert_eq!(lines.recv_timeout(Duration::from_secs(5)).unwrap(), "flash forward");
+        assert_eq!(lines.recv_timeout(Duration::from_secs(5)).unwrap(), "quit");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
