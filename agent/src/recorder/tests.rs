@@ -87,6 +87,13 @@ fn outside_reaches(rec: &Recorder, n: u64) {
     }
 }
 
+/// Stop the recorder, which has no error left to report, and remove its folder.
+fn stop_clean(rec: Recorder, out: &Path) {
+    assert_eq!(rec.errors(), Vec::<String>::new());
+    rec.stop();
+    std::fs::remove_dir_all(out).expect("cleanup");
+}
+
 fn rows(file: &Path) -> usize {
     let reader = StreamReader::try_new(File::open(file).expect("run file"), None).expect("a stream");
     reader.map(|b| b.expect("a batch").num_rows()).sum()
@@ -114,9 +121,7 @@ fn a_descheduled_pollers_records_from_before_end_are_in_the_run() {
         RunCounters { run: 1, records: 10, pipeline_only: 10, file: file.clone(), ..RunCounters::default() }
     );
     assert_eq!(rows(&file), 10);
-    assert!(rec.errors().is_empty());
-    rec.stop();
-    std::fs::remove_dir_all(&out).expect("cleanup");
+    stop_clean(rec, &out);
 }
 
 #[test]
@@ -134,9 +139,7 @@ fn a_poll_waiting_in_its_driver_across_begin_counts_into_the_run() {
     let c = rec.end(1).expect("end");
     assert_eq!((c.records, c.pipeline_only, c.outside_run), (7, 7, 0), "{c:?}");
     assert_eq!(rows(&file), 7);
-    assert!(rec.errors().is_empty());
-    rec.stop();
-    std::fs::remove_dir_all(&out).expect("cleanup");
+    stop_clean(rec, &out);
 }
 
 #[test]
@@ -162,8 +165,7 @@ fn runs_hold_what_was_dequeued_while_open_and_the_rest_counts_as_outside() {
     assert_eq!((c.records, c.outside_run), (0, 3), "the probes between the runs");
     assert_eq!((rows(&first), rows(&second)), (9, 0));
     assert!(rec.end(2).is_err() && rec.begin(0).is_err());
-    rec.stop();
-    std::fs::remove_dir_all(&out).expect("cleanup");
+    stop_clean(rec, &out);
 }
 
 #[test]
@@ -180,6 +182,5 @@ fn each_error_is_reported_once() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].starts_with("fake: cannot pin to core 1048576"), "{errors:?}");
     assert!(rec.errors().is_empty(), "an error is not reported again");
-    rec.stop();
-    std::fs::remove_dir_all(&out).expect("cleanup");
+    stop_clean(rec, &out);
 }
