@@ -16,3 +16,6 @@ pub mod results;
 pub mod schedule;
 pub mod testbed;
 pub mod trace;
+
+#[cfg(test)]
+mod robustness;

@@ -107,6 +107,12 @@ pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, Str
             r.sha256.get(..12).unwrap_or(&r.sha256)
         ));
     }
+    crate::results::runfile::guarded(|| decode_checked(r, group, bytes))
+        .unwrap_or_else(|why| Err(format!("{}: corrupt Parquet file: {why}", r.rel)))
+}
+
+/// Decode a run file's bytes (already checked against the journal's sha256).
+fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<RecordBatch>, String> {
     let bad = |m: &dyn std::fmt::Display| format!("{}: {m}", r.rel);
     let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes)).map_err(|e| bad(&e))?;
     let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))

@@ -275,7 +275,7 @@ pub fn summarize(
             });
             per_session.push((*s, cal));
         }
-        if sessions.iter().all(|s| s.matched == 0) {
+        if per_session.iter().all(|(_, v)| v.is_empty()) {
             problems.push(format!("program `{}`: no usable run data; not analysed", g.program));
             continue;
         }

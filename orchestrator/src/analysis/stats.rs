@@ -11,9 +11,11 @@ use rand_chacha::ChaCha8Rng;
 pub const QUANTILE_DEFINITION: &str =
     "linear interpolation between order statistics, h = (n - 1) p (Hyndman-Fan type 7, numpy/R default)";
 
-/// Quantile `p` ∈ [0, 1] of an ascending, non-empty sample.
+/// Quantile `p` ∈ [0, 1] of an ascending sample; NaN for an empty one.
 pub fn quantile_sorted(x: &[f64], p: f64) -> f64 {
-    debug_assert!(!x.is_empty());
+    if x.is_empty() {
+        return f64::NAN;
+    }
     let h = (x.len() - 1) as f64 * p.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(x.len() - 1);

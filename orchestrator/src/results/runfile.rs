@@ -125,21 +125,55 @@ pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let fmt = |e: &dyn std::fmt::Display| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() };
     let f = File::open(path).map_err(super::io_err(path))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| fmt(&e))?;
-    let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
-        .map_err(|m| fmt(&m))?;
-    let schema = builder.schema().clone();
-    let expected = latency_proto::record_schema();
-    if schema.fields() != expected.fields() {
-        return Err(fmt(&format!("unexpected schema {schema:?}")));
-    }
-    let reader = builder.with_batch_size(1 << 16).build().map_err(|e| fmt(&e))?;
-    let mut batches = Vec::new();
-    for b in reader {
-        let b = b.map_err(|e| fmt(&e))?;
-        batches.push(b.with_schema(Arc::clone(&expected)).map_err(|e| fmt(&e))?);
-    }
-    Ok((batches, meta))
+    guarded(|| {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| fmt(&e))?;
+        let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
+            .map_err(|m| fmt(&m))?;
+        let schema = builder.schema().clone();
+        let expected = latency_proto::record_schema();
+        if schema.fields() != expected.fields() {
+            return Err(fmt(&format!("unexpected schema {schema:?}")));
+        }
+        let reader = builder.with_batch_size(1 << 16).build().map_err(|e| fmt(&e))?;
+        let mut batches = Vec::new();
+        for b in reader {
+            let b = b.map_err(|e| fmt(&e))?;
+            batches.push(b.with_schema(Arc::clone(&expected)).map_err(|e| fmt(&e))?);
+        }
+        Ok((batches, meta))
+    })
+    .unwrap_or_else(|why| Err(fmt(&format!("corrupt Parquet file: {why}"))))
+}
+
+thread_local! {
+    /// Set while this thread decodes an untrusted file (see [`guarded`]).
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `decode` on the contents of an untrusted file, turning a panic of the decoder into an
+/// error (its message). The Parquet decoder asserts on some corrupt metadata instead of returning
+/// an error; such a file must be reported, not crash the analysis. The panic message of a decoder
+/// guarded here is not printed (every other panic still is).
+pub fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !DECODING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    let was = DECODING.with(|d| d.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode));
+    DECODING.with(|d| d.set(was));
+    result.map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the decoder failed".into())
+    })
 }
 
 #[cfg(test)]
