@@ -62,9 +62,9 @@ enum Command {
     Report {
         /// Results folder.
         dir: PathBuf,
-        /// Formats, comma-separated: html, md (default: the plan's).
-        #[arg(long, value_delimiter = ',')]
-        format: Vec<String>,
+        /// Formats, comma-separated (default: the plan's).
+        #[arg(long, value_delimiter = ',', value_enum)]
+        format: Vec<orchestrator::plan::ReportFormat>,
     },
     /// Regression check of CANDIDATE against BASELINE (results folders); exit 1 on regression.
     Compare {
@@ -128,8 +128,8 @@ enum TraceOp {
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_PROBES)))]
         count: u32,
         /// Probe id format: latencylab (ASCII marker) or compact (binary).
-        #[arg(long, default_value = "latencylab")]
-        probe_id: String,
+        #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
+        probe_id: plan::ProbeFormat,
         /// Output pcap (must not exist).
         #[arg(long)]
         out: PathBuf,
@@ -148,8 +148,8 @@ enum TraceOp {
         /// The pcap.
         file: PathBuf,
         /// Probe id format.
-        #[arg(long, default_value = "latencylab")]
-        probe_id: String,
+        #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
+        probe_id: plan::ProbeFormat,
     },
 }
 
@@ -211,7 +211,7 @@ fn main() -> ExitCode {
         Command::Validate { plans } => validate(&plans),
         Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
         Command::Analyze { dir } => analyze(&dir),
-        Command::Report { dir, format } => report_formats(&format).and_then(|f| report(&dir, &f)),
+        Command::Report { dir, format } => report(&dir, &format),
         Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
             compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
         }
@@ -527,26 +527,6 @@ fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
     }
 }
 
-fn report_formats(names: &[String]) -> Result<Vec<orchestrator::plan::ReportFormat>, Failure> {
-    use orchestrator::plan::ReportFormat;
-    names
-        .iter()
-        .map(|f| match f.as_str() {
-            "html" => Ok(ReportFormat::Html),
-            "md" | "markdown" => Ok(ReportFormat::Markdown),
-            other => Err(Failure::Usage(format!("unknown report format `{other}` (html, md)"))),
-        })
-        .collect()
-}
-
-fn probe_format(name: &str) -> Result<plan::ProbeFormat, Failure> {
-    match name {
-        "latencylab" => Ok(plan::ProbeFormat::Latencylab),
-        "compact" => Ok(plan::ProbeFormat::Compact),
-        other => Err(Failure::Usage(format!("unknown probe id format `{other}` (latencylab, compact)"))),
-    }
-}
-
 fn trace(op: TraceOp) -> Result<(), Failure> {
     use orchestrator::trace;
     let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
@@ -555,7 +535,7 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
             let t = trace::template_by_name(&template).ok_or_else(|| {
                 Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
             })?;
-            let info = trace::generate(t, count, probe_format(&probe_id)?, &out).map_err(|e| match e {
+            let info = trace::generate(t, count, probe_id, &out).map_err(|e| match e {
                 trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
                 e => failed(e),
             })?;
@@ -574,7 +554,7 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
         }
         TraceOp::Inspect { file, probe_id } => {
             // A file that is no readable pcap is invalid input.
-            let report = trace::inspect(&file, probe_format(&probe_id)?).map_err(|e| Failure::Usage(e.to_string()))?;
+            let report = trace::inspect(&file, probe_id).map_err(|e| Failure::Usage(e.to_string()))?;
             println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
             let problems = report.problems();
             for p in &problems {

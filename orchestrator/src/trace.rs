@@ -2,7 +2,7 @@
 //!
 //! A generated trace is a nanosecond pcap of probes 1..=N whose headers match a program's traffic
 //! ([`TraceTemplate`]) and whose payload carries the probe id in the agent's wire format
-//! ([`latency_agent::probe`]). Generation is deterministic: the same template, count and format
+//! ([`latency_proto::probe`]). Generation is deterministic: the same template, count and format
 //! give a byte-identical file (fixed MACs, addresses and timestamps id × 2 ms, i.e. 500 pps).
 //!
 //! Inspection reads any classic pcap (µs or ns, either byte order) and reports what a replay would
@@ -14,14 +14,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use etherparse::{PacketBuilder, VlanId};
-use latency_agent::probe::{self, ProbeFormat as WireFormat};
+use latency_proto::probe;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 use serde::Serialize;
 
 use crate::digest::sha256_hex;
 use crate::pcap::{PcapError, Reader};
-use crate::plan::{ProbeFormat, TraceTemplate};
+use crate::plan::{Plan, ProbeFormat, TraceSource, TraceTemplate};
 use crate::probes;
 use crate::results::{self, ResultsError};
 
@@ -101,23 +101,6 @@ pub struct TraceInfo {
     pub sha256: String,
 }
 
-/// The agent's wire format of a plan's probe format.
-pub fn wire_format(format: ProbeFormat) -> WireFormat {
-    match format {
-        ProbeFormat::Latencylab => WireFormat::Latencylab,
-        ProbeFormat::Compact => WireFormat::Compact,
-    }
-}
-
-/// The plan's probe format of an agent wire format (e.g. parsed from a command line with
-/// [`str::parse`]).
-pub fn plan_format(format: WireFormat) -> ProbeFormat {
-    match format {
-        WireFormat::Latencylab => ProbeFormat::Latencylab,
-        WireFormat::Compact => ProbeFormat::Compact,
-    }
-}
-
 /// Every trace template with its name as written in plans.
 pub const TEMPLATES: [(&str, TraceTemplate); 4] = [
     ("forward", TraceTemplate::Forward),
@@ -173,7 +156,7 @@ pub fn flow(template: TraceTemplate, id: u64) -> Flow {
 
 /// The Ethernet frame of probe `id`: [`FRAME_LEN`] bytes (4 more with a VLAN tag), IPv4 and UDP
 /// checksums filled in, the payload from [`probe::payload`] padded with zeros.
-pub fn frame(template: TraceTemplate, id: u64, format: WireFormat) -> Result<Vec<u8>, String> {
+pub fn frame(template: TraceTemplate, id: u64, format: ProbeFormat) -> Result<Vec<u8>, String> {
     let f = flow(template, id);
     let build = |payload: &[u8]| -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(FRAME_LEN + 4);
@@ -211,7 +194,6 @@ pub fn generate(
     if count == 0 {
         return Err(TraceError::NoProbes { path: path.to_path_buf() });
     }
-    let wire = wire_format(format);
     let header = PcapHeader {
         ts_resolution: TsResolution::NanoSecond,
         endianness: Endianness::Little,
@@ -223,8 +205,11 @@ pub fn generate(
     let buf = Vec::with_capacity(24 + per_packet * count as usize);
     let mut w = PcapWriter::with_header(buf, header).map_err(pcap_err)?;
     for id in probes::ids(u64::from(count)) {
-        let data =
-            frame(template, id, wire).map_err(|message| TraceError::Build { path: path.to_path_buf(), id, message })?;
+        let data = frame(template, id, format).map_err(|message| TraceError::Build {
+            path: path.to_path_buf(),
+            id,
+            message,
+        })?;
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let ts = SPACING.saturating_mul(u32::try_from(id).unwrap_or(u32::MAX));
         w.write_packet(&PcapPacket::new(ts, len, &data)).map_err(pcap_err)?;
@@ -232,6 +217,28 @@ pub fn generate(
     let bytes = w.into_writer();
     results::write_file(path, &bytes, false)?;
     Ok(TraceInfo { path: path.to_path_buf(), probes: count, bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) })
+}
+
+/// The local file of every trace of `plan`, with the file name it is replayed under
+/// ([`Trace::file_name`](crate::plan::Trace::file_name)), in the plan's order: a `pcap:` trace is
+/// its file; a generated one is generated into `dir` unless a file of its name is there already
+/// (from an earlier attempt of the study).
+pub fn materialize(plan: &Plan, dir: &Path) -> Result<Vec<(String, PathBuf)>, TraceError> {
+    let mut out = Vec::with_capacity(plan.traces.len());
+    for t in &plan.traces {
+        let path = match &t.source {
+            TraceSource::Pcap { path, .. } => path.clone(),
+            TraceSource::Generate { template, count, probe_id } => {
+                let path = dir.join(t.file_name());
+                if !path.exists() {
+                    generate(*template, *count, *probe_id, &path)?;
+                }
+                path
+            }
+        };
+        out.push((t.file_name(), path));
+    }
+    Ok(out)
 }
 
 /// What a trace holds, as [`inspect`] found it.
@@ -350,7 +357,6 @@ fn list(ids: &[u64], more: bool) -> String {
 
 /// Read the pcap at `path` and report its probes in `format`.
 pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceError> {
-    let wire = wire_format(format);
     let read_err = |e: PcapError| match e {
         PcapError::Io(source) => TraceError::Io { path: path.to_path_buf(), source },
         other => TraceError::Pcap { path: path.to_path_buf(), message: other.to_string() },
@@ -358,7 +364,7 @@ pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceErro
     let mut reader = Reader::open(path).map_err(read_err)?;
     let mut packets = 0u64;
     let mut tagged = 0u64;
-    let mut formats: BTreeMap<String, u64> = WireFormat::ALL.iter().map(|f| (f.name().to_owned(), 0)).collect();
+    let mut formats: BTreeMap<String, u64> = ProbeFormat::ALL.iter().map(|f| (f.name().to_owned(), 0)).collect();
     let mut frame_len: Option<(u32, u32)> = None;
     let mut strictly_increasing = true;
     let mut ids: Vec<u64> = Vec::new();
@@ -367,10 +373,10 @@ pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceErro
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         frame_len = Some(frame_len.map_or((len, len), |(lo, hi)| (lo.min(len), hi.max(len))));
         let mut found = None;
-        for f in WireFormat::ALL {
+        for f in ProbeFormat::ALL {
             if let Some(p) = probe::parse(data, f) {
                 *formats.entry(f.name().to_owned()).or_default() += 1;
-                if f == wire {
+                if f == format {
                     found = Some(p);
                 }
             }
@@ -403,7 +409,7 @@ pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceErro
     }
     Ok(Inspection {
         path: path.to_path_buf(),
-        format: wire.name().to_owned(),
+        format: format.name().to_owned(),
         packets,
         probes,
         non_probes: packets - probes,
@@ -429,7 +435,7 @@ mod tests {
     #[test]
     fn frames_have_the_fixed_lengths() {
         for (_, t) in TEMPLATES {
-            for format in WireFormat::ALL {
+            for format in ProbeFormat::ALL {
                 for id in [1, 3, 20_000, 10_000_000] {
                     let f = frame(t, id, format).unwrap();
                     let expected = if t == TraceTemplate::RemoveHeader { FRAME_LEN + 4 } else { FRAME_LEN };
@@ -464,9 +470,6 @@ mod tests {
             assert_eq!(template_name(t), name);
         }
         assert_eq!(template_by_name("fwd"), None);
-        for f in [ProbeFormat::Latencylab, ProbeFormat::Compact] {
-            assert_eq!(plan_format(wire_format(f)), f);
-        }
     }
 
     #[test]
@@ -510,5 +513,24 @@ mod tests {
                 "12 ids are missing between 1 and 15 (ids 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, …)",
             ]
         );
+    }
+
+    #[test]
+    fn materializing_generates_each_trace_once() {
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../plans/smoke.yaml"));
+        let (plan, _) = crate::plan::load(path, None).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("traces");
+        let traces = materialize(&plan, &dir).unwrap();
+        let names: Vec<&str> = traces.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["forward_1k.pcap", "checksum_1k.pcap"]);
+        for (name, path) in &traces {
+            assert_eq!(*path, dir.join(name));
+            assert_eq!(inspect(path, ProbeFormat::Latencylab).unwrap().packets, 1000);
+        }
+        // A file already there is kept as it is.
+        std::fs::write(&traces[0].1, b"kept").unwrap();
+        assert_eq!(materialize(&plan, &dir).unwrap(), traces);
+        assert_eq!(std::fs::read(&traces[0].1).unwrap(), b"kept");
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
-use latency_agent::probe::{self, Probe};
+use latency_proto::probe::{self, Probe};
 use orchestrator::plan::{ProbeFormat, TraceTemplate};
 use orchestrator::trace::{self, TraceError};
 use orchestrator::{digest, probes};
@@ -29,7 +29,7 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn file_name(t: TraceTemplate, f: ProbeFormat) -> String {
-    format!("{}-{}.pcap", trace::template_name(t), trace::wire_format(f).name())
+    format!("{}-{}.pcap", trace::template_name(t), f.name())
 }
 
 /// All packets of a pcap with their timestamps, read with pcap-file.
@@ -114,19 +114,19 @@ fn every_template_and_format_generates_a_clean_trace() {
             let len = if t == TraceTemplate::RemoveHeader { 132 } else { 128 };
             assert_eq!((insp.frame_len_min, insp.frame_len_max), (Some(len), Some(len)));
             let other = if f == ProbeFormat::Latencylab { "compact" } else { "latencylab" };
-            assert_eq!(insp.formats[trace::wire_format(f).name()], u64::from(n));
+            assert_eq!(insp.formats[f.name()], u64::from(n));
             assert_eq!(insp.formats[other], 0);
             assert!(insp.problems().is_empty(), "{:?}", insp.problems());
 
             // Read as the other format, nothing is a probe, and the problems say why.
-            let wrong = trace::inspect(&path, trace::plan_format(other.parse().unwrap())).unwrap();
+            let wrong = trace::inspect(&path, other.parse().unwrap()).unwrap();
             assert_eq!((wrong.probes, wrong.non_probes), (0, u64::from(n)));
             let problems = wrong.problems();
             assert!(
                 problems.iter().any(|p| p.contains(&format!("no packet carries a {other} probe id"))),
                 "{problems:?}"
             );
-            assert!(problems.iter().any(|p| p.contains(trace::wire_format(f).name())), "{problems:?}");
+            assert!(problems.iter().any(|p| p.contains(f.name())), "{problems:?}");
 
             // The JSON form has the fields a report or a CLI prints.
             let json = serde_json::to_value(&insp).unwrap();
@@ -152,7 +152,7 @@ fn headers_and_checksums_are_valid_and_the_probe_opens_the_udp_payload() {
                 let d = decode(frame);
                 assert_eq!(&frame[..6], &[0xff; 6], "broadcast destination MAC");
                 assert_eq!(d.vlan, (t == TraceTemplate::RemoveHeader).then_some(100));
-                let (at, p) = probe::locate(frame, trace::wire_format(f)).unwrap();
+                let (at, p) = probe::locate(frame, f).unwrap();
                 assert_eq!(p, Probe { id, tag: None });
                 assert_eq!(at, d.payload_at, "{t:?} {f:?}: the probe starts the UDP payload");
                 assert_eq!(d.src, [10, 0, 0, 100]);
@@ -180,7 +180,7 @@ fn forward_traces_address_exactly_the_unforwarded_ids_to_missing_destinations() 
         let mut missed = BTreeSet::new();
         for (_, frame) in packets(&path).1 {
             let d = decode(&frame);
-            let id = probe::parse(&frame, trace::wire_format(f)).unwrap().id;
+            let id = probe::parse(&frame, f).unwrap().id;
             match d.dst {
                 [10, 0, 0, 1..=7] => {}
                 [10, 0, 1, _] => {

@@ -108,7 +108,7 @@ pub struct Receiver {
     /// NUMA node of the FPGA.
     pub numa_node: u32,
     /// DPDK EAL arguments of the agent: as given, or built from the fields above (see
-    /// [`latency_agent::eal::eal_args_from_inventory`]).
+    /// [`latency_proto::EalConfig`]).
     pub eal_args: Vec<String>,
     /// PCI address of the reflect NIC (ConnectX-5).
     pub reflect_pci: Option<Bdf>,

@@ -123,15 +123,8 @@ pub enum FlashPolicy {
     OnChange,
 }
 
-/// How a probe id is carried in the payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProbeFormat {
-    /// ASCII marker `oct-fpga-id:<decimal>` (LatencyLab traces).
-    Latencylab,
-    /// Binary: magic, 64-bit id, tag byte.
-    Compact,
-}
+/// How a probe id is carried in the payload: the wire format the agent parses.
+pub use latency_proto::ProbeFormat;
 
 /// Header template of generated probes, matching a program's traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,12 +238,13 @@ pub struct ModeSettings {
 }
 
 /// Report output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportFormat {
     /// One self-contained HTML file.
     Html,
-    /// Markdown.
+    /// Markdown (with its figures as separate SVG files).
+    #[value(name = "md", alias = "markdown")]
     Markdown,
 }
 

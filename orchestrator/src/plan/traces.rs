@@ -8,9 +8,6 @@ use super::yaml::{self, Decoder, Node};
 use super::{ProbeFormat, TraceSource, bitstream};
 use crate::trace::TEMPLATES;
 
-const PROBE_FORMATS: &[(&str, ProbeFormat)] =
-    &[("latencylab", ProbeFormat::Latencylab), ("compact", ProbeFormat::Compact)];
-
 /// Decode `traces:`; every name is returned (so that references can be checked) with its source
 /// when that decoded.
 pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Option<TraceSource>)>> {
@@ -58,7 +55,9 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
             let mut gm = d.map(g, "trace generation spec")?;
             let template = gm.required(d, "template", |d, v| d.choice(v, &TEMPLATES));
             let count = gm.required(d, "count", |d, v| d.uint(v, 1..=10_000_000));
-            let probe_id = gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| d.choice(v, PROBE_FORMATS));
+            let probe_id = gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| {
+                d.choice(v, &ProbeFormat::ALL.map(|f| (f.name(), f)))
+            });
             gm.done(d);
             Some(TraceSource::Generate { template: template?, count: count?, probe_id: probe_id? })
         }

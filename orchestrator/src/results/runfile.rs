@@ -15,13 +15,13 @@ use parquet::file::properties::WriterProperties;
 use super::{ResultsError, write_atomic};
 use crate::schedule::SessionKind;
 
-/// Prefix of every key this tool writes into a run file's metadata.
-pub const META_PREFIX: &str = "latency.";
+use latency_proto::meta;
+pub use latency_proto::meta::META_PREFIX;
 
-/// Declares [`RunMetadata`] with each field stated once: its key is `latency.<field>`, its value
-/// the field's text form (`Display` / `FromStr`).
+/// Declares [`RunMetadata`] with each field stated once, beside its key in
+/// [`latency_proto::meta`]; the value is the field's text form (`Display` / `FromStr`).
 macro_rules! run_metadata {
-    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty,)* ; $($(#[doc = $odoc:literal])* $opt:ident,)*) => {
+    ($($(#[doc = $doc:literal])* $field:ident: $ty:ty = $key:path,)* ; $($(#[doc = $odoc:literal])* $opt:ident = $okey:path,)*) => {
         /// A run's provenance, kept in its Parquet file's key-value metadata (`latency.*` keys).
         #[derive(Clone, Debug, PartialEq)]
         pub struct RunMetadata {
@@ -32,25 +32,22 @@ macro_rules! run_metadata {
         impl RunMetadata {
             /// The key-value pairs written into the file.
             pub fn to_kv(&self) -> Vec<KeyValue> {
-                let mut kv = vec![$(KeyValue::new(format!("{META_PREFIX}{}", stringify!($field)), self.$field.to_string()),)*];
+                let mut kv = vec![$(KeyValue::new($key.to_string(), self.$field.to_string()),)*];
                 $(if let Some(v) = &self.$opt {
-                    kv.push(KeyValue::new(format!("{META_PREFIX}{}", stringify!($opt)), v.clone()));
+                    kv.push(KeyValue::new($okey.to_string(), v.clone()));
                 })*
                 kv
             }
 
             /// Read the pairs back; a missing or malformed key is an error naming it.
             pub fn from_kv(kv: &[KeyValue]) -> Result<RunMetadata, String> {
-                let get = |k: &str| {
-                    kv.iter().find(|e| e.key.strip_prefix(META_PREFIX) == Some(k)).and_then(|e| e.value.clone())
-                };
+                let get = |k: &str| kv.iter().find(|e| e.key == k).and_then(|e| e.value.clone());
                 Ok(RunMetadata {
                     $($field: {
-                        let k = stringify!($field);
-                        let v = get(k).ok_or_else(|| format!("metadata key `{META_PREFIX}{k}` is missing"))?;
-                        v.parse::<$ty>().map_err(|e| format!("metadata key `{META_PREFIX}{k}`: `{v}`: {e}"))?
+                        let v = get($key).ok_or_else(|| format!("metadata key `{}` is missing", $key))?;
+                        v.parse::<$ty>().map_err(|e| format!("metadata key `{}`: `{v}`: {e}", $key))?
                     },)*
-                    $($opt: get(stringify!($opt)),)*
+                    $($opt: get($okey),)*
                 })
             }
         }
@@ -59,40 +56,40 @@ macro_rules! run_metadata {
 
 run_metadata! {
     /// Study name.
-    study: String,
+    study: String = meta::STUDY,
     /// sha256 of the plan.
-    plan_hash: String,
+    plan_hash: String = meta::PLAN_HASH,
     /// Program or null group.
-    program: String,
+    program: String = meta::PROGRAM,
     /// Program or null calibration.
-    kind: SessionKind,
+    kind: SessionKind = meta::KIND,
     /// Session number.
-    session: u32,
+    session: u32 = meta::SESSION,
     /// Run number.
-    run: u32,
+    run: u32 = meta::RUN,
     /// Attempt that produced the file.
-    attempt: u32,
+    attempt: u32 = meta::ATTEMPT,
     /// Bitstream name.
-    bitstream: String,
+    bitstream: String = meta::BITSTREAM,
     /// sha256 of the bitstream (empty when unknown, e.g. imports).
-    bitstream_sha256: String,
+    bitstream_sha256: String = meta::BITSTREAM_SHA256,
     /// Trace name.
-    trace: String,
+    trace: String = meta::TRACE,
     /// Probes per run.
-    probes: u64,
+    probes: u64 = meta::PROBES,
     /// Testbed name.
-    testbed: String,
+    testbed: String = meta::TESTBED,
     /// Seed.
-    seed: u64,
+    seed: u64 = meta::SEED,
     /// TSC ticks per second of the stamps.
-    tsc_hz: f64,
+    tsc_hz: f64 = meta::TSC_HZ,
     /// Tool version.
-    tool_version: String,
+    tool_version: String = meta::TOOL_VERSION,
     ;
     /// Imports: the source file, relative to the source folder.
-    source,
+    source = meta::SOURCE,
     /// Imports: sha256 of the source file.
-    source_sha256,
+    source_sha256 = meta::SOURCE_SHA256,
 }
 
 /// Write a run's records to `path` atomically (never over an existing file). `metadata` goes into
@@ -227,7 +224,11 @@ mod tests {
     #[test]
     fn metadata_keys_are_prefixed_and_a_bad_value_is_named() {
         let kv = meta().to_kv();
-        assert!(kv.iter().all(|k| k.key.starts_with("latency.")));
+        assert!(kv.iter().all(|k| meta::short_name(&k.key).is_some()));
+        let keys: Vec<&str> = kv.iter().map(|k| k.key.as_str()).collect();
+        let want: Vec<&str> =
+            meta::ALL.iter().copied().filter(|k| ![meta::SOURCE, meta::SCHEMA_VERSION].contains(k)).collect();
+        assert_eq!(keys, want, "every key of the run-file metadata, in order");
         assert!(kv.iter().any(|k| k.key == "latency.kind" && k.value.as_deref() == Some("null")));
         assert!(!kv.iter().any(|k| k.key == "latency.source"));
         let mut bad = kv.clone();

@@ -190,18 +190,17 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let eal = match eal {
         Some(given) => given,
         None => (|| {
-            let allow: Vec<String> = fpga_pci.as_ref()?.iter().chain(reflect.as_ref()?).map(Bdf::full).collect();
-            Some(latency_agent::eal::eal_args_from_inventory(
-                cores.as_deref()?,
-                main_core?,
-                numa?,
-                &allow,
-                &[],
-                false,
-                None,
-                "latency-agent",
-                drivers.as_deref()?,
-            ))
+            let config = latency_proto::EalConfig {
+                main_core: main_core?,
+                poller_cores: cores.clone()?,
+                numa_node: numa?,
+                pci: fpga_pci.as_ref()?.iter().map(Bdf::full).collect(),
+                reflect_pci: reflect.as_ref()?.as_ref().map(Bdf::full),
+                file_prefix: "latency-agent".into(),
+                drivers: drivers.clone()?,
+                ..latency_proto::EalConfig::default()
+            };
+            Some(config.args())
         })(),
     };
     let default_reflect_port = reflect.flatten().and(fpga_pci.as_ref().map(|f| f.len().to_string()));
