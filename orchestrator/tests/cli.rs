@@ -453,3 +453,48 @@ fn jtag_images_are_loaded_with_vivado_and_need_no_boot() {
     assert_eq!(args, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every command the built-in templates render for the OCT testbed (and those of the emulated
+/// inventory) passes shellcheck as a POSIX sh script.
+#[test]
+fn rendered_commands_pass_shellcheck() {
+    let have = Command::new("shellcheck").arg("--version").output().is_ok_and(|o| o.status.success());
+    assert!(have || std::env::var_os("CI").is_none(), "CI must provide shellcheck");
+    if !have {
+        eprintln!("skipped: needs shellcheck");
+        return;
+    }
+    let mut checked = 0;
+    for plan in ["../plans/paper.yaml", "../plans/emulated.yaml"] {
+        let o = orchestrate(&["plan", plan, "--json"]);
+        if plan.contains("emulated") && o.status.code() == Some(2) {
+            // The emulated inventory validates once its keys exist (testbeds/emulated/up.sh --keys).
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{plan}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut seen = std::collections::BTreeSet::new();
+        let steps = v["sessions"].as_array().unwrap().iter().flat_map(|s| {
+            let runs = s["runs"].as_array().unwrap().iter().flat_map(|r| r["steps"].as_array().unwrap().iter());
+            s["steps"].as_array().unwrap().iter().chain(s["teardown"].as_array().unwrap()).chain(runs)
+        });
+        for st in steps {
+            let (Some(action), Some(cmd)) = (st["action"].as_str(), st["command"].as_str()) else { continue };
+            if !seen.insert(action.to_string()) {
+                continue;
+            }
+            let mut sc = Command::new("shellcheck")
+                .args(["-s", "sh", "-f", "gcc", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write;
+            sc.stdin.take().unwrap().write_all(cmd.as_bytes()).unwrap();
+            let out = sc.wait_with_output().unwrap();
+            assert!(out.status.success(), "{plan}: {action}: {cmd}\n{}", String::from_utf8_lossy(&out.stdout));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 14, "only {checked} commands checked");
+}

@@ -1,1 +1,1 @@
-kill -TERM $(cat {{ agent_pidfile }}) && rm -f {{ agent_pidfile }}
+pid=$(cat {{ agent_pidfile }}) && kill -TERM "$pid" && while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done && rm -f {{ agent_pidfile }}
