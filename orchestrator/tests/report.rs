@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use orchestrator::analysis::summary::{
-    Health, Histogram, HwCheck, HwLevel, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary, Summary,
-    VendorBound,
+    Health, Histogram, HwCheck, HwLevel, Margins, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary,
+    Summary, VendorBound,
 };
 use orchestrator::plan::{Analysis, ProbeFormat, ReportFormat, ReportSpec, TraceSource, TraceTemplate};
 use orchestrator::report::{ReportError, render};
@@ -105,8 +105,17 @@ fn summary() -> Summary {
         latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]),
         modes: vec![
             // Deliberately listed high mode first: the report orders modes by median.
-            Mode { sessions: vec![2], latency_ns: quantiles([124.0, 131.0, 137.0, 143.0, 152.0, 159.0]) },
-            Mode { sessions: vec![1, 3], latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]) },
+            // Margins by hand: 53 − 137 × 0.25 = 18.75 and 53 − 159 × 0.25 = 13.25 cycles.
+            Mode {
+                sessions: vec![2],
+                latency_ns: quantiles([124.0, 131.0, 137.0, 143.0, 152.0, 159.0]),
+                margins: Some(Margins { median_cycles: 18.75, p99_cycles: 13.25 }),
+            },
+            Mode {
+                sessions: vec![1, 3],
+                latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]),
+                margins: Some(Margins { median_cycles: 26.25, p99_cycles: 21.25 }),
+            },
         ],
         sessions: vec![session(1, 125.3, 107.1), session(2, 155.2, 137.0), session(3, 124.9, 106.7)],
         null_offset_ns: 18.2,
@@ -139,7 +148,11 @@ fn summary() -> Summary {
         trace: "udp64".into(),
         bitstream: "checksum".into(),
         latency_ns: checksum_q.clone(),
-        modes: vec![Mode { sessions: vec![1, 2, 3, 4, 5], latency_ns: checksum_q }],
+        modes: vec![Mode {
+            sessions: vec![1, 2, 3, 4, 5],
+            latency_ns: checksum_q,
+            margins: Some(Margins { median_cycles: 109.0 - 91.0, p99_cycles: 109.0 - 95.25 }),
+        }],
         sessions: vec![
             session(1, 390.1, 364.2),
             session(2, 389.6, 363.7),

@@ -296,7 +296,14 @@ pub fn summarize(
             let mut ss: Vec<u32> = members.iter().map(|&i| sessions[i].session).collect();
             ss.sort_unstable();
             reproducibility = reproducibility.max(sorted_medians[c.end - 1] - sorted_medians[c.start]);
-            modes.push(Mode { sessions: ss, latency_ns: quantiles(&values, levels) });
+            let margins = g.vendor_bound_cycles.map(|cycles| {
+                let period = 1e3 / g.clock_mhz;
+                Margins {
+                    median_cycles: f64::from(cycles) - quantile_sorted(&values, 0.5) / period,
+                    p99_cycles: f64::from(cycles) - quantile_sorted(&values, 0.99) / period,
+                }
+            });
+            modes.push(Mode { sessions: ss, latency_ns: quantiles(&values, levels), margins });
             mode_values.push(values);
         }
         // Headline: the mode with most sessions (ties: the lower one, which comes first).

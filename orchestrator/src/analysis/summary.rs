@@ -86,6 +86,18 @@ pub struct Mode {
     pub sessions: Vec<u32>,
     /// Quantiles of the probes of these sessions.
     pub latency_ns: Quantiles,
+    /// The vendor bound minus this mode's median and p99, in cycles (absent without a bound).
+    #[serde(default)]
+    pub margins: Option<Margins>,
+}
+
+/// Headroom under the vendor bound, in pipeline clock cycles.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Margins {
+    /// Bound minus median.
+    pub median_cycles: f64,
+    /// Bound minus p99.
+    pub p99_cycles: f64,
 }
 
 /// One session of a program.

@@ -81,6 +81,8 @@ fn hand_computed_study() {
     assert_eq!((vb.cycles, vb.ns), (55, 220.0));
     assert!(approx(vb.median_margin_cycles, 55.0 - 139.0 / 4.0));
     assert!(approx(vb.p99_margin_cycles, 55.0 - 147.82 / 4.0));
+    let m = p.modes[0].margins.unwrap();
+    assert!(approx(m.median_cycles, 55.0 - 139.0 / 4.0) && approx(m.p99_cycles, 55.0 - 147.82 / 4.0));
     assert_eq!(vb.violations, 0);
     assert_eq!(s.health.runs, 6);
     assert_eq!(s.health.pipeline_only, 0);
@@ -111,6 +113,9 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     // The headline is the most populated mode, not a mix.
     assert!(p.latency_ns["p50"] < 110.0 && p.latency_ns["p99"] < 111.0);
     assert!(approx(p.modes[1].latency_ns["p50"], 138.0));
+    // Every mode has its own margin under the 55-cycle bound (4 ns per cycle): the high mode's
+    // calibrated probes are 137..=140 ns, median 138.
+    assert!(approx(p.modes[1].margins.unwrap().median_cycles, 55.0 - 138.0 / 4.0));
     assert!(approx(p.reproducibility_ns, 1.0), "{}", p.reproducibility_ns);
     // Disabling mode detection gives one mode.
     let mut a = Analysis::default();

@@ -1,8 +1,8 @@
 //! The report's figures as static SVG: latency distributions (the paper's Fig. 4), the
 //! hardware-clock check (Fig. 5), session medians by reset mode (Fig. 6) and the null offsets.
 
+use super::format::{mode_median, ns, ordered_modes, session_list, session_modes};
 use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT, TEXT_MUTED, colour, text_width};
-use super::view::{mode_median, ns, ordered_modes, session_list, session_modes};
 use crate::analysis::summary::{ProgramSummary, Summary, level_key};
 
 /// Canvas width of every figure (px); the HTML scales it down to the page.

@@ -25,6 +25,7 @@
 //! string for a Markdown table cell.
 
 mod figures;
+mod format;
 mod svg;
 mod view;
 

@@ -1,78 +1,14 @@
 //! The template context: the summary turned into display-ready strings, so templates only lay
 //! things out and every number is formatted once, the same way in HTML and Markdown.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde_json::Value;
 
 use super::figures::Figure;
-use crate::analysis::summary::{Mode, ProgramSummary, Quantiles, Summary, level_key};
+use super::format::{NONE, dominant_mode, mode_median, ns, ordered_modes, quantile, session_list, session_modes};
+use crate::analysis::summary::{Margins, ProgramSummary, Summary, level_key};
 use crate::plan::TraceSource;
 use crate::results::provenance::Provenance;
-
-/// Placeholder for a missing value.
-pub(super) const NONE: &str = "—";
-
-/// One decimal, or the placeholder for NaN/∞; never `-0.0`.
-pub(super) fn ns(v: f64) -> String {
-    if v.is_finite() { format!("{:.1}", if v == 0.0 { 0.0 } else { v }) } else { NONE.to_string() }
-}
-
-/// A quantile of `q` at `level`, formatted.
-fn quantile(q: &Quantiles, level: f64) -> String {
-    q.get(&level_key(level)).map_or_else(|| NONE.to_string(), |v| ns(*v))
-}
-
-/// `1, 3, 5`; runs of three or more consecutive sessions shortened to `6–9`.
-pub(super) fn session_list(sessions: &[u32]) -> String {
-    let mut sorted = sessions.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
-            j += 1;
-        }
-        if j >= i + 2 {
-            parts.push(format!("{}–{}", sorted[i], sorted[j]));
-        } else {
-            parts.extend(sorted[i..=j].iter().map(u32::to_string));
-        }
-        i = j + 1;
-    }
-    parts.join(", ")
-}
-
-/// The median of a mode (NaN when absent, sorting last).
-pub(super) fn mode_median(m: &Mode) -> f64 {
-    m.latency_ns.get(&level_key(50.0)).copied().unwrap_or(f64::NAN)
-}
-
-/// The program's modes, lowest median first.
-pub(super) fn ordered_modes(p: &ProgramSummary) -> Vec<&Mode> {
-    let mut modes: Vec<&Mode> = p.modes.iter().collect();
-    modes.sort_by(|a, b| mode_median(a).total_cmp(&mode_median(b)));
-    modes
-}
-
-/// Index (into [`ordered_modes`]) of the mode the program-wide figures describe: the one whose
-/// quantiles are the program's, else the one with the most matched probes.
-pub(super) fn dominant_mode(p: &ProgramSummary, modes: &[&Mode]) -> Option<usize> {
-    if let Some(i) = modes.iter().position(|m| m.latency_ns == p.latency_ns) {
-        return Some(i);
-    }
-    let matched =
-        |m: &Mode| -> u64 { p.sessions.iter().filter(|s| m.sessions.contains(&s.session)).map(|s| s.matched).sum() };
-    (0..modes.len()).max_by_key(|&i| matched(modes[i]))
-}
-
-/// Session → index into [`ordered_modes`].
-pub(super) fn session_modes(modes: &[&Mode]) -> BTreeMap<u32, usize> {
-    modes.iter().enumerate().flat_map(|(i, m)| m.sessions.iter().map(move |&s| (s, i))).collect()
-}
 
 /// Context handed to the templates (documented in the module docs of `report`).
 #[derive(Serialize)]
@@ -298,13 +234,12 @@ fn rows(s: &Summary, name: &str, p: &ProgramSummary, out: &mut Vec<Row>) {
                 ns(b.p99_margin_cycles),
                 b.violations.to_string(),
             ),
-            // Other modes: the margins follow from their own quantiles; violations are counted
-            // over all the program's probes and shown once.
+            // Other modes: their own margins; violations are counted over all the program's probes
+            // and shown once.
             Some(b) => {
-                let margin = |key: &str| {
-                    q.get(key).map_or_else(|| NONE.to_string(), |v| ns(f64::from(b.cycles) - v * b.clock_mhz / 1e3))
-                };
-                (ns(b.ns), b.cycles.to_string(), margin("p50"), margin("p99"), NONE.to_string())
+                let m = mode.and_then(|m| m.margins);
+                let show = |f: fn(&Margins) -> f64| m.as_ref().map_or_else(|| NONE.to_string(), |m| ns(f(m)));
+                (ns(b.ns), b.cycles.to_string(), show(|m| m.median_cycles), show(|m| m.p99_cycles), NONE.to_string())
             }
             None => (NONE.to_string(), NONE.to_string(), NONE.to_string(), NONE.to_string(), NONE.to_string()),
         };
