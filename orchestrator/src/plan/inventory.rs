@@ -18,9 +18,9 @@ use serde::Serialize;
 pub use actions::{Action, LIST_VARIABLES, Role, VARIABLES};
 use pci::Bdf;
 
+use super::steps::{StepPolicy, decode_steps, default_policy};
 use super::template::{Template, TemplateValue, Vars};
-use super::yaml::{self, Decoder, Diagnostic, Node, Pos};
-use super::{Plan, StepPolicy, decode_steps, default_policy};
+use super::yaml::{self, Decoder, Node, Pos};
 
 /// How a host is reached over SSH.
 #[derive(Clone, Debug, Serialize)]
@@ -350,17 +350,6 @@ fn decode_estimates(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, f64>> 
         }
     }
     ok.then_some(out)
-}
-
-/// Cross-checks between a plan and the inventory it runs on.
-pub fn check_plan(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
-    if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
-        diags.push(Diagnostic {
-            file: inv.path.clone(),
-            pos: Pos { line: 1, col: 1 },
-            message: "plan uses `protocol.reflect` but the receiver has no `reflect_pci` or `reflect_port`".into(),
-        });
-    }
 }
 
 #[cfg(test)]

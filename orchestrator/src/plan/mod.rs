@@ -11,6 +11,7 @@ pub mod bitstream;
 pub mod inventory;
 mod programs;
 pub mod protocol;
+pub mod steps;
 pub mod template;
 mod traces;
 pub mod yaml;
@@ -22,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bitstream::Bitstream;
 pub use inventory::{Action, Inventory};
-pub use protocol::{decode_steps, default_policy};
+pub use steps::{StepPolicy, decode_steps, default_policy};
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -65,15 +66,6 @@ pub enum TestbedRef {
     Sim,
     /// An inventory file.
     Inventory(PathBuf),
-}
-
-/// Timeout and retries of one kind of step.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct StepPolicy {
-    /// Seconds before the step is cancelled.
-    pub timeout_s: f64,
-    /// Further attempts after a failure.
-    pub retries: u32,
 }
 
 /// Thresholds a run must meet to count.
@@ -378,7 +370,7 @@ fn with_inventory(
         }
     });
     if let (Some(p), Some(inv)) = (&plan, &inventory) {
-        inventory::check_plan(p, inv, &mut diags);
+        check_reflect(p, inv, &mut diags);
     }
     diags.sort();
     diags.dedup();
@@ -484,5 +476,16 @@ fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program]) {
                 p.sessions, p.runs
             ),
         );
+    }
+}
+
+/// A plan that reflects needs a receiver that can.
+fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `protocol.reflect` but the receiver has no `reflect_pci` or `reflect_port`".into(),
+        });
     }
 }
