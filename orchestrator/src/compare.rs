@@ -7,13 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::stats::histogram_distances;
 use crate::analysis::summary::{ProgramSummary, Summary, level_key};
-
-/// Largest accepted median shift when neither the flags nor the plan say, ns.
-pub const DEFAULT_MEDIAN_SHIFT_NS: f64 = 3.0;
-/// Largest accepted p99 shift when neither the flags nor the plan say, ns.
-pub const DEFAULT_P99_SHIFT_NS: f64 = 10.0;
-/// Largest accepted Kolmogorov–Smirnov distance when neither the flags nor the plan say.
-pub const DEFAULT_KS_DISTANCE: f64 = 0.1;
+use crate::defaults;
 
 /// Regression thresholds.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -30,9 +24,9 @@ impl Thresholds {
     /// Command-line values (median, p99, KS) first, then the candidate plan's, then the defaults.
     pub fn resolve(flags: [Option<f64>; 3], plan: Option<&crate::plan::Regression>) -> Thresholds {
         Thresholds {
-            median_shift_ns: flags[0].or(plan.map(|r| r.median_shift_ns)).unwrap_or(DEFAULT_MEDIAN_SHIFT_NS),
-            p99_shift_ns: flags[1].or(plan.map(|r| r.p99_shift_ns)).unwrap_or(DEFAULT_P99_SHIFT_NS),
-            ks_distance: flags[2].or(plan.map(|r| r.ks_distance)).unwrap_or(DEFAULT_KS_DISTANCE),
+            median_shift_ns: flags[0].or(plan.map(|r| r.median_shift_ns)).unwrap_or(defaults::MEDIAN_SHIFT_NS),
+            p99_shift_ns: flags[1].or(plan.map(|r| r.p99_shift_ns)).unwrap_or(defaults::P99_SHIFT_NS),
+            ks_distance: flags[2].or(plan.map(|r| r.ks_distance)).unwrap_or(defaults::KS_DISTANCE),
         }
     }
 }

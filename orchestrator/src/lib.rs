@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod compare;
+pub mod defaults;
 pub mod digest;
 pub mod engine;
 pub mod exit;

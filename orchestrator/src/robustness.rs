@@ -25,7 +25,8 @@ fn shipped(rel: &str) -> String {
     let path = repo().join(rel);
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    text.replace(" ../", &format!(" {}/../", dir.display())).replace(": emulated/", &format!(": {}/emulated/", dir.display()))
+    text.replace(" ../", &format!(" {}/../", dir.display()))
+        .replace(": emulated/", &format!(": {}/emulated/", dir.display()))
 }
 
 /// One edit of a text: replace, insert or delete a byte, or repeat or drop a line.
@@ -115,7 +116,8 @@ fn the_unmutated_files_decode() {
         };
         assert_eq!(got, kind, "{rel}");
     }
-    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/latencylab/data/tsc/programs/FWD_s1/f_run04.csv");
+    let csv =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/latencylab/data/tsc/programs/FWD_s1/f_run04.csv");
     let rows = crate::import::parse_csv(&csv, &std::fs::read(&csv).expect("the sample")).expect("the sample parses");
     assert_eq!(rows.len(), 14_900);
 }

@@ -377,7 +377,7 @@ pub fn summarize(
     Ok(Summary {
         study: index.study.clone(),
         title: if index.report.title.is_empty() {
-            format!("Latency study {}", index.study)
+            crate::defaults::report_title(&index.study)
         } else {
             index.report.title.clone()
         },

@@ -2,17 +2,18 @@
 
 use super::yaml::{Decoder, Node};
 use super::{Analysis, Estimator, ModeSettings, Regression, ReportFormat, ReportSpec};
+use crate::defaults;
 
 impl Default for Analysis {
     fn default() -> Self {
         Analysis {
-            quantiles: vec![5.0, 25.0, 50.0, 75.0, 95.0, 99.0],
+            quantiles: defaults::QUANTILE_LEVELS.to_vec(),
             estimator: Estimator::Median,
             exclude_first_after_gap: true,
             hw_clock_check: false,
-            hw_clock_tolerance_ns: 5.0,
-            bootstrap_resamples: 1000,
-            modes: ModeSettings { enabled: true, min_separation_ns: 15.0 },
+            hw_clock_tolerance_ns: defaults::HW_CLOCK_TOLERANCE_NS,
+            bootstrap_resamples: defaults::BOOTSTRAP_RESAMPLES,
+            modes: ModeSettings { enabled: true, min_separation_ns: defaults::MODE_MIN_SEPARATION_NS },
         }
     }
 }
@@ -82,7 +83,7 @@ pub(super) fn decode_report(d: &mut Decoder, n: &Node) -> Option<ReportSpec> {
 }
 
 /// Default thresholds of a regression check: median shift (ns), p99 shift (ns), KS distance.
-const THRESHOLDS: [f64; 3] = [3.0, 10.0, 0.1];
+const THRESHOLDS: [f64; 3] = [defaults::MEDIAN_SHIFT_NS, defaults::P99_SHIFT_NS, defaults::KS_DISTANCE];
 
 fn decode_thresholds(d: &mut Decoder, t: &Node) -> Option<[f64; 3]> {
     let mut m = d.map(t, "thresholds")?;

@@ -136,7 +136,7 @@ struct NullView {
 
 /// Build the context.
 pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
-    let title = if s.title.trim().is_empty() { format!("Latency study {}", s.study) } else { s.title.clone() };
+    let title = if s.title.trim().is_empty() { crate::defaults::report_title(&s.study) } else { s.title.clone() };
     let (provenance, testbed_facts, bitstreams, traces) = provenance(s);
     let mut table = Vec::new();
     let mut programs = Vec::new();
