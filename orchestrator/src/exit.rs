@@ -82,6 +82,7 @@ impl From<&ResultsError> for ExitStatus {
             ResultsError::Io { .. }
             | ResultsError::Json { .. }
             | ResultsError::Parquet { .. }
+            | ResultsError::Arrow { .. }
             | ResultsError::Format { .. } => ExitStatus::Results,
         }
     }

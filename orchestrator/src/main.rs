@@ -168,8 +168,13 @@ fn non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
+/// One JSON line.
+fn json_line(v: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string(v).map(|s| s + "\n").map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))
+}
+
 /// Write to stdout; a reader that went away (`| head`) ends the output quietly.
-fn out(text: &str) -> Result<(), Failure> {
+fn print_out(text: &str) -> Result<(), Failure> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
@@ -270,9 +275,9 @@ fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failu
     let s = load_schedule(path, testbed)?;
     if json {
         let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
-        out(&(text + "\n"))
+        print_out(&(text + "\n"))
     } else {
-        out(&orchestrator::schedule::describe(&s))
+        print_out(&orchestrator::schedule::describe(&s))
     }
 }
 
@@ -399,7 +404,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         ];
         hint.extend(resume_args);
         eprintln!("interrupted; continue with: {}", hint.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" "));
-        out(&format!("{}\n", dir.root().display()))?;
+        print_out(&format!("{}\n", dir.root().display()))?;
         return Err(Failure::Exit(ExitStatus::Interrupted, String::new()));
     }
     engine::provenance::write_end(&dir, testbed.as_ref())?;
@@ -419,7 +424,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     for f in &outcome.failed {
         eprintln!("failed: {f}");
     }
-    out(&format!("{}\n", dir.root().display()))?;
+    print_out(&format!("{}\n", dir.root().display()))?;
     if outcome.failed.is_empty() && usable {
         Ok(())
     } else {
@@ -504,7 +509,7 @@ fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Opti
     let c = load_summary(candidate)?;
     let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
     let cmp = compare::compare(&b, &c, t);
-    out(&compare::markdown(&cmp))?;
+    print_out(&compare::markdown(&cmp))?;
     if let Some(path) = junit {
         let xml = compare::junit(&cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
         orchestrator::results::write_file(path, xml.as_bytes(), true)?;
@@ -519,7 +524,7 @@ fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
     let (rd, _lock) = open_locked(dest)?;
     let summary = analyze_dir(&rd)?;
     report_dir(&rd, &summary, &[])?;
-    out(&format!("{}\n", dest.display()))?;
+    print_out(&format!("{}\n", dest.display()))?;
     if summary.health.problems.is_empty() {
         Ok(())
     } else {
@@ -539,7 +544,7 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
                 trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
                 e => failed(e),
             })?;
-            println!("{}", serde_json::to_string(&info).unwrap_or_default());
+            print_out(&json_line(&info)?)?;
             Ok(())
         }
         TraceOp::Plan { plan: path, out } => {
@@ -547,7 +552,7 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
             for t in &plan.traces {
                 if let plan::TraceSource::Generate { template, count, probe_id } = t.source {
                     let info = trace::generate(template, count, probe_id, &out.join(t.file_name())).map_err(failed)?;
-                    println!("{}", serde_json::to_string(&info).unwrap_or_default());
+                    print_out(&json_line(&info)?)?;
                 }
             }
             Ok(())
@@ -555,7 +560,9 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
         TraceOp::Inspect { file, probe_id } => {
             // A file that is no readable pcap is invalid input.
             let report = trace::inspect(&file, probe_id).map_err(|e| Failure::Usage(e.to_string()))?;
-            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+            print_out(&(serde_json::to_string_pretty(&report)
+                .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?
+                + "\n"))?;
             let problems = report.problems();
             for p in &problems {
                 eprintln!("{}: {p}", file.display());

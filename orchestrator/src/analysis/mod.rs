@@ -428,7 +428,11 @@ impl crate::plan::Analysis {
 pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let s = analyze(dir)?;
     let path = dir.root().join("summary.json");
-    let text = serde_json::to_string_pretty(&s).map_err(|source| ResultsError::Json { path: path.clone(), source })?;
+    let text = serde_json::to_string_pretty(&s).map_err(|source| ResultsError::Json {
+        path: path.clone(),
+        what: "summary".into(),
+        source,
+    })?;
     crate::results::write_file(&path, text.as_bytes(), true)?;
     Ok(s)
 }

@@ -134,7 +134,11 @@ impl Observer for Log {
             }
             other => {
                 if let Some(f) = &mut self.file {
-                    let _ = writeln!(f, "{}", serde_json::to_string(other).unwrap_or_default());
+                    let _ = writeln!(
+                        f,
+                        "{}",
+                        serde_json::to_string(other).unwrap_or_else(|e| format!("(event not printable: {e})"))
+                    );
                 }
                 return;
             }

@@ -89,12 +89,12 @@ pub enum ImportError {
         message: String,
     },
     /// The records of a run could not be built.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Records {
         /// The CSV file.
         path: PathBuf,
         /// What went wrong.
-        message: String,
+        source: arrow_schema::ArrowError,
     },
     /// The results folder could not be written.
     #[error(transparent)]
@@ -321,8 +321,7 @@ fn write_study(root: &Path, inputs: &[Input], report: &ImportReport, plan_hash: 
         if sha256 != file.sha256 {
             return Err(layout(&input.path, "changed while it was being imported"));
         }
-        let batch =
-            records(&f.rows).map_err(|e| ImportError::Records { path: input.path.clone(), message: e.to_string() })?;
+        let batch = records(&f.rows).map_err(|source| ImportError::Records { path: input.path.clone(), source })?;
         let path = dir.root().join(&file.path);
         runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256))?;
         let stored = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;

@@ -394,7 +394,7 @@ fn provenance(s: &Summary) -> ProvenanceParts {
             TraceSource::Pcap { sha256: Some(h), .. } => Item::new(name, h.clone(), true),
             TraceSource::Pcap { path, sha256: None } => Item::new(name, path.display().to_string(), false),
             TraceSource::Generate { template, count, .. } => {
-                let template = serde_json::to_value(template).map(|v| show(&v)).unwrap_or_default();
+                let template = crate::trace::template_name(*template);
                 Item::new(name, format!("generated: template {template}, {count} probes"), false)
             }
         })

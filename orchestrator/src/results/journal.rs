@@ -37,7 +37,7 @@ impl Journal {
     pub fn append(&mut self, event: &Event) -> Result<(), ResultsError> {
         let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
         let mut line = serde_json::to_string(&Entry { t, event: event.clone() })
-            .map_err(|e| ResultsError::Format { path: self.path.clone(), message: e.to_string() })?;
+            .map_err(|source| ResultsError::Json { path: self.path.clone(), what: "journal event".into(), source })?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io_err(&self.path))?;
         self.file.sync_data().map_err(io_err(&self.path))
@@ -65,8 +65,11 @@ pub fn read(path: &Path) -> Result<Vec<Entry>, ResultsError> {
         .enumerate()
         .filter(|(_, l)| !l.is_empty())
         .map(|(i, l)| {
-            serde_json::from_slice(l)
-                .map_err(|e| ResultsError::Format { path: path.to_path_buf(), message: format!("line {}: {e}", i + 1) })
+            serde_json::from_slice(l).map_err(|source| ResultsError::Json {
+                path: path.to_path_buf(),
+                what: format!("line {}", i + 1),
+                source,
+            })
         })
         .collect()
 }

@@ -32,11 +32,13 @@ pub enum ResultsError {
         /// The error.
         source: io::Error,
     },
-    /// A JSON file could not be read or written.
-    #[error("{path}: {source}")]
+    /// A JSON document could not be read or written.
+    #[error("{path}: {what}: {source}")]
     Json {
         /// The file.
         path: PathBuf,
+        /// What the document is (and where in the file, for a line of the journal).
+        what: String,
         /// The error.
         source: serde_json::Error,
     },
@@ -47,6 +49,14 @@ pub enum ResultsError {
         path: PathBuf,
         /// The error.
         source: parquet::errors::ParquetError,
+    },
+    /// Records could not be read or converted.
+    #[error("{path}: {source}")]
+    Arrow {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: arrow_schema::ArrowError,
     },
     /// A file's content is not what it must be.
     #[error("{path}: {message}")]

@@ -245,17 +245,21 @@ impl Provenance {
                 message: format!("larger than {} MiB", MAX_PROVENANCE_BYTES >> 20),
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ResultsError::Format {
+        serde_json::from_slice(&bytes).map_err(|source| ResultsError::Json {
             path: path.to_path_buf(),
-            message: format!("not a study provenance: {e}"),
+            what: "not a study provenance".into(),
+            source,
         })
     }
 
     /// Write it atomically into a results folder (replacing an earlier one).
     pub fn write(&self, dir: &ResultsDir) -> Result<(), ResultsError> {
         let path = dir.root().join(FILE);
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| ResultsError::Format { path: path.clone(), message: e.to_string() })?;
+        let text = serde_json::to_string_pretty(self).map_err(|source| ResultsError::Json {
+            path: path.clone(),
+            what: "provenance".into(),
+            source,
+        })?;
         write_file(&path, text.as_bytes(), true)
     }
 }

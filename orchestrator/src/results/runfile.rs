@@ -98,8 +98,7 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Re
     let fmt = |e: parquet::errors::ParquetError| std::io::Error::other(e.to_string());
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(1)
-                .map_err(|e| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() })?,
+            ZstdLevel::try_new(1).map_err(|source| ResultsError::Parquet { path: path.to_path_buf(), source })?,
         ))
         .set_dictionary_enabled(false)
         .set_max_row_group_row_count(Some(1 << 20))
@@ -121,9 +120,11 @@ pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 /// Read a run file back: its batches (in the record schema) and its metadata.
 pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let fmt = |e: &dyn std::fmt::Display| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() };
+    let parquet = |source| ResultsError::Parquet { path: path.to_path_buf(), source };
+    let arrow = |source| ResultsError::Arrow { path: path.to_path_buf(), source };
     let f = File::open(path).map_err(super::io_err(path))?;
     guarded(|| {
-        let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| fmt(&e))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet)?;
         let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
             .map_err(|m| fmt(&m))?;
         let schema = builder.schema().clone();
@@ -131,11 +132,11 @@ pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
         if schema.fields() != expected.fields() {
             return Err(fmt(&format!("unexpected schema {schema:?}")));
         }
-        let reader = builder.with_batch_size(1 << 16).build().map_err(|e| fmt(&e))?;
+        let reader = builder.with_batch_size(1 << 16).build().map_err(parquet)?;
         let mut batches = Vec::new();
         for b in reader {
-            let b = b.map_err(|e| fmt(&e))?;
-            batches.push(b.with_schema(Arc::clone(&expected)).map_err(|e| fmt(&e))?);
+            let b = b.map_err(arrow)?;
+            batches.push(b.with_schema(Arc::clone(&expected)).map_err(arrow)?);
         }
         Ok((batches, meta))
     })
