@@ -271,3 +271,34 @@ fn the_older_flat_layout_is_accepted_and_other_files_are_listed() {
     std::fs::remove_dir_all(&src).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn a_header_only_csv_or_missing_null_data_is_invalid_input_and_leaves_nothing() {
+    // A run without any row: refused by name before anything is written.
+    let rel = "data/tsc/programs/FWD_s1/f_run01.csv";
+    let null = std::fs::read_to_string(Path::new(FIXTURE).join(NULL_CSV)).unwrap();
+    let src = source("header-only", &[(rel, format!("{HEADER}\n")), ("data/tsc/null/NF_s1/f_run01.csv", null)]);
+    let out = tmp("header-only-out");
+    let e = import_latencylab(&src, &out, 20_000).unwrap_err();
+    assert_eq!(orchestrator::exit::ExitStatus::from(&e).code(), 2);
+    assert_eq!(
+        e.to_string(),
+        format!("{}: no usable rows (0 read; ids must be in 1..=20000)", src.join(rel).display())
+    );
+    assert!(!out.exists());
+    // Program runs without the null runs of their trace: nothing to calibrate with.
+    let fwd = std::fs::read_to_string(Path::new(FIXTURE).join(FWD_CSV)).unwrap();
+    let src2 = source("no-null", &[(FWD_CSV, fwd)]);
+    let e = import_latencylab(&src2, &out, 20_000).unwrap_err();
+    assert_eq!(orchestrator::exit::ExitStatus::from(&e).code(), 2);
+    assert!(e.to_string().contains("`FWD` runs have no null calibration: add the NF_s<n> runs"), "{e}");
+    assert!(!out.exists(), "a failed import leaves no folder behind");
+    let leftovers: Vec<_> = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("header-only-out.importing"))
+        .collect();
+    assert!(leftovers.is_empty(), "no staging folder left: {leftovers:?}");
+    std::fs::remove_dir_all(&src).unwrap();
+    std::fs::remove_dir_all(&src2).unwrap();
+}

@@ -182,3 +182,70 @@ pub fn par_map<T: Send>(files: &[RunFile], f: impl Fn(&RunFile) -> T + Sync) -> 
     all.sort_by_key(|(i, _)| *i);
     all.into_iter().map(|(_, t)| t).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{StringArray, UInt8Array, UInt64Array};
+    use arrow_schema::{DataType, Field, Schema};
+    use parquet::arrow::ArrowWriter;
+
+    use super::*;
+    use crate::schedule::SessionKind;
+
+    fn group() -> Group {
+        Group {
+            program: "p".into(),
+            kind: SessionKind::Program,
+            trace: "t".into(),
+            bitstream: "p".into(),
+            clock_mhz: 250.0,
+            vendor_bound_cycles: None,
+            probes: 2,
+        }
+    }
+
+    /// A run file whose `tsc` column holds strings: a schema error naming the column, never a
+    /// panic in a worker thread.
+    #[test]
+    fn a_column_of_the_wrong_type_is_a_schema_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data/program=p/session=1/run=1.parquet");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("probe_id", DataType::UInt64, false),
+            Field::new("port", DataType::UInt8, false),
+            Field::new("tsc", DataType::Utf8, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(UInt64Array::from(vec![1, 1])),
+                Arc::new(UInt8Array::from(vec![0, 1])),
+                Arc::new(StringArray::from(vec!["100", "200"])),
+            ],
+        )
+        .unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_key_value_metadata(Some(crate::results::runfile::tests::meta_of("p", 1, 1).to_kv()))
+            .build();
+        let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let run = RunFile {
+            group: 0,
+            session: 1,
+            run: 1,
+            path: path.clone(),
+            rel: "data/program=p/session=1/run=1.parquet".into(),
+            sha256: digest::sha256_hex(&bytes),
+            records: 2,
+        };
+        let e = read_verified(&run, &group()).unwrap_err();
+        assert_eq!(e, "data/program=p/session=1/run=1.parquet: column `tsc` is Utf8, the record schema says UInt64");
+        let e = crate::results::runfile::read(&path).unwrap_err().to_string();
+        assert!(e.contains("unexpected schema"), "{e}");
+    }
+}

@@ -175,20 +175,25 @@ pub fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use arrow_array::cast::AsArray;
     use arrow_array::types::UInt64Type;
     use latency_proto::{Port, RecordBuilder};
 
     pub(crate) fn meta() -> RunMetadata {
+        RunMetadata { kind: SessionKind::Null, ..meta_of("x", 1, 1) }
+    }
+
+    /// Metadata of run `run` of `program` session `session`.
+    pub(crate) fn meta_of(program: &str, session: u32, run: u32) -> RunMetadata {
         RunMetadata {
             study: "t".into(),
             plan_hash: "ab".into(),
-            program: "x".into(),
-            kind: SessionKind::Null,
-            session: 1,
-            run: 1,
+            program: program.into(),
+            kind: SessionKind::Program,
+            session,
+            run,
             attempt: 2,
             bitstream: "nf".into(),
             bitstream_sha256: String::new(),
@@ -242,5 +247,26 @@ mod tests {
         }
         bad.push(KeyValue::new("latency.session".into(), "1".to_string()));
         assert!(RunMetadata::from_kv(&bad).unwrap_err().starts_with("metadata key `latency.run`: `x`"));
+    }
+
+    /// Files written by pyarrow and DuckDB are Snappy-compressed by default: readable.
+    #[test]
+    fn a_snappy_compressed_run_file_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.parquet");
+        let mut b = RecordBuilder::with_capacity(2);
+        b.push(7, Port::Bypass, 10, 0, 64, None);
+        b.push(7, Port::Pipeline, 25, 0, 64, None);
+        let batch = b.finish().unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_key_value_metadata(Some(meta().to_kv()))
+            .build();
+        let f = File::create(&path).unwrap();
+        let mut w = ArrowWriter::try_new(f, latency_proto::record_schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let (back, m) = read(&path).unwrap();
+        assert_eq!((back, m), (vec![batch], meta()));
     }
 }
