@@ -1,6 +1,7 @@
 //! Reading classic (libpcap) capture files record by record, with errors that say where a file
 //! is broken: a pcapng file by name, a truncated record with its byte offset and the records read
-//! before it.
+//! before it. Hand-written rather than pcap-file's reader (which writes traces here), because
+//! that one reports every such file as a bare "Error reading bytes".
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};

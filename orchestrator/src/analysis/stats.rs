@@ -3,6 +3,10 @@
 //! Quantile definition (used everywhere): linear interpolation between order statistics,
 //! `Q(p) = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])` with `h = (n − 1)p` on the sorted sample
 //! (Hyndman & Fan type 7; numpy's and R's default).
+//!
+//! The samplers (normal, Gamma, Beta) are written here rather than taken from `rand_distr` so
+//! that a seed gives bit-for-bit the same draws whatever the dependency versions: a resumed or
+//! repeated study must reproduce its data exactly.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
