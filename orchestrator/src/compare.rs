@@ -202,3 +202,89 @@ pub fn junit(c: &Comparison) -> Result<String, quick_junit::SerializeError> {
     report.add_test_suite(suite);
     report.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::summary::{Histogram, Quantiles};
+
+    fn program(p50: f64, p99: Option<f64>, ci: [f64; 2]) -> ProgramSummary {
+        let mut q = Quantiles::new();
+        q.insert("p50".into(), p50);
+        if let Some(v) = p99 {
+            q.insert("p99".into(), v);
+        }
+        ProgramSummary {
+            trace: "t".into(),
+            bitstream: "b".into(),
+            latency_ns: q,
+            modes: Vec::new(),
+            sessions: Vec::new(),
+            null_offset_ns: 0.0,
+            reproducibility_ns: 0.0,
+            vendor_bound: None,
+            median_ci95_ns: ci,
+            p99_ci95_ns: [f64::NAN; 2],
+            hw_check: None,
+            probes: 0,
+            excluded: 0,
+            histogram: Histogram::default(),
+        }
+    }
+
+    const T: Thresholds = Thresholds { median_shift_ns: 3.0, p99_shift_ns: 10.0, ks_distance: 0.1 };
+
+    #[test]
+    fn a_median_shift_fails_only_beyond_the_threshold_and_outside_its_interval() {
+        let base = program(149.0, Some(169.0), [148.8, 149.2]);
+        // +5 ns with CIs of half-width 0.2: interval [4.72, 5.28] excludes 0, and 5 > 3.
+        let c = compare_program("f", &base, &program(154.0, Some(169.0), [153.8, 154.2]), &T);
+        assert_eq!(c.failures, ["median moved +5.0 ns (95 % CI [+4.7, +5.3]), threshold ±3 ns"]);
+        // +5 ns but so uncertain that the interval holds 0: not a regression.
+        let c = compare_program("f", &base, &program(154.0, Some(169.0), [146.0, 162.0]), &T);
+        assert!(c.failures.is_empty(), "{:?}", c.failures);
+        // +2 ns, certain: under the threshold.
+        let c = compare_program("f", &base, &program(151.0, Some(169.0), [150.9, 151.1]), &T);
+        assert!(c.failures.is_empty(), "{:?}", c.failures);
+    }
+
+    #[test]
+    fn a_missing_statistic_is_a_failure_not_a_pass() {
+        let base = program(149.0, Some(169.0), [148.8, 149.2]);
+        let c = compare_program("f", &base, &program(149.0, None, [148.8, 149.2]), &T);
+        assert_eq!(c.failures, ["p99 is missing from the candidate summary; cannot judge it"]);
+        let c = compare_program("f", &program(149.0, Some(f64::NAN), [148.8, 149.2]), &base, &T);
+        assert_eq!(c.failures, ["p99 is missing from the baseline summary; cannot judge it"]);
+    }
+
+    #[test]
+    fn thresholds_come_from_flags_then_the_plan_then_the_defaults() {
+        let plan =
+            crate::plan::Regression { baseline: "b".into(), median_shift_ns: 1.0, p99_shift_ns: 2.0, ks_distance: 0.3 };
+        let t = Thresholds::resolve([Some(5.0), None, None], Some(&plan));
+        assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance), (5.0, 2.0, 0.3));
+        let t = Thresholds::resolve([None, None, Some(0.2)], None);
+        assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance), (3.0, 10.0, 0.2));
+    }
+
+    #[test]
+    fn junit_has_one_case_per_program_and_one_failure_per_regression() {
+        let base = program(149.0, Some(169.0), [148.8, 149.2]);
+        let mut b = std::collections::BTreeMap::new();
+        b.insert("slow".to_string(), base.clone());
+        b.insert("same".to_string(), base.clone());
+        let mut c = b.clone();
+        c.insert("slow".to_string(), program(154.0, Some(169.0), [153.8, 154.2]));
+        let cmp = Comparison {
+            baseline: "b".into(),
+            candidate: "c".into(),
+            thresholds: T,
+            programs: b.iter().map(|(n, p)| compare_program(n, p, &c[n], &T)).collect(),
+            unmatched: vec!["gone: missing from the candidate".into()],
+        };
+        assert!(cmp.regressed());
+        let xml = junit(&cmp).unwrap();
+        assert!(xml.contains("tests=\"3\"") && xml.contains("failures=\"2\""), "{xml}");
+        assert!(xml.contains("<testcase name=\"slow\" classname=\"c\">"), "{xml}");
+    }
+}

@@ -215,3 +215,77 @@ pub enum Event {
         failed: usize,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_event() -> Vec<Event> {
+        let counts = Counts { matched: 3, pipeline_only: 1, bypass_only: 2, duplicates: 0, unknown_port: 0 };
+        vec![
+            Event::StudyStarted {
+                study: "s".into(),
+                plan_hash: "ab".into(),
+                seed: 7,
+                testbed: "sim".into(),
+                testbed_arg: Some("sim".into()),
+                sim_model: None,
+                tool_version: "0.1.0".into(),
+                sessions: 2,
+                runs: 4,
+                complete: 1,
+                resumed: true,
+            },
+            Event::SessionStarted { index: 0, name: "p_s1".into(), pending_runs: 2, steps: 9 },
+            Event::SessionSkipped { index: 1, name: "p_s2".into() },
+            Event::StepStarted { index: 0, action: Action::Flash, host: "receiver".into(), attempt: 1 },
+            Event::StepFinished { index: 0, action: Action::Flash, seconds: 1.5 },
+            Event::StepRetried { index: 0, action: Action::PcieRescan, attempt: 1, error: "gone".into() },
+            Event::StepFailed { index: 0, action: Action::HealthCheck, error: "0x1".into() },
+            Event::RunStarted { index: 0, run: 1, attempt: 1 },
+            Event::RunFinished {
+                index: 0,
+                program: "p".into(),
+                session: 1,
+                run: 1,
+                attempt: 2,
+                path: "data/program=p/session=1/run=1.parquet".into(),
+                sha256: "cd".into(),
+                records: 8,
+                counts,
+                pacing: Pacing { sender_pps: Some(499.9), receiver_pps: None },
+                seconds: 40.1,
+            },
+            Event::RunSkipped { index: 0, run: 2 },
+            Event::RunRetried { index: 0, run: 2, attempt: 1, reason: "loss".into() },
+            Event::RunFailed { index: 0, run: 2, reason: "loss".into() },
+            Event::SessionFinished { index: 0 },
+            Event::Quarantined { path: "a".into(), to: "quarantine/a".into(), reason: "checksum".into() },
+            Event::Interrupted,
+            Event::StudyFinished { complete: 3, failed: 1 },
+        ]
+    }
+
+    #[test]
+    fn every_event_round_trips_through_a_journal_line() {
+        for (t, event) in every_event().into_iter().enumerate() {
+            let entry = Entry { t: t as u64, event };
+            let line = serde_json::to_string(&entry).expect("serialises");
+            let back: Entry = serde_json::from_str(&line).expect("parses");
+            assert_eq!(back, entry, "{line}");
+        }
+    }
+
+    #[test]
+    fn lines_keep_their_documented_shape() {
+        let line = serde_json::to_string(&Entry { t: 5, event: Event::RunSkipped { index: 3, run: 2 } }).expect("ok");
+        assert_eq!(line, r#"{"t":5,"event":"run_skipped","index":3,"run":2}"#);
+        let line = serde_json::to_string(&Entry {
+            t: 6,
+            event: Event::StepFinished { index: 0, action: Action::DriverBind, seconds: 0.5 },
+        })
+        .expect("ok");
+        assert_eq!(line, r#"{"t":6,"event":"step_finished","index":0,"action":"driver_bind","seconds":0.5}"#);
+        assert!(serde_json::from_str::<Entry>(r#"{"t":1,"event":"no_such_event"}"#).is_err());
+    }
+}
