@@ -2,8 +2,6 @@
 //! namespace, fed by tcpreplay, controlled over stdin like the orchestrator does. Needs root,
 //! `ip` and `tcpreplay` (installed by .ci/run); skipped with a notice elsewhere unless CI is set.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,8 +9,7 @@ use std::process::{Command, Stdio};
 use latency_proto::control::AgentEvent;
 use latency_proto::probe::{self, ProbeFormat};
 
-mod common;
-use common::{Agent, Netns, check_run, event, frame, have, is_root, pcap_frames, read_run, write_trace};
+use crate::common::{Agent, Netns, check_run, event, frame, have, is_root, pcap_frames, read_run, write_trace};
 
 /// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin.
 fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {

@@ -1,7 +1,5 @@
 //! Helpers shared by the agent's integration tests.
 
-#![allow(dead_code, clippy::unwrap_used)]
-
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};

@@ -4,9 +4,6 @@
 //! throughput on `net_null`. Needs root (and `ip`, `tcpreplay`, `mkfifo`); skipped with a notice
 //! elsewhere unless CI is set.
 
-#![cfg(feature = "dpdk")]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -19,8 +16,7 @@ use latency_proto::control::RunCounters;
 use latency_proto::eal::EalConfig;
 use latency_proto::probe::{self, ProbeFormat};
 
-mod common;
-use common::{
+use crate::common::{
     Agent, Netns, check_run, have, is_root, ok, pcap_frames, pcap_header, pcap_records, read_run, write_trace,
 };
 
@@ -268,8 +264,10 @@ fn in_child(name: &str) -> bool {
     if std::env::var(VAR).as_deref() == Ok(name) {
         return true;
     }
+    // Test names are qualified by their module in the test binary (`dpdk::<name>`).
+    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .args([&format!("{module}::{name}"), "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
         .env(VAR, name)
         .output()
         .unwrap();
