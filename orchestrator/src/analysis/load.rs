@@ -91,13 +91,8 @@ pub fn run_files(
 /// Read a run file, check it against the journal (sha256, records) and its metadata against its
 /// place in the tree, and return the columns the analysis needs.
 pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, String> {
-    use std::io::Read;
-    let f = std::fs::File::open(&r.path).map_err(|e| format!("{}: {e}", r.rel))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_RUN_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{}: {e}", r.rel))?;
-    if bytes.len() as u64 > MAX_RUN_FILE_BYTES {
-        return Err(format!("{}: larger than {} GiB", r.rel, MAX_RUN_FILE_BYTES >> 30));
-    }
+    let bytes =
+        crate::results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file").map_err(|e| format!("{}: {e}", r.rel))?;
     let actual = digest::sha256_hex(&bytes);
     if actual != r.sha256 {
         return Err(format!(

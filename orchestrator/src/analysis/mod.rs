@@ -46,6 +46,9 @@ pub enum AnalysisError {
     },
 }
 
+/// Largest `summary.json` read back (a paper study's is about 1 MB).
+pub const MAX_SUMMARY_BYTES: u64 = 256 << 20;
+
 /// Levels stored in every summary whatever the plan's quantiles (percent).
 pub const HEADLINE_LEVELS: [f64; 2] = [50.0, 99.0];
 
@@ -440,7 +443,7 @@ pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
 /// The summary of a folder: `summary.json` when it is current, else analysed anew (and written).
 pub fn current_summary(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let path = dir.root().join("summary.json");
-    if let Ok(bytes) = std::fs::read(&path)
+    if let Ok(bytes) = crate::results::read_capped(&path, MAX_SUMMARY_BYTES, "summary")
         && let Ok(s) = serde_json::from_slice::<Summary>(&bytes)
         && is_current(dir, &s)?
     {

@@ -166,13 +166,7 @@ pub const MAX_CSV_BYTES: u64 = 256 << 20;
 
 /// Read, hash, parse and filter one input.
 fn load(input: &Input, probes: u64) -> Result<(String, Filtered), ImportError> {
-    use std::io::Read;
-    let f = fs::File::open(&input.path).map_err(io_err(&input.path))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_CSV_BYTES + 1).read_to_end(&mut bytes).map_err(io_err(&input.path))?;
-    if bytes.len() as u64 > MAX_CSV_BYTES {
-        return Err(layout(&input.path, format!("larger than {} MiB: not a run CSV", MAX_CSV_BYTES >> 20)));
-    }
+    let bytes = crate::results::read_capped(&input.path, MAX_CSV_BYTES, "run CSV").map_err(io_err(&input.path))?;
     let sha256 = digest::sha256_hex(&bytes);
     let rows = parse_csv(&input.path, &bytes)?;
     Ok((sha256, filter(rows, probes)))

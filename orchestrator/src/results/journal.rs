@@ -47,15 +47,7 @@ impl Journal {
 /// Every complete line of a journal. A cut-short last line is ignored; any other line that is not
 /// a known event is an error naming the line.
 pub fn read(path: &Path) -> Result<Vec<Entry>, ResultsError> {
-    let f = File::open(path).map_err(io_err(path))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_JOURNAL_BYTES + 1).read_to_end(&mut bytes).map_err(io_err(path))?;
-    if bytes.len() as u64 > MAX_JOURNAL_BYTES {
-        return Err(ResultsError::Format {
-            path: path.to_path_buf(),
-            message: format!("larger than {} MiB; not a journal of this tool", MAX_JOURNAL_BYTES >> 20),
-        });
-    }
+    let bytes = super::read_capped(path, MAX_JOURNAL_BYTES, "journal of this tool").map_err(io_err(path))?;
     let complete = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(i) => &bytes[..=i],
         None => &[][..],

@@ -235,6 +235,19 @@ pub fn write_atomic(
     result.map_err(io_err(path))
 }
 
+/// Read a whole file of at most `max` bytes; a larger one is an error (`InvalidData`) saying the
+/// limit and what the file was expected to be.
+pub fn read_capped(path: &Path, max: u64, what: &str) -> io::Result<Vec<u8>> {
+    use io::Read;
+    let mut bytes = Vec::new();
+    File::open(path)?.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        let limit = if max >= 1 << 30 { format!("{} GiB", max >> 30) } else { format!("{} MiB", max >> 20) };
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("larger than {limit}: not a {what}")));
+    }
+    Ok(bytes)
+}
+
 /// Write bytes atomically (see [`write_atomic`]).
 pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), ResultsError> {
     write_atomic(path, overwrite, |f| f.write_all(bytes))

@@ -2,13 +2,12 @@
 //! definition, written by the engine and the importer and read by resume, analysis and reports.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::index::Group;
-use super::{ResultsDir, ResultsError, io_err, write_file};
+use super::{ResultsDir, ResultsError, write_file};
 use crate::plan::{Analysis, Plan, Regression, ReportSpec, TraceSource};
 
 /// Git commit of this build (`unknown` outside a checkout; `-dirty` with local changes).
@@ -236,15 +235,7 @@ impl Provenance {
 
     /// Read a provenance file.
     pub fn read_file(path: &Path) -> Result<Provenance, ResultsError> {
-        let f = std::fs::File::open(path).map_err(io_err(path))?;
-        let mut bytes = Vec::new();
-        f.take(MAX_PROVENANCE_BYTES + 1).read_to_end(&mut bytes).map_err(io_err(path))?;
-        if bytes.len() as u64 > MAX_PROVENANCE_BYTES {
-            return Err(ResultsError::Format {
-                path: path.to_path_buf(),
-                message: format!("larger than {} MiB", MAX_PROVENANCE_BYTES >> 20),
-            });
-        }
+        let bytes = super::read_capped(path, MAX_PROVENANCE_BYTES, "study provenance").map_err(super::io_err(path))?;
         serde_json::from_slice(&bytes).map_err(|source| ResultsError::Json {
             path: path.to_path_buf(),
             what: "not a study provenance".into(),
