@@ -3,8 +3,9 @@
 
 /// Quantile levels reported (percent): the paper's Table I columns.
 pub const QUANTILE_LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
-/// Largest accepted difference between measured and synthesised hardware-clock quantiles, ns.
-pub const HW_CLOCK_TOLERANCE_NS: f64 = 5.0;
+/// Largest accepted difference between measured and synthesised hardware-clock quantiles over
+/// p25–p95, ns: the agreement the paper reports for its own data ("within 8 ns").
+pub const HW_CLOCK_TOLERANCE_NS: f64 = 8.0;
 /// Bootstrap resamples of each confidence interval.
 pub const BOOTSTRAP_RESAMPLES: u32 = 1000;
 /// Smallest gap between session medians that separates two reset modes, ns.

@@ -150,7 +150,7 @@ proptest! {
         let bytes = apply(head.as_bytes(), &edits);
         if let Ok(rows) = crate::import::parse_csv(&path, &bytes) {
             let f = crate::import::filter(rows, 20_000);
-            let _ = crate::import::records(&f.rows);
+            let _ = crate::import::records(&f.rows, None);
         }
     }
 

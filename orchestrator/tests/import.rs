@@ -91,6 +91,17 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     let t = &report.totals;
     assert_eq!((t.rows, t.kept, t.invalid_ids, t.misparsed, t.negative_diffs), (29_800, 27_800, 1_800, 200, 3_473));
     assert_eq!(report.ignored, Vec::<String>::new());
+    // The hardware-clock file of the Forward run: 900 ids beyond the trace dropped, every kept
+    // Forward row joined (the misread ids' TSC rows were dropped, so their values find no row).
+    assert_eq!(report.silicon.len(), 1);
+    let sil = &report.silicon[0];
+    assert_eq!(sil.source, "data/silicon/silicon_FWD_s1_run04.csv");
+    assert_eq!((sil.rows, sil.invalid_ids, sil.duplicates), (14_900, 900, 0));
+    assert_eq!((fwd.quirks.silicon_joined, fwd.quirks.silicon_missing), (13_900, 0));
+    assert_eq!((null.quirks.silicon_joined, null.quirks.silicon_missing), (0, 0), "no silicon file for NF_s1");
+    let (batches, _) = runfile::read(&out.join(&fwd.path)).unwrap();
+    let hw = batches[0].column_by_name("hw_ns").unwrap();
+    assert_eq!(hw.null_count(), 0, "every Forward record carries its hardware-clock value");
     let text = report.to_string();
     assert!(text.contains("dropped, misparsed   200") && text.contains("dropped, invalid id  1800"), "{text}");
 
@@ -145,7 +156,8 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     };
     assert_eq!((study.as_str(), testbed.as_str()), ("latencylab-import", "latencylab-import"));
     assert_eq!((*seed, *resumed), (1, false));
-    let mut listing: Vec<(&str, String)> = [FWD_CSV, NULL_CSV]
+    // The import's "plan" is the list of its input files (run CSVs and hardware-clock files) and their digests.
+    let mut listing: Vec<(&str, String)> = [FWD_CSV, NULL_CSV, "data/silicon/silicon_FWD_s1_run04.csv"]
         .iter()
         .map(|rel| (*rel, orchestrator::digest::sha256_file(&Path::new(FIXTURE).join(rel)).unwrap()))
         .collect();

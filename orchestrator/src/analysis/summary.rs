@@ -115,6 +115,9 @@ pub struct SessionSummary {
     pub excluded: u64,
     /// Runs used.
     pub runs: u32,
+    /// Reflect mode: median of the hardware-clock differentials R of the session's probes.
+    #[serde(default)]
+    pub hw_median_ns: Option<f64>,
 }
 
 /// Null calibration of one trace.
@@ -154,7 +157,7 @@ pub struct VendorBound {
 pub struct HwCheck {
     /// Per level: measured R quantile, synthesised (D ⊕ C) quantile, difference.
     pub levels: Vec<HwLevel>,
-    /// Largest absolute difference (ns).
+    /// Largest absolute difference over the judged levels (ns).
     pub max_diff_ns: f64,
     /// Accepted difference (plan).
     pub tolerance_ns: f64,
@@ -175,6 +178,13 @@ pub struct HwLevel {
     pub synthesized_ns: f64,
     /// synthesized − measured.
     pub diff_ns: f64,
+    /// Whether this level is judged against the tolerance (p25–p95; p99 is reported only).
+    #[serde(default = "judged_by_default")]
+    pub judged: bool,
+}
+
+fn judged_by_default() -> bool {
+    true
 }
 
 /// Fixed-width histogram.

@@ -1,6 +1,7 @@
 //! LatencyLab run CSVs: parsing, the import rules applied to their rows (see the parent module),
 //! and the records they become.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow_array::RecordBatch;
@@ -134,7 +135,9 @@ pub fn filter(rows: Vec<Row>, probes: u64) -> Filtered {
 }
 
 /// The records of kept rows: P and B per row, in stamp order, `seq` counting arrivals per port.
-pub fn records(rows: &[Row]) -> Result<RecordBatch, arrow_schema::ArrowError> {
+/// With hardware-clock differentials `hw` (R by probe id), a probe that has one gets `hw_ns` = R
+/// on its pipeline record and 0 on its bypass record, so that `hw_P − hw_B = R`.
+pub fn records(rows: &[Row], hw: Option<&BTreeMap<u64, i64>>) -> Result<RecordBatch, arrow_schema::ArrowError> {
     let mut recs: Vec<(u64, u8, u64)> =
         rows.iter().flat_map(|r| [(r.rx1, Port::Pipeline as u8, r.id), (r.rx2, Port::Bypass as u8, r.id)]).collect();
     recs.sort_unstable();
@@ -142,7 +145,8 @@ pub fn records(rows: &[Row]) -> Result<RecordBatch, arrow_schema::ArrowError> {
     let mut b = RecordBuilder::with_capacity(recs.len());
     for (tsc, port, id) in recs {
         let (p, s) = if port == Port::Pipeline as u8 { (Port::Pipeline, 0) } else { (Port::Bypass, 1) };
-        b.push(id, p, tsc, seq[s], 0, None);
+        let r = hw.and_then(|h| h.get(&id)).copied();
+        b.push(id, p, tsc, seq[s], 0, r.map(|r| if p == Port::Pipeline { r } else { 0 }));
         seq[s] += 1;
     }
     b.finish()
@@ -223,7 +227,7 @@ mod tests {
         use arrow_array::types::{UInt8Type, UInt64Type};
         let rows =
             [Row { id: 1, rx1: 148, rx2: 0, diff: 148, line: 2 }, Row { id: 2, rx1: 90, rx2: 100, diff: -10, line: 3 }];
-        let b = records(&rows).unwrap();
+        let b = records(&rows, None).unwrap();
         assert_eq!(b.column(0).as_primitive::<UInt64Type>().values(), &[1, 2, 2, 1]);
         assert_eq!(b.column(1).as_primitive::<UInt8Type>().values(), &[1, 0, 1, 0]);
         assert_eq!(b.column(2).as_primitive::<UInt64Type>().values(), &[0, 90, 100, 148]);

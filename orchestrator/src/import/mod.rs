@@ -36,6 +36,7 @@ use serde::Serialize;
 
 pub mod csv;
 mod layout;
+pub mod silicon;
 
 use crate::analysis::pairs;
 use crate::digest;
@@ -126,6 +127,8 @@ pub struct ImportReport {
     pub totals: Quirks,
     /// Files under `data/tsc` that are not run CSVs (for example `console.log`), not imported.
     pub ignored: Vec<String>,
+    /// Hardware-clock files (`data/silicon`) joined to the runs.
+    pub silicon: Vec<silicon::SiliconFile>,
 }
 
 impl fmt::Display for ImportReport {
@@ -154,6 +157,20 @@ impl fmt::Display for ImportReport {
             "  diff ≠ rx1 − rx2     {} rows (at most {} ns; stamps imported)",
             t.diff_mismatch, t.diff_mismatch_max_ns
         )?;
+        for s in &self.silicon {
+            writeln!(
+                f,
+                "  hardware clock       {}: {} rows, {} dropped (invalid id), {} dropped (repeated id)",
+                s.source, s.rows, s.invalid_ids, s.duplicates
+            )?;
+        }
+        if !self.silicon.is_empty() {
+            writeln!(
+                f,
+                "  joined to the clock  {} kept rows ({} without a hardware-clock value)",
+                t.silicon_joined, t.silicon_missing
+            )?;
+        }
         if !self.ignored.is_empty() {
             writeln!(f, "  not imported         {}", self.ignored.join(", "))?;
         }
@@ -163,6 +180,19 @@ impl fmt::Display for ImportReport {
 
 /// Largest CSV read (a 20,000-probe run is about 1 MB).
 pub const MAX_CSV_BYTES: u64 = 256 << 20;
+
+/// Hardware-clock differentials of one run, by probe id.
+type Hw<'a> = Option<&'a std::collections::BTreeMap<u64, i64>>;
+
+/// The hardware-clock differentials of `input`'s run, if its session has a silicon file.
+fn hw_of<'a>(silicon: &'a Silicon, input: &Input) -> Hw<'a> {
+    silicon.get(&(input.tag, input.session)).map(|(_, runs)| runs.get(&input.run).unwrap_or(&EMPTY))
+}
+
+static EMPTY: std::collections::BTreeMap<u64, i64> = std::collections::BTreeMap::new();
+
+/// Silicon files by (tag, session).
+type Silicon = std::collections::BTreeMap<(usize, u32), (silicon::SiliconFile, silicon::ByRun)>;
 
 /// Read, hash, parse and filter one input.
 fn load(input: &Input, probes: u64) -> Result<(String, Filtered), ImportError> {
@@ -206,9 +236,14 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
     }
     let mut ignored = Vec::new();
     let inputs = discover(src, &mut ignored)?;
+    let silicon = silicon::discover(src, probes)?;
     let mut files = Vec::with_capacity(inputs.len());
     for input in &inputs {
-        let (sha256, f) = load(input, probes)?;
+        let (sha256, mut f) = load(input, probes)?;
+        if let Some(hw) = hw_of(&silicon, input) {
+            f.quirks.silicon_joined = f.rows.iter().filter(|r| hw.contains_key(&r.id)).count() as u64;
+            f.quirks.silicon_missing = f.quirks.kept - f.quirks.silicon_joined;
+        }
         if f.rows.is_empty() {
             return Err(layout(
                 &input.path,
@@ -242,7 +277,11 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
         }
     }
     // The "plan" of an import is its input: the sorted list of CSVs and their digests.
-    let mut listing: Vec<(&str, &str)> = files.iter().map(|f| (f.source.as_str(), f.sha256.as_str())).collect();
+    let mut listing: Vec<(&str, &str)> = files
+        .iter()
+        .map(|f| (f.source.as_str(), f.sha256.as_str()))
+        .chain(silicon.values().map(|(s, _)| (s.source.as_str(), s.sha256.as_str())))
+        .collect();
     listing.sort_unstable();
     let listing: String = listing.iter().map(|(source, sha256)| format!("{sha256}  {source}\n")).collect();
     let plan_hash = digest::sha256_hex(listing.as_bytes());
@@ -258,8 +297,16 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
     for f in &files {
         totals.add(&f.quirks);
     }
-    let report = ImportReport { source: src.to_path_buf(), results: out.to_path_buf(), probes, files, totals, ignored };
-    let written = write_study(&staging, &inputs, &report, &plan_hash).and_then(|()| {
+    let report = ImportReport {
+        source: src.to_path_buf(),
+        results: out.to_path_buf(),
+        probes,
+        files,
+        totals,
+        ignored,
+        silicon: silicon.values().map(|(s, _)| s.clone()).collect(),
+    };
+    let written = write_study(&staging, &inputs, &silicon, &report, &plan_hash).and_then(|()| {
         if out.exists() {
             fs::remove_dir(out).map_err(io_err(out))?;
         }
@@ -273,7 +320,13 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
 }
 
 /// Write the whole results folder of an import into `root` (a fresh folder).
-fn write_study(root: &Path, inputs: &[Input], report: &ImportReport, plan_hash: &str) -> Result<(), ImportError> {
+fn write_study(
+    root: &Path,
+    inputs: &[Input],
+    silicon: &Silicon,
+    report: &ImportReport,
+    plan_hash: &str,
+) -> Result<(), ImportError> {
     let probes = report.probes;
     let dir = ResultsDir::create(root, false)?;
     let _lock = dir.lock("orchestrate import")?;
@@ -315,7 +368,8 @@ fn write_study(root: &Path, inputs: &[Input], report: &ImportReport, plan_hash: 
         if sha256 != file.sha256 {
             return Err(layout(&input.path, "changed while it was being imported"));
         }
-        let batch = records(&f.rows).map_err(|source| ImportError::Records { path: input.path.clone(), source })?;
+        let batch = records(&f.rows, hw_of(silicon, input))
+            .map_err(|source| ImportError::Records { path: input.path.clone(), source })?;
         let path = dir.root().join(&file.path);
         runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256))?;
         let stored = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
@@ -415,6 +469,7 @@ fn write_provenance(
             totals: report.totals,
             files: report.files.clone(),
             ignored: report.ignored.clone(),
+            silicon: report.silicon.clone(),
         }),
     }
     .write(dir)?;

@@ -79,6 +79,12 @@ pub struct Quirks {
     pub diff_mismatch: u64,
     /// Largest such difference, ns.
     pub diff_mismatch_max_ns: u64,
+    /// Kept rows joined to a hardware-clock differential.
+    #[serde(default)]
+    pub silicon_joined: u64,
+    /// Kept rows of a session with hardware-clock data that found none for their id.
+    #[serde(default)]
+    pub silicon_missing: u64,
 }
 
 impl Quirks {
@@ -94,6 +100,8 @@ impl Quirks {
         self.first_after_gap += o.first_after_gap;
         self.diff_mismatch += o.diff_mismatch;
         self.diff_mismatch_max_ns = self.diff_mismatch_max_ns.max(o.diff_mismatch_max_ns);
+        self.silicon_joined += o.silicon_joined;
+        self.silicon_missing += o.silicon_missing;
     }
 }
 
@@ -120,6 +128,21 @@ pub struct ImportedFile {
     pub quirks: Quirks,
 }
 
+/// One hardware-clock (silicon) file of an import and what was made of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiliconFile {
+    /// The CSV, relative to the source folder.
+    pub source: String,
+    /// sha256 of the CSV.
+    pub sha256: String,
+    /// Data rows read.
+    pub rows: u64,
+    /// Rows dropped: id outside `1..=probes`.
+    pub invalid_ids: u64,
+    /// Rows dropped: an id repeated within its run (every copy of it).
+    pub duplicates: u64,
+}
+
 /// How published data was imported.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ImportFacts {
@@ -135,6 +158,9 @@ pub struct ImportFacts {
     pub files: Vec<ImportedFile>,
     /// Files that were not imported.
     pub ignored: Vec<String>,
+    /// Hardware-clock files joined to the runs.
+    #[serde(default)]
+    pub silicon: Vec<SiliconFile>,
 }
 
 /// The whole `provenance.json`.
@@ -320,6 +346,7 @@ mod tests {
                 totals: Quirks { rows: 3, ..Quirks::default() },
                 files: vec![],
                 ignored: vec!["console.log".into()],
+                silicon: Vec::new(),
             }),
         }
     }
