@@ -37,6 +37,7 @@ use serde::Serialize;
 pub mod csv;
 mod layout;
 pub mod silicon;
+use silicon::Silicon;
 
 use crate::analysis::pairs;
 use crate::digest;
@@ -190,9 +191,6 @@ fn hw_of<'a>(silicon: &'a Silicon, input: &Input) -> Hw<'a> {
 }
 
 static EMPTY: std::collections::BTreeMap<u64, i64> = std::collections::BTreeMap::new();
-
-/// Silicon files by (tag, session).
-type Silicon = std::collections::BTreeMap<(usize, u32), (silicon::SiliconFile, silicon::ByRun)>;
 
 /// Read, hash, parse and filter one input.
 fn load(input: &Input, probes: u64) -> Result<(String, Filtered), ImportError> {

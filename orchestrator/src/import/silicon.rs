@@ -24,10 +24,13 @@ pub const HEADER: [&str; 3] = ["run", "pkt_id", "silicon_diff_ns"];
 /// R (ns) by run and probe id, of one session.
 pub type ByRun = BTreeMap<u32, BTreeMap<u64, i64>>;
 
-/// Every silicon file under `src/data/silicon`, by (index into the tags, session).
-pub fn discover(src: &Path, probes: u64) -> Result<BTreeMap<(usize, u32), (SiliconFile, ByRun)>, ImportError> {
+/// Silicon files by (index into the tags, session).
+pub type Silicon = BTreeMap<(usize, u32), (SiliconFile, ByRun)>;
+
+/// Every silicon file under `src/data/silicon`.
+pub fn discover(src: &Path, probes: u64) -> Result<Silicon, ImportError> {
     let dir = src.join("data").join("silicon");
-    let mut out: BTreeMap<(usize, u32), (SiliconFile, ByRun)> = BTreeMap::new();
+    let mut out = Silicon::new();
     if !dir.is_dir() {
         return Ok(out);
     }
@@ -99,11 +102,8 @@ pub fn parse(path: &Path, bytes: &[u8], probes: u64) -> Result<(SiliconFile, ByR
     }
     let mut runs = ByRun::new();
     for ((run, id), diff) in seen {
-        match diff {
-            Some(d) => {
-                runs.entry(run).or_default().insert(id, d);
-            }
-            None => {}
+        if let Some(d) = diff {
+            runs.entry(run).or_default().insert(id, d);
         }
     }
     file.duplicates = file.rows - file.invalid_ids - runs.values().map(|r| r.len() as u64).sum::<u64>();
