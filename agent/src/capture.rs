@@ -6,6 +6,8 @@
 use std::io;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+use latency_proto::capture::MacAddr;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use latency_proto::probe::{self, ProbeFormat};
 
 /// One receive port.
@@ -32,25 +34,28 @@ struct Reflect {
     tx: crate::sys::af_packet::PacketSender,
     tag: u8,
     format: ProbeFormat,
+    dst_mac: [u8; 6],
     frame: Vec<u8>,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 impl AfPacketPort {
-    /// Open `interface` (needs CAP_NET_RAW).
-    pub fn open(interface: &str) -> io::Result<Self> {
-        crate::sys::af_packet::PacketRing::open(interface)
+    /// Open `interface` (needs CAP_NET_RAW), in promiscuous mode if `promiscuous`.
+    pub fn open(interface: &str, promiscuous: bool) -> io::Result<Self> {
+        crate::sys::af_packet::PacketRing::open(interface, promiscuous)
             .map(|ring| AfPacketPort { ring, reflect: None })
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))
     }
 
     /// Send a copy of every probe received, tagged `tag` ([`probe::TAG_PIPELINE`] or
-    /// [`probe::TAG_BYPASS`]), out of `interface` right after it is stamped. Each port has its own
-    /// socket on that interface (as each has its own TX queue with DPDK).
-    pub fn reflect_to(mut self, interface: &str, tag: u8, format: ProbeFormat) -> io::Result<Self> {
+    /// [`probe::TAG_BYPASS`]) and addressed to `dst_mac`, out of `interface` right after it is
+    /// stamped ([`probe::prepare_reflection`]: probes already tagged, the agent's own reflections
+    /// looping back, are not reflected again). Each port has its own socket on that interface (as
+    /// each has its own TX queue with DPDK).
+    pub fn reflect_to(mut self, interface: &str, tag: u8, format: ProbeFormat, dst_mac: MacAddr) -> io::Result<Self> {
         let tx = crate::sys::af_packet::PacketSender::open(interface)
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))?;
-        self.reflect = Some(Reflect { tx, tag, format, frame: Vec::with_capacity(2048) });
+        self.reflect = Some(Reflect { tx, tag, format, dst_mac: dst_mac.0, frame: Vec::with_capacity(2048) });
         Ok(self)
     }
 }
@@ -65,7 +70,7 @@ impl RxPort for AfPacketPort {
                 f(data, tsc);
                 r.frame.clear();
                 r.frame.extend_from_slice(data);
-                if probe::set_tag(&mut r.frame, r.format, r.tag) {
+                if probe::prepare_reflection(&mut r.frame, r.format, r.tag, r.dst_mac) {
                     // Never blocks the poller: a reflection the interface refuses (its buffer
                     // full) is lost like one dropped on the wire, and the controller finds it
                     // missing from the sender's capture.

@@ -28,6 +28,7 @@ pub fn eal_args_from_inventory(
         memory_mb,
         file_prefix: file_prefix.to_owned(),
         drivers: drivers.to_vec(),
+        memory_channels: None,
     }
     .args()
 }

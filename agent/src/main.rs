@@ -4,7 +4,12 @@
 //! (or, with `--control FIFO`, on a named pipe that writers may open and close at will, for an
 //! agent running detached under `setsid`), one per line: `begin <run>`, `end <run>`, `quit`
 //! ([`AgentCommand`]). Events on stdout, one JSON object per line ([`AgentEvent`]): `ready` (ports,
-//! TSC rate), `begin` (run file), `end` (per-run counters), `error`, `stopped`.
+//! TSC rate, and the setup: rings granted, promiscuous mode, service core, reflect destination),
+//! `begin` (run file), `end` (per-run counters), `error`, `stopped`.
+//!
+//! With `--reflect-port`, `--reflect-dst-mac` is required: every reflection is re-addressed to the
+//! sender's NIC. Probes that arrive already tagged (the agent's own reflections looping back) are
+//! neither recorded nor reflected; each run's `reflected_loops` counts them.
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 compile_error!("the latency-agent binary runs on x86_64 Linux only (TSC stamps, AF_PACKET rings, PCI BARs)");
@@ -21,6 +26,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use latency_agent::capture::{AfPacketPort, RxPort};
 use latency_agent::recorder::{Options, Recorder};
 use latency_agent::{regs, sys, tsc};
+use latency_proto::capture::{CaptureOptions, CaptureSetup, PortRings};
 use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
 use latency_proto::probe::{self, ProbeFormat};
 
@@ -95,6 +101,9 @@ struct CaptureArgs {
     /// TSC rate measurement window, ms.
     #[arg(long, default_value_t = 200)]
     tsc_window_ms: u64,
+    /// Rings, promiscuous mode, service core, reflect destination.
+    #[command(flatten)]
+    options: CaptureOptions,
     /// DPDK EAL arguments (after `--`).
     #[arg(last = true)]
     eal: Vec<String>,
@@ -120,7 +129,7 @@ enum RegsOp {
         #[arg(long, default_value_t = 128)]
         indirection_entries: usize,
     },
-    /// Health gate: BAR alive and both CMAC RX status registers 0x3 (exit 1 otherwise).
+    /// Health gate: BAR alive and both CMAC RX status registers exactly 0x00000003 (exit 1 otherwise).
     Check {
         /// BAR resource file.
         #[arg(long)]
@@ -212,7 +221,7 @@ fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
         RegsOp::Check { bar } => {
             let problems = regs::check(&map(&bar)?).map_err(io)?;
             if problems.is_empty() {
-                println!("ok: BAR alive, both CMAC RX status 0x3");
+                println!("ok: BAR alive, both CMAC RX status 0x00000003");
                 Ok(())
             } else {
                 Err((1, problems.join("; ")))
@@ -239,6 +248,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         force_tsc,
         queue,
         tsc_window_ms,
+        options,
         eal,
     } = args;
     let (backend, format, force_tsc, queue, tsc_window_ms) =
@@ -246,6 +256,21 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     if ports.len() != 2 {
         return Err((2, format!("two ports are needed (pipeline, bypass), got {}", ports.len())));
     }
+    let reflect = match (reflect_port, options.reflect_dst_mac) {
+        (Some(port), Some(mac)) => Some((port, mac)),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err((
+                2,
+                "--reflect-port needs --reflect-dst-mac (the MAC of the sender's timestamping NIC, which every reflection is addressed to)".into(),
+            ));
+        }
+        (None, Some(_)) => return Err((2, "--reflect-dst-mac is only used with --reflect-port".into())),
+    };
+    if options.rx_ring == 0 || options.tx_ring == 0 {
+        return Err((2, "--rx-ring and --tx-ring must be at least 1".into()));
+    }
+    let service_core = options.service_core.map(|c| c as usize);
     let info = tsc::probe(tsc_window_ms * 1_000_000);
     if !info.invariant && !force_tsc {
         return Err((
@@ -256,36 +281,48 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             ),
         ));
     }
-    let rx: Vec<Box<dyn RxPort>> = match backend {
-        Backend::AfPacket => ports
-            .iter()
-            .zip([probe::TAG_PIPELINE, probe::TAG_BYPASS])
-            .map(|(p, tag)| {
-                let port = AfPacketPort::open(p)?;
-                let port = match reflect_port {
-                    Some(r) => port.reflect_to(r, tag, format)?,
-                    None => port,
-                };
-                Ok(Box::new(port) as Box<dyn RxPort>)
-            })
-            .collect::<Result<_, std::io::Error>>()
-            .map_err(|e| (1, e.to_string()))?,
+    let (rx, rings): (Vec<Box<dyn RxPort>>, Vec<PortRings>) = match backend {
+        Backend::AfPacket => (
+            ports
+                .iter()
+                .zip([probe::TAG_PIPELINE, probe::TAG_BYPASS])
+                .map(|(p, tag)| {
+                    let port = AfPacketPort::open(p, options.promiscuous)?;
+                    let port = match reflect {
+                        Some((r, mac)) => port.reflect_to(r, tag, format, mac)?,
+                        None => port,
+                    };
+                    Ok(Box::new(port) as Box<dyn RxPort>)
+                })
+                .collect::<Result<_, std::io::Error>>()
+                .map_err(|e| (1, e.to_string()))?,
+            Vec::new(),
+        ),
         Backend::Dpdk => {
-            let reflect_port = match reflect_port {
-                Some(r) => Some(r.parse::<u16>().map_err(|_| {
+            let reflect_port = match reflect {
+                Some((r, _)) => Some(r.parse::<u16>().map_err(|_| {
                     (2, format!("--reflect-port {r}: the dpdk backend takes a DPDK port id (0, 1, 2, ...)"))
                 })?),
                 None => None,
             };
-            open_dpdk(ports, reflect_port, format, eal)?
+            open_dpdk(ports, reflect_port, format, options, eal)?
         }
     };
     let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
     if let Some(p) = &pidfile {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
     }
-    let mut recorder = Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue })
-        .map_err(|e| (1, format!("cannot start: {e}")))?;
+    let mut recorder =
+        Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue, service_core })
+            .map_err(|e| (1, format!("cannot start: {e}")))?;
+    // The control thread (this one, and the command reader spawned below, which inherits its
+    // affinity) joins the writer on the service core; the pollers, spawned above, keep theirs.
+    if let Some(c) = service_core
+        && let Err(e) = sys::pin_current_thread(c)
+    {
+        recorder.stop();
+        return Err((2, format!("--service-core {c}: cannot pin to it: {e}")));
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -295,20 +332,29 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         Some(fifo) => latency_agent::control::listen(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
         None => {
             let (tx, lines) = std::sync::mpsc::channel::<String>();
-            std::thread::spawn(move || {
-                for line in std::io::stdin().lock().lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
+            let reader = std::thread::Builder::new().name("control".into());
+            reader
+                .spawn(move || {
+                    for line in std::io::stdin().lock().lines() {
+                        let Ok(line) = line else { break };
+                        if tx.send(line).is_err() {
+                            break;
+                        }
                     }
-                }
-            });
+                })
+                .map_err(|e| (1, format!("cannot start the control thread: {e}")))?;
             lines
         }
     };
     // Ready only once the control pipe exists: a controller writing to it earlier would create a
     // plain file instead.
-    emit(&AgentEvent::Ready { ports: names, tsc: info, pid: std::process::id() });
+    let setup = CaptureSetup {
+        rings,
+        promiscuous: options.promiscuous,
+        service_core: options.service_core,
+        reflect_dst_mac: reflect.map(|(_, mac)| mac),
+    };
+    emit(&AgentEvent::Ready { ports: names, tsc: info, pid: std::process::id(), setup: Some(setup) });
     while !stop.load(Ordering::SeqCst) {
         let line = match lines.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => l,
@@ -341,8 +387,17 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The receive ports and the rings their drivers granted (as `sys::dpdk::Opened`).
+type Opened = (Vec<Box<dyn RxPort>>, Vec<PortRings>);
+
 #[cfg(not(feature = "dpdk"))]
-fn open_dpdk(_: &[String], _: Option<u16>, _: ProbeFormat, _: &[String]) -> Result<Vec<Box<dyn RxPort>>, Failure> {
+fn open_dpdk(
+    _: &[String],
+    _: Option<u16>,
+    _: ProbeFormat,
+    _: &CaptureOptions,
+    _: &[String],
+) -> Result<Opened, Failure> {
     Err((2, "this build has no DPDK backend (build with `--features dpdk`); use `--backend af-packet`".into()))
 }
 
@@ -351,7 +406,9 @@ fn open_dpdk(
     ports: &[String],
     reflect_port: Option<u16>,
     format: ProbeFormat,
+    options: &CaptureOptions,
     eal: &[String],
-) -> Result<Vec<Box<dyn RxPort>>, Failure> {
-    latency_agent::sys::dpdk::open_ports_with_reflect(ports, reflect_port, format, eal).map_err(|e| (1, e.to_string()))
+) -> Result<Opened, Failure> {
+    use latency_agent::sys::dpdk::{PortConfig, open_ports};
+    open_ports(ports, &PortConfig::from_options(format, reflect_port, options), eal).map_err(|e| (1, e.to_string()))
 }

@@ -48,6 +48,8 @@ pub struct Options {
     pub out: PathBuf,
     /// Capacity of the poller → writer queue, in messages of up to [`POLLER_BATCH`] records.
     pub queue: usize,
+    /// Core the writer thread is pinned to, if any (away from the pollers' cores).
+    pub service_core: Option<usize>,
 }
 
 /// One probe copy as seen by a poller.
@@ -116,6 +118,7 @@ struct Shared {
     non_probe: AtomicU64,
     dropped: AtomicU64,
     outside: AtomicU64,
+    loops: AtomicU64,
     errors: Mutex<Vec<String>>,
 }
 
@@ -124,13 +127,23 @@ impl Shared {
         self.errors.lock().unwrap_or_else(|p| p.into_inner()).push(e);
     }
 
-    fn totals(&self) -> (u64, u64, u64) {
-        (
-            self.non_probe.load(Ordering::Relaxed),
-            self.dropped.load(Ordering::Relaxed),
-            self.outside.load(Ordering::Relaxed),
-        )
+    fn totals(&self) -> Totals {
+        Totals {
+            non_probe: self.non_probe.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            outside: self.outside.load(Ordering::Relaxed),
+            loops: self.loops.load(Ordering::Relaxed),
+        }
     }
+}
+
+/// The capture-wide counters at one moment.
+#[derive(Clone, Copy, Default)]
+struct Totals {
+    non_probe: u64,
+    dropped: u64,
+    outside: u64,
+    loops: u64,
 }
 
 /// A running capture.
@@ -143,8 +156,8 @@ pub struct Recorder {
     pollers: Vec<String>,
     /// The last setting published.
     setting: Setting,
-    /// Non-probe and dropped counts when the current run started.
-    base: (u64, u64),
+    /// The counters when the current run started (non-probe, dropped, loops).
+    base: Totals,
     /// Outside count when the last run ended (or at start).
     outside_mark: u64,
 }
@@ -157,10 +170,16 @@ impl Recorder {
         let (tx, rx) = mpsc::sync_channel::<Msg>(opts.queue.max(1));
         let (ack_tx, acks) = mpsc::channel::<Ack>();
         let mut threads = Vec::new();
-        let out = opts.out.clone();
+        let (out, service_core) = (opts.out.clone(), opts.service_core);
         let writer_shared = shared.clone();
-        threads
-            .push(std::thread::Builder::new().name("writer".into()).spawn(move || writer(rx, &out, &writer_shared))?);
+        threads.push(std::thread::Builder::new().name("writer".into()).spawn(move || {
+            if let Some(c) = service_core
+                && let Err(e) = pin(c)
+            {
+                writer_shared.error(format!("writer: cannot pin to core {c}: {e}"));
+            }
+            writer(rx, &out, &writer_shared)
+        })?);
         let pollers: Vec<String> = ports.iter().map(|p| p.name()).collect();
         for (i, port) in ports.into_iter().enumerate() {
             let which = if i == 0 { Port::Pipeline } else { Port::Bypass };
@@ -173,7 +192,7 @@ impl Recorder {
             );
         }
         let setting = Setting::new(0, 0, false);
-        Ok(Recorder { shared, tx, threads, acks, pollers, setting, base: (0, 0), outside_mark: 0 })
+        Ok(Recorder { shared, tx, threads, acks, pollers, setting, base: Totals::default(), outside_mark: 0 })
     }
 
     /// Open run `run`: records from now on go to its file. A run still open is closed first
@@ -190,8 +209,7 @@ impl Recorder {
         self.tx.send(Msg::Begin(run, reply)).map_err(|_| io::Error::other("writer stopped"))?;
         let file = answer.recv().map_err(|_| io::Error::other("writer stopped"))??;
         self.publish(self.setting.next(run, true));
-        let (non_probe, dropped, _) = self.shared.totals();
-        self.base = (non_probe, dropped);
+        self.base = self.shared.totals();
         Ok(file)
     }
 
@@ -203,12 +221,18 @@ impl Recorder {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("run {run} is not open")));
         }
         self.end_for_pollers();
-        let (non_probe, dropped, outside) = self.shared.totals();
-        let outside_run = outside - std::mem::replace(&mut self.outside_mark, outside);
+        let now = self.shared.totals();
+        let outside_run = now.outside - std::mem::replace(&mut self.outside_mark, now.outside);
         let (reply, answer) = mpsc::channel();
         self.tx.send(Msg::End(run, reply)).map_err(|_| io::Error::other("writer stopped"))?;
         let c = answer.recv().map_err(|_| io::Error::other("writer stopped"))??;
-        Ok(RunCounters { non_probe: non_probe - self.base.0, dropped: dropped - self.base.1, outside_run, ..c })
+        Ok(RunCounters {
+            non_probe: now.non_probe - self.base.non_probe,
+            dropped: now.dropped - self.base.dropped,
+            reflected_loops: now.loops - self.base.loops,
+            outside_run,
+            ..c
+        })
     }
 
     fn publish(&mut self, setting: Setting) {
@@ -290,7 +314,7 @@ fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSende
         shared.error(format!("{}: cannot pin to core {c}: {e}", port.name()));
     }
     let mut seen: Vec<Seen> = Vec::with_capacity(POLLER_BATCH);
-    let mut non_probe = 0u64;
+    let (mut non_probe, mut loops) = (0u64, 0u64);
     // Generation 0 is the setting before the first change, so a change made before this thread
     // started is acknowledged too.
     let mut setting = Setting::new(0, 0, false);
@@ -303,12 +327,21 @@ fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSende
         }
         let held = seen.len();
         let n = port.poll(POLLER_BATCH - held, &mut |frame, tsc| match probe::parse(frame, me.format) {
-            Some(p) => seen.push(Seen { id: p.id, tsc, len: frame.len().min(u16::MAX as usize) as u16 }),
+            Some(p) if p.tag.is_none() => {
+                seen.push(Seen { id: p.id, tsc, len: frame.len().min(u16::MAX as usize) as u16 })
+            }
+            // A tagged probe is a reflection of this agent looping back: recording it would
+            // count its probe twice (the backends do not reflect it again either).
+            Some(_) => loops += 1,
             None => non_probe += 1,
         });
         if non_probe > 0 {
             shared.non_probe.fetch_add(non_probe, Ordering::Relaxed);
             non_probe = 0;
+        }
+        if loops > 0 {
+            shared.loops.fetch_add(loops, Ordering::Relaxed);
+            loops = 0;
         }
         // A poll that overlaps the start of a run counts into it: a driver may wait in its receive
         // call (`net_pcap` reading a pipe) across `begin`. At most one run can have started (the

@@ -41,7 +41,9 @@ impl Default for Config {
     }
 }
 
-/// RX status registers of the two CMACs and the value that means "aligned, link up".
+/// RX status registers of the two CMACs and the value that means "aligned, link up". The check
+/// wants exactly this value (as LatencyLab's SETUP.md: `0x00000003`), not merely these bits set:
+/// any other bit (a latched error, for instance) fails it.
 pub const RX_STATUS: [(usize, u32, &str); 2] = [(0x8204, 0x3, "CMAC0 RX status"), (0xC204, 0x3, "CMAC1 RX status")];
 
 /// Size of the register window that must be mapped.
@@ -76,7 +78,7 @@ pub fn apply(bar: &mut Bar, writes: &[Write]) -> io::Result<()> {
 }
 
 /// Problems found by the health check: a dead BAR (all ones, as after a lost PCIe link) or a
-/// CMAC whose RX status is not 0x3. Empty = healthy.
+/// CMAC whose RX status is not exactly 0x3. Empty = healthy.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
     let mut problems = Vec::new();
@@ -85,11 +87,18 @@ pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
         if v == 0xFFFF_FFFF {
             problems
                 .push(format!("{what} ({offset:#06x}) reads 0xffffffff: the BAR is dead (re-enumerate the device)"));
-        } else if v & want != want {
-            problems.push(format!("{what} ({offset:#06x}) = {v:#x}, expected {want:#x} (link down?)"));
+        } else if v != want {
+            problems
+                .push(format!("{what} ({offset:#06x}) = {v:#010x}, expected exactly {want:#010x} ({})", why(v, want)));
         }
     }
     Ok(problems)
+}
+
+/// What an RX status other than the wanted one says.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn why(v: u32, want: u32) -> String {
+    if v & want != want { "link down or not aligned?".into() } else { format!("unexpected bits {:#x} set", v & !want) }
 }
 
 #[cfg(test)]
@@ -138,7 +147,16 @@ mod tests {
         bar.write32(0xC204, 3).unwrap();
         assert!(check(&bar).unwrap().is_empty());
         bar.write32(0xC204, 1).unwrap();
-        assert_eq!(check(&bar).unwrap(), ["CMAC1 RX status (0xc204) = 0x1, expected 0x3 (link down?)"]);
+        assert_eq!(
+            check(&bar).unwrap(),
+            ["CMAC1 RX status (0xc204) = 0x00000001, expected exactly 0x00000003 (link down or not aligned?)"]
+        );
+        // Exact, not masked: 0x7 has both wanted bits and one more.
+        bar.write32(0xC204, 7).unwrap();
+        assert_eq!(
+            check(&bar).unwrap(),
+            ["CMAC1 RX status (0xc204) = 0x00000007, expected exactly 0x00000003 (unexpected bits 0x4 set)"]
+        );
         bar.write32(0x8204, 0xFFFF_FFFF).unwrap();
         assert!(check(&bar).unwrap()[0].contains("the BAR is dead"));
         assert!(bar.read32(0x10000).is_err() && bar.read32(0x8202).is_err());

@@ -11,6 +11,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::capture::CaptureSetup;
+
 /// A command from the controller to the agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "snake_case")]
@@ -133,6 +135,10 @@ pub struct RunCounters {
     /// Probe copies that arrived while no run was open, since the previous run ended (or the
     /// capture started): before this run's `begin`.
     pub outside_run: u64,
+    /// Frames carrying an already tagged probe (`P`/`B`): the agent's own reflections looping
+    /// back into a capture port, neither recorded nor reflected again.
+    #[serde(default)]
+    pub reflected_loops: u64,
     /// The run file.
     pub file: PathBuf,
 }
@@ -149,6 +155,10 @@ pub enum AgentEvent {
         tsc: TscInfo,
         /// Process id of the agent.
         pid: u32,
+        /// What the capture set up: granted rings, promiscuous mode, service core, reflect
+        /// destination (absent from agents older than this field).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        setup: Option<CaptureSetup>,
     },
     /// A run is open.
     Begin {
@@ -176,6 +186,7 @@ pub enum AgentEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::PortRings;
 
     fn tsc() -> TscInfo {
         TscInfo {
@@ -199,8 +210,10 @@ mod tests {
             ports: vec!["af_packet:r0".into(), "af_packet:r1".into()],
             tsc: tsc(),
             pid: 42,
+            setup: None,
         });
         assert_eq!((v["event"].as_str(), v["pid"].as_u64()), (Some("ready"), Some(42)));
+        assert!(v.get("setup").is_none(), "no setup key when none is known: {v}");
         assert_eq!(v["tsc"]["hz"].as_f64(), Some(2_899_999_812.5));
         assert_eq!(v["ports"][1], "af_packet:r1");
 
@@ -217,6 +230,7 @@ mod tests {
             non_probe: 50,
             dropped: 4,
             outside_run: 5,
+            reflected_loops: 6,
             file: "/tmp/runs/run=3.arrows".into(),
         };
         let v = round_trip(&AgentEvent::End(counters));
@@ -230,6 +244,7 @@ mod tests {
             ("non_probe", 50),
             ("dropped", 4),
             ("outside_run", 5),
+            ("reflected_loops", 6),
         ] {
             assert_eq!(v[key].as_u64(), Some(want), "{key}");
         }
@@ -246,6 +261,40 @@ mod tests {
         let v = round_trip(&AgentEvent::Tsc(tsc()));
         assert_eq!((v["event"].as_str(), v["invariant"].as_bool()), (Some("tsc"), Some(true)));
         assert_eq!(v["window_ns"], 200_000_000);
+    }
+
+    #[test]
+    fn ready_reports_the_capture_setup_and_old_lines_still_parse() {
+        let setup = CaptureSetup {
+            rings: vec![
+                PortRings { port: "dpdk:0:0000:3b:00.0".into(), rx: 512, tx: 512 },
+                PortRings { port: "dpdk:2:0000:86:00.0".into(), rx: 512, tx: 1024 },
+            ],
+            promiscuous: false,
+            service_core: Some(2),
+            reflect_dst_mac: Some("0c:42:a1:de:ad:01".parse().unwrap()),
+        };
+        let ready =
+            AgentEvent::Ready { ports: vec!["dpdk:0:0000:3b:00.0".into()], tsc: tsc(), pid: 7, setup: Some(setup) };
+        let v = round_trip(&ready);
+        assert_eq!(v["setup"]["rings"][1]["tx"], 1024);
+        assert_eq!(v["setup"]["service_core"], 2);
+        assert_eq!(v["setup"]["promiscuous"], false);
+        assert_eq!(v["setup"]["reflect_dst_mac"], "0c:42:a1:de:ad:01");
+        // A line from an agent before these fields: no setup, no reflected_loops.
+        let old = r#"{"event":"ready","ports":["af_packet:r0","af_packet:r1"],"tsc":{"hz":1.0,"window_ns":1,"invariant":true,"flags":[]},"pid":9}"#;
+        match serde_json::from_str::<AgentEvent>(old).unwrap() {
+            AgentEvent::Ready { pid: 9, setup: None, .. } => {}
+            other => panic!("{other:?}"),
+        }
+        let old = r#"{"event":"end","run":1,"records":2,"matched":1,"pipeline_only":0,"bypass_only":0,"non_probe":0,"dropped":0,"outside_run":0,"file":"f"}"#;
+        match serde_json::from_str::<AgentEvent>(old).unwrap() {
+            AgentEvent::End(c) => assert_eq!((c.matched, c.reflected_loops), (1, 0)),
+            other => panic!("{other:?}"),
+        }
+        // An empty setup decodes with its defaults.
+        let e: CaptureSetup = serde_json::from_str("{}").unwrap();
+        assert_eq!(e, CaptureSetup::default());
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct EalConfig {
     pub file_prefix: String,
     /// Driver libraries or directories to load (`-d`).
     pub drivers: Vec<String>,
+    /// Memory channels per socket (`-n`), as LatencyLab's receiver passes (`-n 4`).
+    pub memory_channels: Option<u32>,
 }
 
 impl EalConfig {
@@ -34,6 +36,7 @@ impl EalConfig {
     ///
     /// - `-l` the lcores (the main core first when it is not among the poller cores; nothing when
     ///   both are empty: the EAL then takes every core) and `--main-lcore`;
+    /// - `-n` the memory channels, when given;
     /// - memory: `--no-huge` with `-m N` (never `--in-memory`, which does not combine with it), or
     ///   with hugepages `--socket-mem` giving `memory_mb` to NUMA node `numa_node` (0 to the others);
     /// - `--file-prefix` (when not empty) and `--no-shconf` (the agent is a lone primary process);
@@ -55,6 +58,9 @@ impl EalConfig {
         }
         if let Some(m) = self.main_core {
             args.extend(["--main-lcore".to_string(), m.to_string()]);
+        }
+        if let Some(n) = self.memory_channels {
+            args.extend(["-n".to_string(), n.to_string()]);
         }
         if self.no_huge {
             args.push("--no-huge".into());
@@ -173,6 +179,20 @@ mod tests {
         // The reflect port alone is an allowed device too.
         let c = EalConfig { reflect_pci: Some("0000:86:00.0".into()), ..EalConfig::default() };
         assert_eq!(c.args(), s(&["--no-shconf", "-a", "0000:86:00.0"]));
+    }
+
+    #[test]
+    fn memory_channels_follow_the_lcores() {
+        let c = EalConfig {
+            main_core: Some(2),
+            poller_cores: vec![4, 6],
+            memory_channels: Some(4),
+            ..EalConfig::default()
+        };
+        assert_eq!(c.args(), s(&["-l", "2,4,6", "--main-lcore", "2", "-n", "4", "--no-shconf", "--no-pci"]));
+        let c = EalConfig { memory_channels: Some(4), ..EalConfig::default() };
+        assert_eq!(c.args(), s(&["-n", "4", "--no-shconf", "--no-pci"]));
+        assert_eq!(serde_json::from_str::<EalConfig>(r#"{"memory_channels":4}"#).unwrap(), c);
     }
 
     #[test]

@@ -7,16 +7,20 @@
 //! - [`control`]: the agent control protocol — the command lines a controller sends
 //!   ([`AgentCommand`]) and the JSON-line events the agent answers with ([`AgentEvent`]);
 //! - [`meta`]: the key-value metadata keys of a run file;
-//! - [`eal`]: the DPDK EAL configuration of the agent and the arguments it turns into.
+//! - [`eal`]: the DPDK EAL configuration of the agent and the arguments it turns into;
+//! - [`capture`]: the agent's capture options (rings, promiscuous mode, service core, reflect
+//!   destination MAC), the arguments they turn into, and what the agent reports it set up.
 //!
 //! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
 
+pub mod capture;
 pub mod control;
 pub mod eal;
 pub mod meta;
 pub mod probe;
 pub mod schema;
 
+pub use capture::{CaptureOptions, CaptureSetup, MacAddr, PortRings};
 pub use control::{AgentCommand, AgentEvent, CommandError, RunCounters, TscInfo};
 pub use eal::EalConfig;
 pub use probe::ProbeFormat;

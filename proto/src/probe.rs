@@ -210,9 +210,68 @@ pub fn set_tag(frame: &mut [u8], format: ProbeFormat, tag: u8) -> bool {
     true
 }
 
+/// Length of an Ethernet header (destination, source, EtherType).
+pub const ETHERNET_HEADER: usize = 14;
+
+/// Prepare a received frame in place for reflection: tag its probe `tag` ([`TAG_PIPELINE`] or
+/// [`TAG_BYPASS`]) and re-address it to `dst_mac` (the sender's timestamping NIC), as LatencyLab's
+/// receiver does. Returns false, leaving the frame unchanged, when it must not be reflected: it
+/// carries no probe, its probe is already tagged (one of the agent's own reflections looping
+/// back into a capture port), it is shorter than an Ethernet header, or `tag` is not P or B.
+pub fn prepare_reflection(frame: &mut [u8], format: ProbeFormat, tag: u8, dst_mac: [u8; 6]) -> bool {
+    if !matches!(tag, TAG_PIPELINE | TAG_BYPASS) || frame.len() < ETHERNET_HEADER {
+        return false;
+    }
+    match locate(frame, format) {
+        Some((at, Probe { tag: None, .. })) => {
+            match format {
+                ProbeFormat::Latencylab => frame[at] = tag,
+                ProbeFormat::Compact => frame[at + COMPACT_LEN - 1] = tag,
+            }
+            frame[..6].copy_from_slice(&dst_mac);
+            true
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reflections_are_tagged_and_readdressed_and_loops_are_refused() {
+        const DST: [u8; 6] = [0x0c, 0x42, 0xa1, 0xde, 0xad, 0x01];
+        for format in ProbeFormat::ALL {
+            let mut frame = vec![0xff; 6];
+            frame.extend([2, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+            frame.extend(payload(77, format, 64));
+            let original = frame.clone();
+            assert!(prepare_reflection(&mut frame, format, TAG_BYPASS, DST), "{format}");
+            assert_eq!(frame[..6], DST);
+            assert_eq!(frame[6..14], original[6..14], "source and EtherType kept");
+            assert_eq!(parse(&frame, format), Some(Probe { id: 77, tag: Some(TAG_BYPASS) }));
+            // The reflection looping back is not reflected again, nor changed.
+            let looped = frame.clone();
+            assert!(!prepare_reflection(&mut frame, format, TAG_PIPELINE, [0; 6]));
+            assert_eq!(frame, looped);
+            // No probe, a runt, or a tag that is not P/B: unchanged.
+            let mut junk = original[..14].to_vec();
+            junk.extend(b"no probe here");
+            let before = junk.clone();
+            assert!(!prepare_reflection(&mut junk, format, TAG_PIPELINE, DST));
+            assert_eq!(junk, before);
+            let mut runt = payload(5, format, 0);
+            runt.truncate(13);
+            if parse(&runt, format).is_some() {
+                assert!(!prepare_reflection(&mut runt, format, TAG_PIPELINE, DST));
+            }
+            let mut f = original.clone();
+            assert!(!prepare_reflection(&mut f, format, 0, DST));
+            assert!(!prepare_reflection(&mut f, format, b'X', DST));
+            assert_eq!(f, original);
+        }
+    }
 
     const IDS: [u64; 8] = [0, 1, 9, 10, 20_000, 12_345_678_901, u64::MAX - 1, u64::MAX];
 

@@ -75,13 +75,13 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn options(out: &Path, cores: Vec<usize>) -> Options {
-    Options { format: ProbeFormat::Latencylab, cores, out: out.to_path_buf(), queue: 64 }
+    Options { format: ProbeFormat::Latencylab, cores, out: out.to_path_buf(), queue: 64, service_core: None }
 }
 
 /// Wait until `n` probes were counted as outside a run.
 fn outside_reaches(rec: &Recorder, n: u64) {
     let start = Instant::now();
-    while rec.shared.totals().2 < n {
+    while rec.shared.totals().outside < n {
         assert!(start.elapsed() < Duration::from_secs(10), "{n} probes outside a run");
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -165,6 +165,51 @@ fn runs_hold_what_was_dequeued_while_open_and_the_rest_counts_as_outside() {
     assert_eq!((c.records, c.outside_run), (0, 3), "the probes between the runs");
     assert_eq!((rows(&first), rows(&second)), (9, 0));
     assert!(rec.end(2).is_err() && rec.begin(0).is_err());
+    stop_clean(rec, &out);
+}
+
+#[test]
+fn tagged_probes_are_reflections_looping_back_and_are_counted_not_recorded() {
+    let out = scratch("loops");
+    let (a, a_feed, a_polled) = port(None);
+    let (b, b_feed, b_polled) = port(None);
+    let mut rec = Recorder::start(vec![a, b], options(&out, vec![])).expect("start");
+    let file = rec.begin(1).expect("begin");
+    feed(&a_feed, &a_polled, 1..=3);
+    feed(&b_feed, &b_polled, 1..=3);
+    // The agent's own reflections of probes 1 to 3 (tagged P and B) come back on both ports.
+    let mut looped = probes(1..=3);
+    for (k, f) in looped.iter_mut().enumerate() {
+        let tag = if k % 2 == 0 { probe::TAG_PIPELINE } else { probe::TAG_BYPASS };
+        assert!(probe::set_tag(f, ProbeFormat::Latencylab, tag));
+    }
+    a_feed.send(looped.clone()).expect("port alive");
+    a_polled.recv_timeout(Duration::from_secs(10)).expect("polled");
+    b_feed.send(looped).expect("port alive");
+    b_polled.recv_timeout(Duration::from_secs(10)).expect("polled");
+    let c = rec.end(1).expect("end");
+    assert_eq!((c.records, c.matched, c.non_probe, c.reflected_loops), (6, 3, 0, 6), "{c:?}");
+    assert_eq!(rows(&file), 6);
+    // Per run: the next run starts from zero.
+    rec.begin(2).expect("begin");
+    assert_eq!(rec.end(2).expect("end").reflected_loops, 0);
+    stop_clean(rec, &out);
+}
+
+#[test]
+fn the_writer_is_pinned_to_the_service_core() {
+    let out = scratch("service");
+    let (p, _feed, _) = port(None);
+    let rec =
+        Recorder::start(vec![p], Options { service_core: Some(1 << 20), ..options(&out, vec![]) }).expect("start");
+    let start = Instant::now();
+    let mut errors = rec.errors();
+    while errors.is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+        errors = rec.errors();
+    }
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].starts_with("writer: cannot pin to core 1048576"), "{errors:?}");
     stop_clean(rec, &out);
 }
 

@@ -109,8 +109,9 @@ fn send(fd: &OwnedFd, interface: &str, frame: &[u8], flags: libc::c_int) -> io::
 }
 
 impl PacketRing {
-    /// Open a ring on `interface` (needs CAP_NET_RAW).
-    pub fn open(interface: &str) -> io::Result<PacketRing> {
+    /// Open a ring on `interface` (needs CAP_NET_RAW), putting the interface in promiscuous mode
+    /// (for as long as the socket is open) if `promiscuous`.
+    pub fn open(interface: &str, promiscuous: bool) -> io::Result<PacketRing> {
         let ifindex = ifindex(interface)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
         let fd = packet_socket(proto)?;
@@ -145,11 +146,13 @@ impl PacketRing {
             interface: interface.to_string(),
         };
         bind(&ring.fd, ifindex, proto)?;
-        // SAFETY: packet_mreq is plain data.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = ifindex as i32;
-        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-        setsockopt(&ring.fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)?;
+        if promiscuous {
+            // SAFETY: packet_mreq is plain data.
+            let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+            mreq.mr_ifindex = ifindex as i32;
+            mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+            setsockopt(&ring.fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)?;
+        }
         ring.next = 0;
         Ok(ring)
     }

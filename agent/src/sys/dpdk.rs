@@ -13,15 +13,22 @@
 //! `/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0`, loaded because DPDK is linked as shared
 //! libraries, as `dpdk-testpmd` does) or from `-d` arguments.
 //!
-//! Reflect mode ([`open_with_reflect`]): each probe is tagged in place ([`probe::set_tag`]: `P` on
-//! the first receiving port, `B` on the others) and sent out of the reflect port on the TX queue
-//! whose index is the receiving port's index; frames without a probe are freed.
+//! Reflect mode ([`open_with_reflect`]): each probe is tagged and re-addressed in place
+//! ([`probe::prepare_reflection`]: `P` on the first receiving port, `B` on the others, Ethernet
+//! destination the sender's NIC) and sent out of the reflect port on the TX queue whose index is
+//! the receiving port's index; frames without a probe, and already tagged probes (the agent's own
+//! reflections looping back), are freed.
+//!
+//! Rings and promiscuous mode are [`PortConfig`]'s: 512 descriptors by default (LatencyLab's
+//! receiver; the QDMA driver needs RX rings of 512), promiscuous mode left as the driver has it
+//! unless asked for. What each port got is reported by [`DpdkPort::rings`].
 
 use std::cell::Cell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::Arc;
 
 use dpdk_sys as ffi;
+use latency_proto::capture::{CaptureOptions, DEFAULT_RING, MacAddr, PortRings};
 use latency_proto::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
 
 use crate::capture::RxPort;
@@ -33,8 +40,6 @@ pub use eal::{Eal, eal_args};
 pub const BURST: usize = 32;
 /// Program name put first in the EAL argv.
 pub const PROGRAM: &str = "latency-agent";
-/// RX (and TX) descriptors asked for per queue (adjusted to the device's limits).
-const RING_DESC: u16 = 1024;
 /// Mbufs per port pool (2^n - 1 is the best size for the ring underneath).
 const POOL_MBUFS: u32 = 8191;
 /// Per-lcore mbuf cache of a pool.
@@ -126,6 +131,8 @@ fn check(port: u16, step: &'static str, rc: c_int) -> Result<c_int, DpdkError> {
 /// is dropped — ports first (their rings give the mbufs back), then the pools, then the EAL.
 struct Session {
     ports: Vec<u16>,
+    /// The rings granted to each port set up, in set-up order (receive ports, then reflect port).
+    rings: Vec<PortRings>,
     pools: Vec<*mut ffi::rte_mempool>,
     _eal: Arc<Eal>,
 }
@@ -159,6 +166,7 @@ struct Reflect {
     port: u16,
     queue: u16,
     tag: u8,
+    dst_mac: [u8; 6],
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -208,6 +216,12 @@ impl DpdkPort {
     /// The device name (`net_pcap0`, `0000:3b:00.0`, …).
     pub fn device(&self) -> &str {
         &self.name
+    }
+
+    /// The descriptor rings the drivers granted to every port opened with this one (receive
+    /// ports in order, then the reflect port), named as [`RxPort::name`] names them.
+    pub fn rings(&self) -> &[PortRings] {
+        &self._session.rings
     }
 
     /// The port's counters.
@@ -279,7 +293,7 @@ impl RxPort for DpdkPort {
             };
             f(data, tsc);
             match self.reflect {
-                Some(r) if probe::set_tag(data, self.format, r.tag) => {
+                Some(r) if probe::prepare_reflection(data, self.format, r.tag, r.dst_mac) => {
                     tx[ntx] = m;
                     ntx += 1;
                 }
@@ -329,36 +343,61 @@ pub fn parse_ports(ports: &[String]) -> Result<Vec<u16>, DpdkError> {
     Ok(ids)
 }
 
-/// Open `ports` (DPDK port ids, pipeline first) for capture: the EAL is initialised with
-/// [`PROGRAM`] and `eal`. What `latency-agent capture --backend dpdk` calls.
-pub fn open_ports(ports: &[String], eal: &[String]) -> Result<Vec<Box<dyn RxPort>>, DpdkError> {
-    open_ports_with_reflect(ports, None, ProbeFormat::Latencylab, eal)
+/// How the ports are set up.
+#[derive(Clone, Copy, Debug)]
+pub struct PortConfig {
+    /// Probe format (for reflection).
+    pub format: ProbeFormat,
+    /// Reflect mode: the reflect port and the destination MAC of the reflected frames.
+    pub reflect: Option<(u16, MacAddr)>,
+    /// RX descriptors asked for per queue (the driver may adjust them).
+    pub rx_ring: u16,
+    /// TX descriptors asked for per queue.
+    pub tx_ring: u16,
+    /// Enable promiscuous mode on every port (otherwise it is left as the driver has it).
+    pub promiscuous: bool,
 }
 
-/// Like [`open_ports`], reflecting the probes (of `format`) out of `reflect_port` when it is set.
-pub fn open_ports_with_reflect(
-    ports: &[String],
-    reflect_port: Option<u16>,
-    format: ProbeFormat,
-    eal: &[String],
-) -> Result<Vec<Box<dyn RxPort>>, DpdkError> {
+impl PortConfig {
+    /// No reflection, default rings, promiscuous mode untouched.
+    pub fn new(format: ProbeFormat) -> PortConfig {
+        PortConfig { format, reflect: None, rx_ring: DEFAULT_RING, tx_ring: DEFAULT_RING, promiscuous: false }
+    }
+
+    /// The configuration the capture options ask for (reflecting out of `reflect_port` when the
+    /// options name a destination MAC).
+    pub fn from_options(format: ProbeFormat, reflect_port: Option<u16>, o: &CaptureOptions) -> PortConfig {
+        PortConfig {
+            format,
+            reflect: reflect_port.zip(o.reflect_dst_mac),
+            rx_ring: o.rx_ring,
+            tx_ring: o.tx_ring,
+            promiscuous: o.promiscuous,
+        }
+    }
+}
+
+/// Receive ports ready to poll, and the rings granted to every port opened (see
+/// [`DpdkPort::rings`]).
+pub type Opened = (Vec<Box<dyn RxPort>>, Vec<PortRings>);
+
+/// Open `ports` (DPDK port ids, pipeline first) for capture: the EAL is initialised with
+/// [`PROGRAM`] and `eal`. What `latency-agent capture --backend dpdk` calls. Also returns the
+/// rings granted (see [`DpdkPort::rings`]).
+pub fn open_ports(ports: &[String], config: &PortConfig, eal: &[String]) -> Result<Opened, DpdkError> {
     let ids = parse_ports(ports)?;
     let eal = Eal::init(&eal_args(PROGRAM, eal))?;
-    Ok(open_with_reflect(&eal, &ids, reflect_port, format)?
-        .into_iter()
-        .map(|p| Box::new(p) as Box<dyn RxPort>)
-        .collect())
+    let opened = open_with_reflect(&eal, &ids, config)?;
+    let rings = opened.first().map(|p| p.rings().to_vec()).unwrap_or_default();
+    Ok((opened.into_iter().map(|p| Box::new(p) as Box<dyn RxPort>).collect(), rings))
 }
 
-/// Open `ports` on the initialised `eal` (see [`open_ports_with_reflect`]). Each port gets one RX
-/// queue with its own mbuf pool on the port's NUMA socket, promiscuous mode, and is started; a
-/// reflect port gets one TX queue per receiving port (the other ports one, unused).
-pub fn open_with_reflect(
-    eal: &Arc<Eal>,
-    ports: &[u16],
-    reflect_port: Option<u16>,
-    format: ProbeFormat,
-) -> Result<Vec<DpdkPort>, DpdkError> {
+/// Open `ports` on the initialised `eal` (see [`open_ports`]). Each port gets one RX queue with
+/// its own mbuf pool on the port's NUMA socket and the rings of `config` (adjusted to the
+/// device's limits), promiscuous mode if asked for, and is started; a reflect port gets one TX
+/// queue per receiving port (the other ports one, unused).
+pub fn open_with_reflect(eal: &Arc<Eal>, ports: &[u16], config: &PortConfig) -> Result<Vec<DpdkPort>, DpdkError> {
+    let reflect_port = config.reflect.map(|(p, _)| p);
     let available = eal.port_count();
     let mut all: Vec<u16> = Vec::new();
     for &p in ports {
@@ -378,13 +417,13 @@ pub fn open_with_reflect(
             return Err(DpdkError::NoSuchPort { port: p, available });
         }
     }
-    let mut session = Session { ports: Vec::new(), pools: Vec::new(), _eal: eal.clone() };
+    let mut session = Session { ports: Vec::new(), rings: Vec::new(), pools: Vec::new(), _eal: eal.clone() };
     // `all` starts with `ports`, in order: names[i] is the name of ports[i].
     let mut names = Vec::new();
     let needed_tx = ports.len() as u16;
     for &p in &all {
         let nb_tx = if reflect_port == Some(p) { needed_tx } else { 1 };
-        names.push(setup_port(&mut session, p, nb_tx, reflect_port == Some(p))?);
+        names.push(setup_port(&mut session, p, nb_tx, reflect_port == Some(p), config)?);
     }
     let session = Arc::new(session);
     Ok(ports
@@ -393,11 +432,12 @@ pub fn open_with_reflect(
         .map(|(i, &p)| DpdkPort {
             port: p,
             name: names[i].clone(),
-            format,
-            reflect: reflect_port.map(|r| Reflect {
+            format: config.format,
+            reflect: config.reflect.map(|(r, mac)| Reflect {
                 port: r,
                 queue: i as u16,
                 tag: if i == 0 { TAG_PIPELINE } else { TAG_BYPASS },
+                dst_mac: mac.0,
             }),
             _session: session.clone(),
         })
@@ -414,7 +454,13 @@ fn pool_name(port: u16) -> CString {
 
 /// Configure, set up and start one port; returns its device name. What was configured is
 /// recorded in `session`, so that an error part-way still closes it.
-fn setup_port(session: &mut Session, p: u16, nb_tx: u16, is_reflect: bool) -> Result<String, DpdkError> {
+fn setup_port(
+    session: &mut Session,
+    p: u16,
+    nb_tx: u16,
+    is_reflect: bool,
+    config: &PortConfig,
+) -> Result<String, DpdkError> {
     let mut info = ffi::rte_eth_dev_info::default();
     // SAFETY: `p` is a valid port; `info` is writable.
     check(p, "rte_eth_dev_info_get", unsafe { ffi::rte_eth_dev_info_get(p, &mut info) })?;
@@ -446,7 +492,7 @@ fn setup_port(session: &mut Session, p: u16, nb_tx: u16, is_reflect: bool) -> Re
         return Err(DpdkError::Port { port: p, step: "rte_pktmbuf_pool_create", code, msg: strerror(code) });
     }
     session.pools.push(pool);
-    let (mut nb_rxd, mut nb_txd) = (RING_DESC, RING_DESC);
+    let (mut nb_rxd, mut nb_txd) = (config.rx_ring, config.tx_ring);
     // SAFETY: `p` is configured; both counts are writable.
     check(p, "rte_eth_dev_adjust_nb_rx_tx_desc", unsafe {
         ffi::rte_eth_dev_adjust_nb_rx_tx_desc(p, &mut nb_rxd, &mut nb_txd)
@@ -464,20 +510,24 @@ fn setup_port(session: &mut Session, p: u16, nb_tx: u16, is_reflect: bool) -> Re
     }
     // SAFETY: `p` is configured with its queues set up.
     check(p, "rte_eth_dev_start", unsafe { ffi::rte_eth_dev_start(p) })?;
-    // SAFETY: `p` is started.
-    let rc = unsafe { ffi::rte_eth_promiscuous_enable(p) };
-    if rc != -ENOTSUP {
-        check(p, "rte_eth_promiscuous_enable", rc)?;
+    if config.promiscuous {
+        // SAFETY: `p` is started.
+        let rc = unsafe { ffi::rte_eth_promiscuous_enable(p) };
+        if rc != -ENOTSUP {
+            check(p, "rte_eth_promiscuous_enable", rc)?;
+        }
     }
     let mut buf = [0 as c_char; ffi::RTE_ETH_NAME_MAX_LEN as usize];
     // SAFETY: `buf` has RTE_ETH_NAME_MAX_LEN bytes, as the call requires.
     let rc = unsafe { ffi::rte_eth_dev_get_name_by_port(p, buf.as_mut_ptr()) };
-    Ok(if rc == 0 {
+    let name = if rc == 0 {
         // SAFETY: on success the buffer holds a NUL-terminated name.
         unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
     } else {
         format!("port{p}")
-    })
+    };
+    session.rings.push(PortRings { port: format!("dpdk:{p}:{name}"), rx: nb_rxd, tx: nb_txd });
+    Ok(name)
 }
 
 #[cfg(test)]

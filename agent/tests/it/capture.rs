@@ -9,7 +9,10 @@ use std::process::{Command, Stdio};
 use latency_proto::control::AgentEvent;
 use latency_proto::probe::{self, ProbeFormat};
 
-use crate::common::{Agent, Netns, check_run, event, frame, have, is_root, pcap_frames, read_run, write_trace};
+use crate::common::{
+    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, event, frame, have, is_root, pcap_frames, read_run,
+    thread_affinities, write_trace_with_loops,
+};
 
 /// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin.
 fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
@@ -33,11 +36,26 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.pcap");
-    let n = 3000;
-    write_trace(&trace, n, 25);
+    let (n, loops) = (3000, 100);
+    // After the probes, reflections of probes 1 to 100 looping back: neither recorded (they
+    // would be duplicates) nor counted as non-probes, but as reflected loops.
+    write_trace_with_loops(&trace, n, 25, loops);
 
-    let mut agent = start_agent(&ns, &dir.join("runs"), &["--cores", "0,1"]);
-    let (_, hz) = agent.ready();
+    let mut agent = start_agent(&ns, &dir.join("runs"), &["--cores", "0,1", "--service-core", "1"]);
+    let (_, hz, setup) = agent.ready();
+    assert_eq!((setup.service_core, setup.promiscuous, setup.reflect_dst_mac), (Some(1), false, None), "{setup:?}");
+    assert!(setup.rings.is_empty(), "AF_PACKET rings have no descriptors: {setup:?}");
+    // The writer and the control threads (main, command reader) on the service core; the pollers
+    // on theirs.
+    let threads = thread_affinities(agent.child.id());
+    let allowed = |name: &str| -> Vec<&str> {
+        threads.iter().filter(|(n, _)| n.as_str() == name).map(|(_, a)| a.as_str()).collect()
+    };
+    assert_eq!(allowed("writer"), ["1"], "{threads:?}");
+    assert_eq!(allowed("control"), ["1"], "{threads:?}");
+    assert_eq!(allowed("latency-agent"), ["1"], "{threads:?}");
+    // Thread names are cut to 15 bytes: `poll-af_packet:`.
+    assert_eq!(allowed("poll-af_packet:"), ["0", "1"], "{threads:?}");
 
     let mut files: Vec<PathBuf> = Vec::new();
     for run in 1..=2u32 {
@@ -49,6 +67,7 @@ fn af_packet_capture_records_every_probe_once_per_port() {
         assert_eq!((end.pipeline_only, end.bypass_only), (0, 0), "{end:?}");
         assert_eq!(end.records, 2 * n, "{end:?}");
         assert_eq!(end.non_probe, 50, "{end:?}");
+        assert_eq!(end.reflected_loops, 2 * loops, "{end:?}");
         assert_eq!(end.dropped, 0, "{end:?}");
     }
     agent.finish(); // stdin closed: `stopped`, and a clean exit
@@ -122,8 +141,9 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.pcap");
-    let (n, junk) = (400, 7);
-    write_trace(&trace, n, junk);
+    let (n, junk, loops) = (400, 7, 30);
+    // Reflections looping back into the capture ports must not be reflected again.
+    write_trace_with_loops(&trace, n, junk, loops);
 
     // The sender's side of the reflect link: a capture, ready before any probe is sent. A small
     // snapshot and a large buffer (as the orchestrator's capture uses): in immediate mode each
@@ -155,27 +175,32 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 
-    let mut agent = start_agent(&ns, &dir.join("runs"), &["--reflect-port", "r2"]);
-    agent.ready();
+    let mut agent = start_agent(&ns, &dir.join("runs"), &["--reflect-port", "r2", "--reflect-dst-mac", SENDER_MAC]);
+    let (_, _, setup) = agent.ready();
+    assert_eq!(setup.reflect_dst_mac.map(|m| m.to_string()).as_deref(), Some(SENDER_MAC));
     agent.begin(1);
     ns.replay_both(&trace, 5_000);
     std::thread::sleep(std::time::Duration::from_millis(200));
     let end = agent.end(1);
-    assert_eq!((end.matched, end.non_probe), (n, 2 * junk), "{end:?}");
+    assert_eq!((end.matched, end.records, end.non_probe), (n, 2 * n, 2 * junk), "{end:?}");
+    assert_eq!(end.reflected_loops, 2 * loops, "{end:?}");
     agent.finish();
     // tcpdump exits on SIGINT without reading what is still in its ring: give it time to.
     std::thread::sleep(std::time::Duration::from_millis(200));
     Command::new("kill").args(["-INT", &tcpdump.id().to_string()]).status().unwrap();
     tcpdump.wait().unwrap();
 
-    // Every probe came back exactly once per port, tagged P from r0 and B from r1, otherwise
-    // unchanged; frames without a probe were not reflected.
+    // Every probe came back exactly once per port, tagged P from r0 and B from r1, addressed to
+    // the sender, otherwise unchanged; frames without a probe and looped reflections were not
+    // reflected.
     let frames = pcap_frames(&capture);
     let mut seen = std::collections::BTreeMap::new();
     for f in &frames {
         let p = probe::parse(f, ProbeFormat::Latencylab).expect("a reflected frame carries a probe");
         *seen.entry((p.tag, p.id)).or_insert(0) += 1;
+        assert_eq!(f[..6], SENDER_MAC_BYTES, "probe {}: destination MAC", p.id);
         let mut untagged = f.clone();
+        untagged[..6].fill(0xff);
         assert!(probe::set_tag(&mut untagged, ProbeFormat::Latencylab, 0));
         assert_eq!(untagged, frame(&probe::payload(p.id, ProbeFormat::Latencylab, 64)));
     }
@@ -191,4 +216,30 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn reflect_port_and_destination_mac_go_together() {
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_latency-agent"))
+            .args(["capture", "--backend", "af-packet", "--ports", "r0,r1", "--out", "/nonexistent/runs"])
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = run(&["--reflect-port", "r2"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        "latency-agent: --reflect-port needs --reflect-dst-mac (the MAC of the sender's timestamping NIC, which \
+         every reflection is addressed to)\n"
+    );
+    let (code, err) = run(&["--reflect-dst-mac", SENDER_MAC]);
+    assert_eq!((code, err.as_str()), (Some(2), "latency-agent: --reflect-dst-mac is only used with --reflect-port\n"));
+    let (code, err) = run(&["--reflect-port", "r2", "--reflect-dst-mac", "0c:42"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`0c:42` is not a MAC address"), "{err}");
+    let (code, err) = run(&["--rx-ring", "0"]);
+    assert_eq!((code, err.as_str()), (Some(2), "latency-agent: --rx-ring and --tx-ring must be at least 1\n"));
 }

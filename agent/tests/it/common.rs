@@ -6,6 +6,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
+use latency_proto::capture::CaptureSetup;
 use latency_proto::control::{AgentEvent, RunCounters};
 use latency_proto::probe::{self, ProbeFormat};
 
@@ -142,10 +143,10 @@ impl Agent {
         event(&line)
     }
 
-    /// The next event, which must be `ready`: the port names and the TSC rate.
-    pub fn ready(&mut self) -> (Vec<String>, f64) {
+    /// The next event, which must be `ready`: the port names, the TSC rate and the setup.
+    pub fn ready(&mut self) -> (Vec<String>, f64, CaptureSetup) {
         match self.next() {
-            AgentEvent::Ready { ports, tsc, .. } => (ports, tsc.hz),
+            AgentEvent::Ready { ports, tsc, setup, .. } => (ports, tsc.hz, setup.expect("the agent reports its setup")),
             other => panic!("expected ready, got {other:?}"),
         }
     }
@@ -220,8 +221,10 @@ pub fn frame(payload: &[u8]) -> Vec<u8> {
     f
 }
 
-/// pcap records of probes `1..=n` (LatencyLab format) and `junk` frames without a probe.
-pub fn pcap_records(n: u64, junk: u64) -> Vec<u8> {
+/// pcap records of probes `1..=n` (LatencyLab format) and `junk` frames without a probe, followed
+/// by `loops` reflections of probes `1..=loops` as the agent sends them (tagged alternately P and
+/// B): what reaches a capture port when reflections loop back.
+pub fn pcap_records_with_loops(n: u64, junk: u64, loops: u64) -> Vec<u8> {
     let mut out = Vec::new();
     let mut record = |f: Vec<u8>| {
         out.extend([0u8; 8]);
@@ -235,12 +238,42 @@ pub fn pcap_records(n: u64, junk: u64) -> Vec<u8> {
     for _ in 0..junk {
         record(frame(b"not a probe"));
     }
+    for id in 1..=loops {
+        let mut f = frame(&probe::payload(id, ProbeFormat::Latencylab, 64));
+        let tag = if id % 2 == 1 { probe::TAG_PIPELINE } else { probe::TAG_BYPASS };
+        assert!(probe::set_tag(&mut f, ProbeFormat::Latencylab, tag));
+        record(f);
+    }
     out
 }
 
-/// A classic pcap file at `path` of probes `1..=n` and `junk` frames without a probe.
-pub fn write_trace(path: &Path, n: u64, junk: u64) {
+/// A classic pcap file at `path` of probes `1..=n`, `junk` frames without a probe and `loops`
+/// looped-back reflections ([`pcap_records_with_loops`]).
+pub fn write_trace_with_loops(path: &Path, n: u64, junk: u64, loops: u64) {
     let mut bytes = pcap_header();
-    bytes.extend(pcap_records(n, junk));
+    bytes.extend(pcap_records_with_loops(n, junk, loops));
     std::fs::write(path, bytes).unwrap();
+}
+
+/// The sender's MAC that reflections are addressed to in the tests.
+pub const SENDER_MAC: &str = "0c:42:a1:5e:00:01";
+
+/// [`SENDER_MAC`] as bytes.
+pub const SENDER_MAC_BYTES: [u8; 6] = [0x0c, 0x42, 0xa1, 0x5e, 0x00, 0x01];
+
+/// The cores a thread of process `pid` may run on (`Cpus_allowed_list`), by thread name.
+pub fn thread_affinities(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let (Ok(name), Ok(status)) =
+            (std::fs::read_to_string(dir.join("comm")), std::fs::read_to_string(dir.join("status")))
+        else {
+            continue; // the thread ended meanwhile
+        };
+        let allowed = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("").trim();
+        out.push((name.trim().to_string(), allowed.to_string()));
+    }
+    out.sort();
+    out
 }

@@ -12,12 +12,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use latency_agent::sys::dpdk::eal_args;
+use latency_proto::capture::{MacAddr, PortRings};
 use latency_proto::control::RunCounters;
 use latency_proto::eal::EalConfig;
 use latency_proto::probe::{self, ProbeFormat};
 
 use crate::common::{
-    Agent, Netns, check_run, have, is_root, ok, pcap_frames, pcap_header, pcap_records, read_run, write_trace,
+    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, have, is_root, ok, pcap_frames, pcap_header,
+    pcap_records_with_loops, read_run, write_trace_with_loops,
 };
 
 /// Whether the test can run here; panics under CI when it cannot.
@@ -56,9 +58,9 @@ fn test_eal(prefix: &str, vdevs: &[String]) -> Vec<String> {
     .args()
 }
 
-/// The agent command line for a DPDK capture on ports 0 and 1.
-fn agent_args(cmd: &mut Command, out: &Path, eal: &[String]) {
-    cmd.args(["capture", "--backend", "dpdk", "--ports", "0,1", "--out"]).arg(out).arg("--").args(eal);
+/// The agent command line for a DPDK capture on ports 0 and 1, with `extra` options.
+fn agent_args(cmd: &mut Command, out: &Path, extra: &[&str], eal: &[String]) {
+    cmd.args(["capture", "--backend", "dpdk", "--ports", "0,1", "--out"]).arg(out).args(extra).arg("--").args(eal);
 }
 
 fn check_end(end: &RunCounters, n: u64, non_probe: u64) {
@@ -119,7 +121,8 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
     let vdevs: Vec<String> =
         fifos.iter().enumerate().map(|(i, f)| format!("net_pcap{i},rx_pcap={}", f.display())).collect();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_latency-agent"));
-    agent_args(&mut cmd, &dir.join("runs"), &test_eal(&prefix, &vdevs));
+    // A TX ring other than the default, which the driver (without limits) grants as asked.
+    agent_args(&mut cmd, &dir.join("runs"), &["--tx-ring", "256"], &test_eal(&prefix, &vdevs));
     let mut agent = Agent::spawn(cmd);
 
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -130,11 +133,16 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
         write_all_nb(&mut w, &pcap_header(), deadline);
         writers.push(w);
     }
-    let (ports, _) = agent.ready();
+    let (ports, _, setup) = agent.ready();
     assert_eq!(ports, s(&["dpdk:0:net_pcap0", "dpdk:1:net_pcap1"]));
+    let rings = |port: &str| PortRings { port: port.into(), rx: 512, tx: 256 };
+    assert_eq!(setup.rings, [rings("dpdk:0:net_pcap0"), rings("dpdk:1:net_pcap1")]);
+    assert!(!setup.promiscuous && setup.service_core.is_none());
     let file = agent.begin(1);
 
-    let records = pcap_records(n, junk);
+    // Then reflections of probes 1 to 40 looping back: counted, not recorded.
+    let loops = 40;
+    let records = pcap_records_with_loops(n, junk, loops);
     std::thread::scope(|sc| {
         for mut w in writers.drain(..) {
             let records = &records;
@@ -143,7 +151,9 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
     });
     // The pipes are closed: the driver reads the rest, then end of file.
     std::thread::sleep(Duration::from_millis(500));
-    check_end(&agent.end(1), n, 2 * junk);
+    let end = agent.end(1);
+    check_end(&end, n, 2 * junk);
+    assert_eq!(end.reflected_loops, 2 * loops, "{end:?}");
     agent.finish();
 
     check_run(&read_run(&file), n);
@@ -160,17 +170,21 @@ fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
     let ns = Netns::new(&format!("agent-dpdk-{}", std::process::id()));
     let (n, junk) = (2000u64, 10u64);
     let trace = dir.join("t.pcap");
-    write_trace(&trace, n, junk);
+    write_trace_with_loops(&trace, n, junk, 0);
 
     let prefix = format!("lat-afp-{}", std::process::id());
     // 4,096-frame kernel rings (default 512): ~0.4 s of slack at 10 kpps if a poller is starved.
     let vdevs = s(&["net_af_packet0,iface=r0,framecnt=4096", "net_af_packet1,iface=r1,framecnt=4096"]);
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent")]);
-    agent_args(&mut cmd, &dir.join("runs"), &test_eal(&prefix, &vdevs));
+    agent_args(&mut cmd, &dir.join("runs"), &["--promiscuous"], &test_eal(&prefix, &vdevs));
     let mut agent = Agent::spawn(cmd);
-    let (ports, hz) = agent.ready();
+    let (ports, hz, setup) = agent.ready();
     assert_eq!(ports, s(&["dpdk:0:net_af_packet0", "dpdk:1:net_af_packet1"]));
+    assert!(setup.promiscuous, "{setup:?}");
+    let names: Vec<&str> = setup.rings.iter().map(|r| r.port.as_str()).collect();
+    assert_eq!(names, ports, "{setup:?}");
+    assert!(setup.rings.iter().all(|r| r.rx > 0 && r.tx > 0), "{setup:?}");
 
     let file = agent.begin(1);
     ns.replay_both(&trace, 10_000);
@@ -279,19 +293,20 @@ fn in_child(name: &str) -> bool {
 
 /// Reflect mode, in process: ports 0 and 1 replay the same probes (`net_pcap` files), port 2 is
 /// the reflect port with one `tx_pcap` dump file per TX queue. Every probe must come back out of
-/// TX queue 0 tagged `P` (from port 0) and out of TX queue 1 tagged `B` (from port 1); frames
-/// without a probe are not reflected.
+/// TX queue 0 tagged `P` (from port 0) and out of TX queue 1 tagged `B` (from port 1), addressed
+/// to the sender's MAC; frames without a probe, and reflections looping back (already tagged),
+/// are not reflected.
 #[test]
 fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
     use latency_agent::capture::RxPort;
-    use latency_agent::sys::dpdk::{Eal, open_with_reflect};
+    use latency_agent::sys::dpdk::{Eal, PortConfig, open_with_reflect};
     if !can_run(&[]) || !in_child("net_pcap_reflect_tags_probes_and_sends_them_per_port_queue") {
         return;
     }
     let dir = scratch("reflect");
-    let (n, junk) = (500u64, 5u64);
+    let (n, junk, loops) = (500u64, 5u64, 25u64);
     let rx = dir.join("rx.pcap");
-    write_trace(&rx, n, junk);
+    write_trace_with_loops(&rx, n, junk, loops);
     let out: Vec<PathBuf> = (0..2).map(|q| dir.join(format!("tx{q}.pcap"))).collect();
     let vdevs = vec![
         format!("net_pcap0,rx_pcap={}", rx.display()),
@@ -300,21 +315,28 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
     ];
     let prefix = format!("lat-reflect-{}", std::process::id());
     let eal = Eal::init(&eal_args("dpdk-reflect", &test_eal(&prefix, &vdevs))).unwrap();
-    let ports = open_with_reflect(&eal, &[0, 1], Some(2), ProbeFormat::Latencylab).unwrap();
+    let mac: MacAddr = SENDER_MAC.parse().unwrap();
+    let config = PortConfig { reflect: Some((2, mac)), ..PortConfig::new(ProbeFormat::Latencylab) };
+    let ports = open_with_reflect(&eal, &[0, 1], &config).unwrap();
     assert_eq!(ports.iter().map(|p| p.name()).collect::<Vec<_>>(), s(&["dpdk:0:net_pcap0", "dpdk:1:net_pcap1"]));
+    let granted: Vec<(&str, u16, u16)> = ports[0].rings().iter().map(|r| (r.port.as_str(), r.rx, r.tx)).collect();
+    assert_eq!(
+        granted,
+        [("dpdk:0:net_pcap0", 512, 512), ("dpdk:1:net_pcap1", 512, 512), ("dpdk:2:net_pcap2", 512, 512)]
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     std::thread::scope(|sc| {
         for mut port in ports {
             sc.spawn(move || {
                 let (mut frames, mut untagged) = (0u64, 0u64);
-                while frames < n + junk && Instant::now() < deadline {
+                while frames < n + junk + loops && Instant::now() < deadline {
                     frames += port.poll(64, &mut |f, _| {
                         if probe::parse(f, ProbeFormat::Latencylab).is_some_and(|p| p.tag.is_none()) {
                             untagged += 1;
                         }
                     }) as u64;
                 }
-                assert_eq!((frames, untagged), (n + junk, n), "{}: frames, untagged probes seen", port.name());
+                assert_eq!((frames, untagged), (n + junk + loops, n), "{}: frames, untagged probes seen", port.name());
             });
         }
     });
@@ -327,6 +349,8 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
             .map(|f| {
                 let p = probe::parse(f, ProbeFormat::Latencylab).expect("a reflected frame carries a probe");
                 assert_eq!(p.tag, Some(tag), "TX queue {q}");
+                assert_eq!(f[..6], SENDER_MAC_BYTES, "TX queue {q}, probe {}: destination MAC", p.id);
+                assert_eq!(f[6..14], [2, 0, 0, 0, 0, 1, 0x88, 0xb5], "source MAC and EtherType kept");
                 p.id
             })
             .collect();
@@ -346,14 +370,14 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
 #[ignore = "throughput measurement (2 s, both cores busy); run explicitly"]
 fn net_null_poller_throughput() {
     use latency_agent::capture::RxPort;
-    use latency_agent::sys::dpdk::{Eal, PortStats, open_with_reflect};
+    use latency_agent::sys::dpdk::{Eal, PortConfig, PortStats, open_with_reflect};
     if !can_run(&[]) || !in_child("net_null_poller_throughput") {
         return;
     }
     let prefix = format!("lat-null-{}", std::process::id());
     let vdevs = s(&["net_null0", "net_null1"]);
     let eal = Eal::init(&eal_args("dpdk-throughput", &test_eal(&prefix, &vdevs))).unwrap();
-    let ports = open_with_reflect(&eal, &[0, 1], None, ProbeFormat::Latencylab).unwrap();
+    let ports = open_with_reflect(&eal, &[0, 1], &PortConfig::new(ProbeFormat::Latencylab)).unwrap();
     let window = Duration::from_secs(2);
     let results: Vec<(u64, u64, f64, PortStats)> = std::thread::scope(|sc| {
         let handles: Vec<_> = ports

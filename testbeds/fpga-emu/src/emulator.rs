@@ -299,7 +299,9 @@ pub fn run(
     hup: &Arc<AtomicBool>,
     commands: &Receiver<String>,
 ) -> Result<(), EmuError> {
-    let open = |link: &str| PacketRing::open(link).map_err(|source| EmuError::Link { link: link.to_string(), source });
+    // Promiscuous, as a card's MAC passes every frame to its pipeline whatever its destination.
+    let open =
+        |link: &str| PacketRing::open(link, true).map_err(|source| EmuError::Link { link: link.to_string(), source });
     let bar = FakeBar::create(&cfg.dir).map_err(|source| EmuError::State { path: cfg.dir.clone(), source })?;
     let mut emu = Emu {
         rx_a: open(&cfg.switch_a)?,

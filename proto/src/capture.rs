@@ -1,0 +1,209 @@
+//! Capture options of the agent (`latency-agent capture`) that a controller chooses per testbed —
+//! descriptor ring sizes, promiscuous mode, the core of the service threads, the reflect
+//! destination MAC — as one value with the command-line arguments it turns into ([`CaptureOptions::args`]),
+//! parsed back by the agent (`clap`, with the `clap` feature); and what the agent reports it got
+//! ([`CaptureSetup`], in its `ready` event).
+//!
+//! The defaults follow LatencyLab's receiver (`p4lat_r2`) and its SETUP.md: 512 RX and TX
+//! descriptors (the QDMA poll-mode driver needs RX rings of 512), promiscuous mode off.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Descriptors per RX and per TX queue asked for by default.
+pub const DEFAULT_RING: u16 = 512;
+
+/// An Ethernet MAC address, written `aa:bb:cc:dd:ee:ff` (also with `-`; either case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MacAddr(pub [u8; 6]);
+
+/// Text that is not a MAC address.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a MAC address (expected six hex bytes such as aa:bb:cc:dd:ee:ff)")]
+pub struct BadMac(pub String);
+
+impl FromStr for MacAddr {
+    type Err = BadMac;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || BadMac(s.to_owned());
+        let sep = if s.contains('-') { '-' } else { ':' };
+        let mut out = [0u8; 6];
+        let mut parts = s.split(sep);
+        for byte in &mut out {
+            let part = parts.next().ok_or_else(bad)?;
+            if part.len() != 2 || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad());
+            }
+            *byte = u8::from_str_radix(part, 16).map_err(|_| bad())?;
+        }
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(MacAddr(out))
+    }
+}
+
+impl fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [a, b, c, d, e, g] = self.0;
+        write!(f, "{a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x}")
+    }
+}
+
+impl Serialize for MacAddr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MacAddr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Capture options of the agent, from a host inventory; the command-line options of
+/// `latency-agent capture` that carry them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(default, deny_unknown_fields)]
+pub struct CaptureOptions {
+    /// RX descriptors asked for per receive queue (DPDK; the driver may grant another number,
+    /// reported in `ready`). The QDMA driver needs 512.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_RING))]
+    pub rx_ring: u16,
+    /// TX descriptors asked for per transmit queue (DPDK).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DEFAULT_RING))]
+    pub tx_ring: u16,
+    /// Put the receive ports in promiscuous mode (off, as in LatencyLab's receiver: the FPGA
+    /// delivers every frame to its function anyway).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub promiscuous: bool,
+    /// Pin the writer and control threads to this core, away from the pollers' cores.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub service_core: Option<u32>,
+    /// Reflect mode: the Ethernet destination written into every reflected frame (the sender's
+    /// hardware-timestamping NIC). Required with `--reflect-port`.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub reflect_dst_mac: Option<MacAddr>,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        CaptureOptions {
+            rx_ring: DEFAULT_RING,
+            tx_ring: DEFAULT_RING,
+            promiscuous: false,
+            service_core: None,
+            reflect_dst_mac: None,
+        }
+    }
+}
+
+impl CaptureOptions {
+    /// The `latency-agent capture` arguments: `--rx-ring N --tx-ring N` always, then
+    /// `--promiscuous`, `--service-core N` and `--reflect-dst-mac MAC` when set.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec!["--rx-ring".into(), self.rx_ring.to_string(), "--tx-ring".into(), self.tx_ring.to_string()];
+        if self.promiscuous {
+            args.push("--promiscuous".into());
+        }
+        if let Some(c) = self.service_core {
+            args.extend(["--service-core".into(), c.to_string()]);
+        }
+        if let Some(m) = self.reflect_dst_mac {
+            args.extend(["--reflect-dst-mac".into(), m.to_string()]);
+        }
+        args
+    }
+}
+
+/// The descriptor rings a port got.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRings {
+    /// The port, as in the `ready` event's `ports` (the reflect port too, when there is one).
+    pub port: String,
+    /// RX descriptors granted per queue.
+    pub rx: u16,
+    /// TX descriptors granted per queue.
+    pub tx: u16,
+}
+
+/// What the agent set up, reported in its `ready` event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureSetup {
+    /// Descriptor rings granted by the driver, per port (DPDK; empty with AF_PACKET, whose
+    /// kernel ring has no descriptors).
+    #[serde(default)]
+    pub rings: Vec<PortRings>,
+    /// Whether the agent put the receive ports in promiscuous mode.
+    #[serde(default)]
+    pub promiscuous: bool,
+    /// The core the writer and control threads are pinned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_core: Option<u32>,
+    /// The destination MAC of the reflected frames (reflect mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflect_dst_mac: Option<MacAddr>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_addresses_parse_print_and_reject_garbage() {
+        let m: MacAddr = "0C:42:A1:de:ad:01".parse().unwrap();
+        assert_eq!(m.0, [0x0c, 0x42, 0xa1, 0xde, 0xad, 0x01]);
+        assert_eq!(m.to_string(), "0c:42:a1:de:ad:01");
+        assert_eq!("0c-42-a1-de-ad-01".parse::<MacAddr>(), Ok(m));
+        for bad in
+            ["", "0c:42:a1:de:ad", "0c:42:a1:de:ad:01:02", "0c:42:a1:de:ad:1", "0c:42:a1:de:ad:g1", "+c:42:a1:de:ad:01"]
+        {
+            assert_eq!(bad.parse::<MacAddr>(), Err(BadMac(bad.into())), "{bad}");
+        }
+        assert_eq!(
+            "x".parse::<MacAddr>().unwrap_err().to_string(),
+            "`x` is not a MAC address (expected six hex bytes such as aa:bb:cc:dd:ee:ff)"
+        );
+        assert_eq!(serde_json::to_string(&m).unwrap(), r#""0c:42:a1:de:ad:01""#);
+        assert_eq!(serde_json::from_str::<MacAddr>(r#""0c:42:a1:de:ad:01""#).unwrap(), m);
+        assert!(serde_json::from_str::<MacAddr>(r#""0c:42""#).is_err());
+    }
+
+    #[test]
+    fn options_default_to_latencylab_and_turn_into_arguments() {
+        let d = CaptureOptions::default();
+        assert_eq!((d.rx_ring, d.tx_ring, d.promiscuous), (512, 512, false));
+        assert_eq!(d.args(), ["--rx-ring", "512", "--tx-ring", "512"]);
+        let o = CaptureOptions {
+            rx_ring: 1024,
+            promiscuous: true,
+            service_core: Some(2),
+            reflect_dst_mac: Some("0c:42:a1:de:ad:01".parse().unwrap()),
+            ..CaptureOptions::default()
+        };
+        assert_eq!(
+            o.args(),
+            [
+                "--rx-ring",
+                "1024",
+                "--tx-ring",
+                "512",
+                "--promiscuous",
+                "--service-core",
+                "2",
+                "--reflect-dst-mac",
+                "0c:42:a1:de:ad:01"
+            ]
+        );
+        let json = serde_json::to_string(&o).unwrap();
+        assert_eq!(serde_json::from_str::<CaptureOptions>(&json).unwrap(), o);
+        assert_eq!(serde_json::from_str::<CaptureOptions>("{}").unwrap(), d);
+        assert!(serde_json::from_str::<CaptureOptions>(r#"{"rx_rings":1}"#).is_err());
+    }
+}
