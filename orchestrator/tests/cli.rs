@@ -314,17 +314,28 @@ fn paper_plan_renders_the_documented_oct_commands() {
         cmd("readback"),
         "/var/tmp/latency/bin/latency-agent regs read --bar /sys/bus/pci/devices/0000:3b:00.0/resource2 0x0"
     );
-    // EAL arguments built from the inventory's cores, PCI functions and drivers.
+    // LatencyLab's receiver settings: rings of 512 descriptors, reflections re-addressed to the
+    // sender's ConnectX-5 (`--dst-mac b8:83:03:7a:e0:b8` in campaign163.sh), and EAL arguments
+    // built from the inventory's cores, memory channels (`-n 4`), PCI functions and drivers.
     assert!(
         cmd("agent_start").contains(
-            "--control /var/tmp/latency/runs/forward_s1/ctl --pidfile /var/tmp/latency/agent.pid -- -l 2,4,6 --main-lcore 2 \
+            "--control /var/tmp/latency/runs/forward_s1/ctl --pidfile /var/tmp/latency/agent.pid \
+             --rx-ring 512 --tx-ring 512 --reflect-port 2 --reflect-dst-mac b8:83:03:7a:e0:b8 \
+             -- -l 2,4,6 --main-lcore 2 -n 4 \
              --file-prefix=latency-agent --no-shconf -a 0000:3b:00.0 -a 0000:3b:00.1 -a 0000:86:00.0 \
              -d librte_net_qdma.so -d librte_common_mlx5.so -d librte_net_mlx5.so"
         ),
         "{}",
         cmd("agent_start")
     );
-    let replay = first["runs"][0]["steps"][0]["command"].as_str().unwrap();
+    let replay = first["runs"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["action"] == "replay")
+        .unwrap()["command"]
+        .as_str()
+        .unwrap();
     assert_eq!(
         replay,
         "taskset -c 2 tcpreplay -q -T nano -i enp134s0np0 --pps=500 /var/tmp/latency/traces/forward_20k.pcap"
@@ -360,7 +371,8 @@ fn reflect_plan_renders_the_oct_capture_and_reflect_commands() {
         agent_start["command"]
             .as_str()
             .unwrap()
-            .contains("--pidfile /var/tmp/latency/agent.pid --reflect-port 2 -- -l 2,4,6"),
+            .contains("--pidfile /var/tmp/latency/agent.pid --rx-ring 512 --tx-ring 512 --reflect-port 2 \
+                       --reflect-dst-mac b8:83:03:7a:e0:b8 -- -l 2,4,6"),
         "{agent_start}"
     );
     let steps: Vec<(&str, &str)> = first["runs"][0]["steps"]

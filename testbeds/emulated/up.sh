@@ -169,6 +169,9 @@ veth switch sw-b fpga fpga-b
 veth fpga fpga-p receiver r0
 veth fpga fpga-hb receiver r1
 veth receiver rfl0 sender cap0
+# The sender's capture port has a fixed address: the agent re-addresses every reflection to it
+# (the inventory's reflect_dst_mac), as LatencyLab's receiver does for the sender's ConnectX-5.
+ip -n sender link set cap0 address 02:00:00:00:ca:00
 
 # The switch: every frame entering sw-in is copied to sw-a (mirror) and sent on to sw-b
 # (redirect). Copy A is always queued first; the null image measures that constant offset.

@@ -112,6 +112,9 @@ pub struct Receiver {
     pub eal_args: Vec<String>,
     /// PCI address of the reflect NIC (ConnectX-5).
     pub reflect_pci: Option<Bdf>,
+    /// Capture options of the agent: descriptor rings, promiscuous mode, service core, and the
+    /// destination MAC of reflections (the sender's capture NIC).
+    pub capture: latency_proto::capture::CaptureOptions,
     /// What the agent's `--reflect-port` names in reflect mode: the reflect NIC's DPDK port id
     /// (by default the one after the FPGA's functions), or an interface (AF_PACKET backend).
     pub reflect_port: Option<String>,
@@ -209,11 +212,15 @@ impl Inventory {
         v.insert("program", word(ctx.program));
         v.insert("qspi_bar", word(&r.qspi_bar.to_string()));
         v.insert("qspi_pci", word(&r.qspi_pci.to_string()));
-        let reflect_args = match (&r.reflect_port, ctx.reflect) {
-            (Some(p), true) => vec!["--reflect-port".to_string(), p.clone()],
+        let reflect_args = match (&r.reflect_port, r.capture.reflect_dst_mac, ctx.reflect) {
+            (Some(p), Some(mac), true) => {
+                vec!["--reflect-port".to_string(), p.clone(), "--reflect-dst-mac".into(), mac.to_string()]
+            }
             _ => Vec::new(),
         };
         v.insert("reflect_args", list(&reflect_args));
+        let capture = latency_proto::capture::CaptureOptions { reflect_dst_mac: None, ..r.capture.clone() };
+        v.insert("capture_args", list(&capture.args()));
         v.insert("replay_core", word(&s.replay_core.to_string()));
         v.insert("run", word(&ctx.run.map_or(String::new(), |r| r.to_string())));
         v.insert("sender_iface", word(&s.interface));

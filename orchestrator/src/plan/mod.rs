@@ -488,4 +488,13 @@ fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
             message: "plan uses `protocol.reflect` but the receiver has no `reflect_pci` or `reflect_port`".into(),
         });
     }
+    if plan.protocol.reflect && inv.receiver.capture.reflect_dst_mac.is_none() {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `protocol.reflect` but the receiver has no `reflect_dst_mac` (the MAC of the \
+                      sender's capture NIC, which every reflection is addressed to)"
+                .into(),
+        });
+    }
 }

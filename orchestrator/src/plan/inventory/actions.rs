@@ -179,6 +179,7 @@ pub const VARIABLES: &[&str] = &[
     "capture_tstamp",
     "config_fpga_key",
     "devbind",
+    "capture_args",
     "eal_args",
     "fpga_ifaces",
     "fpga_pci",
@@ -207,4 +208,4 @@ pub const VARIABLES: &[&str] = &[
 ];
 
 /// The variables whose value is a list of words: they must stand alone in a template.
-pub const LIST_VARIABLES: &[&str] = &["eal_args", "fpga_ifaces", "fpga_pci", "reflect_args"];
+pub const LIST_VARIABLES: &[&str] = &["capture_args", "eal_args", "fpga_ifaces", "fpga_pci", "reflect_args"];

@@ -186,6 +186,16 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let drivers = m.or(d, "dpdk_drivers", Vec::new(), |d, v| list(d, v, Decoder::string));
     let eal = m.get("eal_args").map(|v| list(d, v, Decoder::string));
     let reflect = m.optional(d, "reflect_pci", |d, v| pci_list(d, v).and_then(|l| l.into_iter().next()));
+    let memory_channels = m.optional(d, "memory_channels", |d, v| d.uint(v, 1..=16));
+    let defaults = latency_proto::capture::CaptureOptions::default();
+    let rx_ring = m.or(d, "rx_ring", defaults.rx_ring, |d, v| d.uint(v, 64..=16_384));
+    let tx_ring = m.or(d, "tx_ring", defaults.tx_ring, |d, v| d.uint(v, 64..=16_384));
+    let promiscuous = m.or(d, "promiscuous", false, Decoder::boolean);
+    let service_core = m.optional(d, "service_core", |d, v| d.uint(v, 0..=4095));
+    let reflect_dst_mac = m.optional(d, "reflect_dst_mac", |d, v| {
+        let text = d.string(v)?;
+        text.parse::<latency_proto::capture::MacAddr>().map_err(|e| d.error(v.pos, e.to_string())).ok()
+    });
     // Without literal `eal_args`, the EAL arguments are built from the inventory's own facts.
     let eal = match eal {
         Some(given) => given,
@@ -198,6 +208,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
                 reflect_pci: reflect.as_ref()?.as_ref().map(Bdf::full),
                 file_prefix: "latency-agent".into(),
                 drivers: drivers.clone()?,
+                memory_channels: memory_channels?,
                 ..latency_proto::EalConfig::default()
             };
             Some(config.args())
@@ -225,5 +236,12 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         eal_args: eal?,
         reflect_pci: reflect?,
         reflect_port: reflect_port?,
+        capture: latency_proto::capture::CaptureOptions {
+            rx_ring: rx_ring?,
+            tx_ring: tx_ring?,
+            promiscuous: promiscuous?,
+            service_core: service_core?,
+            reflect_dst_mac: reflect_dst_mac?,
+        },
     })
 }
