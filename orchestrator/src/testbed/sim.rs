@@ -15,7 +15,7 @@ use super::model::{ProgramModel, SimModel};
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError};
 use crate::analysis::stats::normal;
-use crate::plan::{Plan, TraceSource};
+use crate::plan::{Action, Plan, TraceSource};
 use crate::probes;
 use crate::results::provenance::Facts;
 use crate::schedule::{Run, Session, SessionKind, Step};
@@ -136,13 +136,17 @@ impl SimTestbed {
             / (1u64 << 53) as f64
     }
 
-    /// The reset mode a session's bring-up lands in.
+    /// The reset mode a session lands in. The mode is decided when the FPGA comes up after a flash
+    /// and kept until the next flash (paper), so it is drawn per flash: a session that does not
+    /// flash (`flash: on_change`, the image already on the card) keeps the mode of its program's
+    /// flash, which under that policy is the program's first session.
     pub fn session_mode(&self, session: &Session, modes: usize) -> usize {
         if modes < 2 {
             return 0;
         }
-        let mut r =
-            rng(&[&self.seed.to_le_bytes(), b"mode", session.program.as_bytes(), &session.session.to_le_bytes()]);
+        let flashes = session.steps.iter().any(|s| matches!(s.action, Action::Flash | Action::FlashJtag));
+        let flash = if flashes { session.session } else { 1 };
+        let mut r = rng(&[&self.seed.to_le_bytes(), b"mode", session.program.as_bytes(), &flash.to_le_bytes()]);
         if r.random::<f64>() < self.model.mode_change_prob { 1 + r.random_range(0..modes - 1) } else { 0 }
     }
 
@@ -470,6 +474,31 @@ mod tests {
             })
             .count();
         assert!((160..=240).contains(&high), "{high} of 400");
+    }
+
+    #[test]
+    fn without_a_reflash_sessions_keep_the_mode_of_the_flash() {
+        let (mut p, _) = paper();
+        p.protocol.flash = crate::plan::FlashPolicy::OnChange;
+        let s = schedule::expand(&p, None).unwrap();
+        // Over many seeds, every session of a program keeps its first session's mode, and both
+        // modes still occur across seeds (one draw per flash, not none).
+        let mut high = 0;
+        for seed in 0..200 {
+            let sim = SimTestbed::new(&p, quiet(), false).with_seed(seed);
+            let modes: Vec<usize> = (1..=5).map(|n| sim.session_mode(session(&s, "five_tuple", n), 2)).collect();
+            assert!(modes.iter().all(|&m| m == modes[0]), "seed {seed}: {modes:?}");
+            high += modes[0];
+        }
+        assert!((60..=140).contains(&high), "{high} of 200 flashes in the high mode");
+        // Flashing every session draws anew each time.
+        let (p, s) = paper();
+        let varied = (0..50).any(|seed| {
+            let sim = SimTestbed::new(&p, quiet(), false).with_seed(seed);
+            let modes: Vec<usize> = (1..=5).map(|n| sim.session_mode(session(&s, "five_tuple", n), 2)).collect();
+            modes.iter().any(|&m| m != modes[0])
+        });
+        assert!(varied);
     }
 
     #[test]
