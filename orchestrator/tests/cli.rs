@@ -308,6 +308,22 @@ fn paper_plan_renders_the_documented_oct_commands() {
             .contains("xbflash2 program --spi --image /var/tmp/latency/bitstreams/forward.mcs -d 3b:00.0 --bar 2")
     );
     assert!(cmd("pcie_remove").contains("echo 1 > /sys/bus/pci/devices/$d/remove"));
+    // LatencyLab's flash.py passes `3` after `--bar 2`; campaign163.sh checks the netdevs after
+    // the onic bind, and kills any leftover receiver and its hugepage files before a start.
+    assert!(cmd("flash").ends_with("--bar 2 3"), "{}", cmd("flash"));
+    assert!(
+        cmd("pcie_rescan").contains("ip link show \"$i\" > /dev/null || { echo \"$i missing after the onic bind\"")
+    );
+    assert!(cmd("pcie_rescan").contains("for i in enp59s0f0 enp59s0f1; do ip link show"));
+    assert!(
+        cmd("agent_start").starts_with(
+            "if [ -f /var/tmp/latency/agent.pid ]; then kill -KILL \"$(cat /var/tmp/latency/agent.pid)\" 2> /dev/null; \
+             rm -f /var/tmp/latency/agent.pid; fi; rm -f /dev/hugepages/rtemap_*; mkdir -p"
+        ),
+        "{}",
+        cmd("agent_start")
+    );
+    assert!(cmd("driver_reload").ends_with("do ip link set \"$i\" up || exit 1; done && sleep 2"));
     assert_eq!(cmd("reset_method_clear"), "echo '' > /sys/bus/pci/devices/0000:3b:00.0/reset_method");
     assert!(cmd("driver_bind").ends_with("-b vfio-pci 0000:3b:00.0 0000:3b:00.1"));
     assert_eq!(
@@ -328,14 +344,10 @@ fn paper_plan_renders_the_documented_oct_commands() {
         "{}",
         cmd("agent_start")
     );
-    let replay = first["runs"][0]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["action"] == "replay")
-        .unwrap()["command"]
-        .as_str()
-        .unwrap();
+    let replay =
+        first["runs"][0]["steps"].as_array().unwrap().iter().find(|s| s["action"] == "replay").unwrap()["command"]
+            .as_str()
+            .unwrap();
     assert_eq!(
         replay,
         "taskset -c 2 tcpreplay -q -T nano -i enp134s0np0 --pps=500 /var/tmp/latency/traces/forward_20k.pcap"
@@ -368,11 +380,10 @@ fn reflect_plan_renders_the_oct_capture_and_reflect_commands() {
     let first = &v["sessions"][0];
     let agent_start = first["steps"].as_array().unwrap().iter().find(|s| s["action"] == "agent_start").unwrap();
     assert!(
-        agent_start["command"]
-            .as_str()
-            .unwrap()
-            .contains("--pidfile /var/tmp/latency/agent.pid --rx-ring 512 --tx-ring 512 --reflect-port 2 \
-                       --reflect-dst-mac b8:83:03:7a:e0:b8 -- -l 2,4,6"),
+        agent_start["command"].as_str().unwrap().contains(
+            "--pidfile /var/tmp/latency/agent.pid --rx-ring 512 --tx-ring 512 --reflect-port 2 \
+                       --reflect-dst-mac b8:83:03:7a:e0:b8 -- -l 2,4,6"
+        ),
         "{agent_start}"
     );
     let steps: Vec<(&str, &str)> = first["runs"][0]["steps"]

@@ -93,6 +93,11 @@ pub struct Receiver {
     pub register_bar: u32,
     /// Key file of `config-fpga`.
     pub config_fpga_key: String,
+    /// User `config-fpga` runs as (`sudo -u USER`, as LatencyLab's flash.py does with the
+    /// invoking user); none: as the SSH user.
+    pub config_fpga_user: Option<String>,
+    /// Arguments after `--bar N` of `xbflash2 program` (LatencyLab's flash.py passes `3`).
+    pub xbflash2_args: Vec<String>,
     /// Path of `onic.ko`.
     pub onic_module: String,
     /// Kernel netdevs of the FPGA functions while `onic` is bound.
@@ -196,6 +201,10 @@ impl Inventory {
         v.insert("capture_tstamp", word(&s.capture_tstamp));
         v.insert("capture_pidfile", word(&format!("{swork}/capture.pid")));
         v.insert("config_fpga_key", word(&r.config_fpga_key));
+        let as_user =
+            r.config_fpga_user.as_ref().map_or_else(Vec::new, |u| vec!["sudo".into(), "-u".into(), u.clone()]);
+        v.insert("config_fpga_as", list(&as_user));
+        v.insert("xbflash2_args", list(&r.xbflash2_args));
         v.insert("devbind", word(&r.devbind));
         v.insert("eal_args", list(&r.eal_args));
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));

@@ -177,6 +177,7 @@ pub const VARIABLES: &[&str] = &[
     "capture_iface",
     "capture_pidfile",
     "capture_tstamp",
+    "config_fpga_as",
     "config_fpga_key",
     "devbind",
     "capture_args",
@@ -205,7 +206,9 @@ pub const VARIABLES: &[&str] = &[
     "trace",
     "vivado",
     "workdir",
+    "xbflash2_args",
 ];
 
 /// The variables whose value is a list of words: they must stand alone in a template.
-pub const LIST_VARIABLES: &[&str] = &["capture_args", "eal_args", "fpga_ifaces", "fpga_pci", "reflect_args"];
+pub const LIST_VARIABLES: &[&str] =
+    &["capture_args", "config_fpga_as", "eal_args", "fpga_ifaces", "fpga_pci", "reflect_args", "xbflash2_args"];

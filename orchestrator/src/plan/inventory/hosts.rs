@@ -167,6 +167,8 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let qspi_bar = m.or(d, "qspi_bar", 2, |d, v| d.uint(v, 0..=5));
     let register_bar = m.or(d, "register_bar", 2, |d, v| d.uint(v, 0..=5));
     let key = m.required(d, "config_fpga_key", Decoder::string);
+    let config_fpga_user = m.optional(d, "config_fpga_user", Decoder::string);
+    let xbflash2_args = m.or(d, "xbflash2_args", vec!["3".to_string()], |d, v| list(d, v, Decoder::string));
     let onic = m.required(d, "onic_module", Decoder::string);
     let ifaces = m.or(d, "fpga_ifaces", Vec::new(), |d, v| list(d, v, iface));
     let devbind = m.or(d, "devbind", "dpdk-devbind.py".into(), Decoder::string);
@@ -224,6 +226,8 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         qspi_bar: qspi_bar?,
         register_bar: register_bar?,
         config_fpga_key: key?,
+        config_fpga_user: config_fpga_user?,
+        xbflash2_args: xbflash2_args?,
         onic_module: onic?,
         fpga_ifaces: ifaces?,
         devbind: devbind?,

@@ -1,1 +1,1 @@
-echo 1 > /sys/bus/pci/rescan && sleep 3 && for d in {{ fpga_pci }}; do test -e /sys/bus/pci/devices/$d || { echo "$d missing after rescan" >&2; exit 1; }; done && {{ devbind }} -b onic {{ fpga_pci }} && sleep 2
+echo 1 > /sys/bus/pci/rescan && sleep 3 && for d in {{ fpga_pci }}; do test -e /sys/bus/pci/devices/$d || { echo "$d missing after rescan" >&2; exit 1; }; done && {{ devbind }} -b onic {{ fpga_pci }} && sleep 2 && for i in {{ fpga_ifaces }}; do ip link show "$i" > /dev/null || { echo "$i missing after the onic bind" >&2; exit 1; }; done
