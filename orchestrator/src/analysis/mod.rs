@@ -333,6 +333,10 @@ pub fn summarize(
                 median_margin_cycles: f64::from(cycles) - q(0.5) / period,
                 p99_margin_cycles: f64::from(cycles) - q(0.99) / period,
                 violations: all.iter().filter(|&&x| x > f64::from(cycles) * period).count() as u64,
+                worst_mode: modes.iter().filter_map(|m| m.margins).reduce(|a, b| Margins {
+                    median_cycles: a.median_cycles.min(b.median_cycles),
+                    p99_cycles: a.p99_cycles.min(b.p99_cycles),
+                }),
             }
         });
         let median_ci95_ns = bootstrap_ci(values, 0.5, a.bootstrap_resamples, &mut rng);

@@ -150,6 +150,10 @@ pub struct VendorBound {
     pub p99_margin_cycles: f64,
     /// Probes whose estimate exceeds the bound.
     pub violations: u64,
+    /// The bound judged on the worst reset mode: the smallest margins of any mode (equal to the
+    /// headline's for a single-mode program).
+    #[serde(default)]
+    pub worst_mode: Option<Margins>,
 }
 
 /// Hardware-clock verification.

@@ -116,6 +116,9 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     // Every mode has its own margin under the 55-cycle bound (4 ns per cycle): the high mode's
     // calibrated probes are 137..=140 ns, median 138.
     assert!(approx(p.modes[1].margins.unwrap().median_cycles, 55.0 - 138.0 / 4.0));
+    // The bound is judged on the worst mode: the high one.
+    let worst = p.vendor_bound.as_ref().unwrap().worst_mode.unwrap();
+    assert!(approx(worst.median_cycles, 55.0 - 138.0 / 4.0), "{worst:?}");
     assert!(approx(p.reproducibility_ns, 1.0), "{}", p.reproducibility_ns);
     // Disabling mode detection gives one mode.
     let mut a = Analysis::default();
