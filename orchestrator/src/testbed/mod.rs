@@ -3,10 +3,12 @@
 //! that return records.
 
 pub mod failpoint;
+pub mod layout;
 pub mod model;
 pub mod reflect;
 pub mod replay;
 pub mod sim;
+pub mod ssh;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,6 +66,9 @@ pub enum TestbedError {
         /// The timeout.
         seconds: f64,
     },
+    /// A trace could not be generated for staging.
+    #[error("local: stage: {0}")]
+    Trace(#[source] crate::trace::TraceError),
     /// The user asked to stop.
     #[error("interrupted")]
     Interrupted,
@@ -101,4 +106,3 @@ pub trait Testbed {
     /// Stop whatever the testbed left running (agents, captures). Called on every exit path.
     fn cleanup(&mut self);
 }
-pub mod ssh;
