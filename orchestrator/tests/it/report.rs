@@ -2,14 +2,13 @@
 //! self-contained HTML file with one inline SVG per figure, template overrides, partial
 //! provenance, and a headless-Chromium render of the HTML without console errors.
 
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::tmp_dir;
 use orchestrator::analysis::summary::{
     Health, Histogram, HwCheck, HwLevel, Margins, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary,
     Summary, VendorBound,
@@ -69,13 +68,6 @@ fn provenance() -> Provenance {
         ended: Some("2025-05-01T16:30:00Z".into()),
         import: None,
     }
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orchestrator-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn quantiles(values: [f64; 6]) -> Quantiles {
@@ -250,7 +242,7 @@ fn read(p: &Path) -> String {
 
 #[test]
 fn markdown_table_has_the_exact_numbers() {
-    let dir = tmp("md");
+    let dir = tmp_dir("md");
     let written = render(&summary(), &both(), None, &dir).unwrap();
     assert!(written.contains(&dir.join("report.md")));
     assert!(written.contains(&dir.join("report.html")));
@@ -278,7 +270,7 @@ fn markdown_table_has_the_exact_numbers() {
 
 #[test]
 fn markdown_figures_are_separate_files_referenced_relatively() {
-    let dir = tmp("md-figures");
+    let dir = tmp_dir("md-figures");
     let written = render(&summary(), &[ReportFormat::Markdown], None, &dir).unwrap();
     let md = read(&dir.join("report.md"));
     for id in ["latency-distribution", "hw-clock-check", "session-medians", "null-offsets"] {
@@ -294,7 +286,7 @@ fn markdown_figures_are_separate_files_referenced_relatively() {
 
 #[test]
 fn html_is_self_contained_with_one_svg_per_figure() {
-    let dir = tmp("html");
+    let dir = tmp_dir("html");
     render(&summary(), &both(), None, &dir).unwrap();
     let html = read(&dir.join("report.html"));
     assert!(!html.to_lowercase().contains("<script"), "no scripts");
@@ -314,7 +306,7 @@ fn html_is_self_contained_with_one_svg_per_figure() {
 
 #[test]
 fn hw_figure_and_columns_only_with_hw_data() {
-    let dir = tmp("no-hw");
+    let dir = tmp_dir("no-hw");
     let mut s = summary();
     for p in s.programs.values_mut() {
         p.hw_check = None;
@@ -330,7 +322,7 @@ fn hw_figure_and_columns_only_with_hw_data() {
 
 #[test]
 fn missing_provenance_and_empty_sections_render() {
-    let dir = tmp("sparse");
+    let dir = tmp_dir("sparse");
     let mut s = summary();
     s.provenance = None;
     s.title = String::new();
@@ -353,8 +345,8 @@ fn missing_provenance_and_empty_sections_render() {
 
 #[test]
 fn template_override_is_used() {
-    let dir = tmp("override-out");
-    let templates = tmp("override-templates");
+    let dir = tmp_dir("override-out");
+    let templates = tmp_dir("override-templates");
     std::fs::write(
         templates.join("report.md.j2"),
         "custom {{ study }}: {% for r in table %}{{ r.label }}={{ r.quantiles[2] }};{% endfor %} end\n",
@@ -381,8 +373,8 @@ fn template_override_is_used() {
 
 #[test]
 fn html_override_is_autoescaped() {
-    let dir = tmp("escape-out");
-    let templates = tmp("escape-templates");
+    let dir = tmp_dir("escape-out");
+    let templates = tmp_dir("escape-templates");
     std::fs::write(templates.join("report.html.j2"), "<p>{{ title }}</p>").unwrap();
     let mut s = summary();
     s.title = "<b>&</b>".into();
@@ -403,7 +395,7 @@ fn chromium_renders_html_without_console_errors() {
         eprintln!("notice: /usr/bin/chromium not found; skipping the headless render test");
         return;
     }
-    let dir = tmp("chromium");
+    let dir = tmp_dir("chromium");
     render(&summary(), &both(), None, &dir).unwrap();
     let profile = dir.join("profile");
     std::fs::create_dir_all(&profile).unwrap();

@@ -2,10 +2,9 @@
 //! results folder: what is dropped and counted, the run files, the journal and the provenance,
 //! and the figures the fixture's README states, recomputed here from the imported data.
 
-#![allow(clippy::unwrap_used)]
-
 use std::path::{Path, PathBuf};
 
+use crate::common::tmp;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use orchestrator::analysis::pairs;
@@ -20,12 +19,6 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/laten
 const FWD_CSV: &str = "data/tsc/programs/FWD_s1/f_run04.csv";
 const NULL_CSV: &str = "data/tsc/null/NF_s1/f_run01.csv";
 const HEADER: &str = "pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency_rx2_ns,diff_latency_ns";
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orchestrate-import-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 /// A CSV row as the test reads it, independently of the importer: (id, rx1, rx2, diff column).
 type Row = (u64, u64, u64, i64);
@@ -308,7 +301,10 @@ fn a_header_only_csv_or_missing_null_data_is_invalid_input_and_leaves_nothing() 
     let leftovers: Vec<_> = std::fs::read_dir(out.parent().unwrap())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains("header-only-out.importing"))
+        .filter(|e| {
+            let staging = format!(".{}.importing-", out.file_name().unwrap().to_string_lossy());
+            e.file_name().to_string_lossy().starts_with(&staging)
+        })
         .collect();
     assert!(leftovers.is_empty(), "no staging folder left: {leftovers:?}");
     std::fs::remove_dir_all(&src).unwrap();

@@ -1,22 +1,9 @@
 //! Black-box tests of the `orchestrate` binary: exact diagnostics and exit codes for broken plans,
 //! and the dry run of the paper's study.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
+use crate::common::{orchestrate, stderr};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn orchestrate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orchestrate"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run orchestrate")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Command;
 
 fn assert_invalid(plan: &str, expected: &[&str]) {
     let o = orchestrate(&["validate", plan]);

@@ -1,21 +1,10 @@
 //! Black-box tests of `orchestrate import`, `analyze`, `report` and `compare`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+use std::path::Path;
+use std::process::Output;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
+use crate::common::{orchestrate, tmp};
 use orchestrator::analysis::summary::Summary;
-
-fn orchestrate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orchestrate")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orchestrate-analysis-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 fn summary(dir: &Path) -> Summary {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()

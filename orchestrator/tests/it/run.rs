@@ -1,30 +1,17 @@
 //! Black-box tests of `orchestrate run` on the simulated testbed: results layout, resume after
 //! SIGKILL and Ctrl-C at arbitrary points, corrupted files, retries and failures.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::{bin, tmp};
 use orchestrator::results::event::{Entry, Event};
 use orchestrator::results::provenance::Provenance;
 
 const PLAN: &str = "tests/fixtures/good/study.yaml";
 const RUNS: usize = 48;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_orchestrate"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orchestrate-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 fn run(out: &Path, extra: &[&str]) -> Output {
     bin().args(["run", PLAN, "--out"]).arg(out).args(extra).output().unwrap()

@@ -3,12 +3,11 @@
 //! records and timestamps) and, where installed, tcpdump; and inspection of a hand-built pcap with
 //! a duplicated id and a packet that is not a probe.
 
-#![allow(clippy::unwrap_used)]
-
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
+use crate::common::tmp_dir;
 use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
 use latency_proto::probe::{self, Probe};
 use orchestrator::plan::{ProbeFormat, TraceTemplate};
@@ -20,13 +19,6 @@ use pcap_file::{Endianness, TsResolution};
 const TEMPLATES: [TraceTemplate; 4] =
     [TraceTemplate::Forward, TraceTemplate::FiveTuple, TraceTemplate::RemoveHeader, TraceTemplate::Checksum];
 const FORMATS: [ProbeFormat; 2] = [ProbeFormat::Latencylab, ProbeFormat::Compact];
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orchestrate-trace-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn file_name(t: TraceTemplate, f: ProbeFormat) -> String {
     format!("{}-{}.pcap", trace::template_name(t), f.name())
@@ -89,7 +81,7 @@ fn decode(frame: &[u8]) -> Decoded {
 
 #[test]
 fn every_template_and_format_generates_a_clean_trace() {
-    let dir = tmp("all");
+    let dir = tmp_dir("all");
     let n = 500u32;
     for t in TEMPLATES {
         for f in FORMATS {
@@ -138,7 +130,7 @@ fn every_template_and_format_generates_a_clean_trace() {
 
 #[test]
 fn headers_and_checksums_are_valid_and_the_probe_opens_the_udp_payload() {
-    let dir = tmp("headers");
+    let dir = tmp_dir("headers");
     for t in TEMPLATES {
         for f in FORMATS {
             let path = dir.join(file_name(t, f));
@@ -172,7 +164,7 @@ fn headers_and_checksums_are_valid_and_the_probe_opens_the_udp_payload() {
 
 #[test]
 fn forward_traces_address_exactly_the_unforwarded_ids_to_missing_destinations() {
-    let dir = tmp("forward");
+    let dir = tmp_dir("forward");
     let n = 1000u32;
     for f in FORMATS {
         let path = dir.join(file_name(TraceTemplate::Forward, f));
@@ -198,7 +190,7 @@ fn forward_traces_address_exactly_the_unforwarded_ids_to_missing_destinations() 
 
 #[test]
 fn generation_is_deterministic_and_never_overwrites() {
-    let dir = tmp("determinism");
+    let dir = tmp_dir("determinism");
     for t in TEMPLATES {
         for f in FORMATS {
             let a = dir.join(format!("a-{}", file_name(t, f)));
@@ -245,7 +237,7 @@ fn hand_built(path: &Path) {
 
 #[test]
 fn inspection_reports_a_duplicated_id_and_a_non_probe_packet() {
-    let dir = tmp("inspect");
+    let dir = tmp_dir("inspect");
     let path = dir.join("hand.pcap");
     hand_built(&path);
     let insp = trace::inspect(&path, ProbeFormat::Latencylab).unwrap();
@@ -274,7 +266,7 @@ fn inspection_reports_a_duplicated_id_and_a_non_probe_packet() {
 
 #[test]
 fn inspection_counts_tagged_probes() {
-    let dir = tmp("tagged");
+    let dir = tmp_dir("tagged");
     let header = PcapHeader { ts_resolution: TsResolution::NanoSecond, ..Default::default() };
     let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
     for (id, tag) in [(1, probe::TAG_PIPELINE), (1, probe::TAG_BYPASS)] {
@@ -291,7 +283,7 @@ fn inspection_counts_tagged_probes() {
 
 #[test]
 fn inspection_errors_name_the_file() {
-    let dir = tmp("errors");
+    let dir = tmp_dir("errors");
     let missing = dir.join("missing.pcap");
     let err = trace::inspect(&missing, ProbeFormat::Latencylab).unwrap_err();
     assert!(matches!(err, TraceError::Io { .. }), "{err:?}");
@@ -342,7 +334,7 @@ fn tcpdump_reads_generated_traces() {
         eprintln!("tcpdump not installed: skipped");
         return;
     };
-    let dir = tmp("tcpdump");
+    let dir = tmp_dir("tcpdump");
     for t in TEMPLATES {
         for f in FORMATS {
             let path = dir.join(file_name(t, f));

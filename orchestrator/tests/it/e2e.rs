@@ -3,12 +3,11 @@
 //! SSH only. Needs root, iproute2, openssh-server and tcpreplay (installed by .ci/run); skipped
 //! with a notice elsewhere, unless CI is set.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::{bin, tmp};
 use orchestrator::analysis::summary::Summary;
 use orchestrator::results::event::{Entry, Event};
 use orchestrator::results::provenance::Provenance;
@@ -49,25 +48,14 @@ impl Drop for Testbed {
     }
 }
 
-fn orchestrate(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_orchestrate"));
-    c.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("orchestrate-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 fn run(out: &Path, extra: &[&str]) -> Output {
     run_with(out, extra, "")
 }
 
 /// `orchestrate run` with the fault-injection points `failpoints` armed (feature `failpoints`).
 fn run_with(out: &Path, extra: &[&str], failpoints: &str) -> Output {
-    orchestrate(&["run", PLAN, "--out", out.to_str().unwrap()])
+    bin()
+        .args(&["run", PLAN, "--out", out.to_str().unwrap()])
         .args(extra)
         .env("ORCHESTRATE_FAILPOINTS", failpoints)
         .output()
@@ -170,7 +158,8 @@ fn emulated_study_end_to_end() {
 
     // 2. The lease: a second orchestrator is refused while the first runs.
     let first_dir = tmp("first");
-    let mut first = orchestrate(&["run", PLAN, "--out", first_dir.to_str().unwrap()])
+    let mut first = bin()
+        .args(&["run", PLAN, "--out", first_dir.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -202,7 +191,8 @@ fn emulated_study_end_to_end() {
     // 4. Faults during a study: the agent killed mid-run (the run is retried on a restarted agent)
     //    and the SSH masters killed (reconnected); the study still completes with every run once.
     let faults_dir = tmp("faults");
-    let faulty = orchestrate(&["run", PLAN, "--out", faults_dir.to_str().unwrap()])
+    let faulty = bin()
+        .args(&["run", PLAN, "--out", faults_dir.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -250,7 +240,8 @@ fn emulated_study_end_to_end() {
     // 6. Reflect mode: every stamped copy goes back to the sender, whose capture (tcpdump, another
     //    clock) is joined to the records by probe id and tag; that clock agrees with the TSC.
     let reflect_dir = tmp("reflect");
-    let o = orchestrate(&["run", "../plans/emulated-reflect.yaml", "--out", reflect_dir.to_str().unwrap()])
+    let o = bin()
+        .args(&["run", "../plans/emulated-reflect.yaml", "--out", reflect_dir.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -1,0 +1,16 @@
+//! The orchestrator's integration tests, one binary: the CLI's diagnostics and dry runs (`cli`),
+//! studies on the simulator (`run`), import, analysis, reports and comparison (`import`,
+//! `analysis`, `report`), probe traces (`trace`) and, with the `failpoints` feature, the study
+//! end to end on the emulated testbed (`e2e`); `common` holds their shared helpers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod analysis;
+mod cli;
+mod common;
+#[cfg(feature = "failpoints")]
+mod e2e;
+mod import;
+mod report;
+mod run;
+mod trace;
