@@ -114,6 +114,9 @@ pub struct Run {
     pub steps: Vec<Step>,
     /// Replay time, seconds (probes / pacing).
     pub replay_s: f64,
+    /// Wait before the run, seconds: the capture's settling before the first run of a session,
+    /// the idle gap before the others.
+    pub wait_before_s: f64,
 }
 
 /// Predicted duration of the study, by term.
@@ -121,7 +124,7 @@ pub struct Run {
 pub struct Predicted {
     /// Pure replay time: probes / pacing, summed over runs.
     pub replay: f64,
-    /// Idle gaps between runs.
+    /// Waits before runs: idle gaps between runs and the capture's settling before the first.
     pub idle_gaps: f64,
     /// Bring-up steps (flash, PCIe, drivers, tables, registers, agent).
     pub bring_up: f64,
@@ -248,14 +251,15 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         .filter(|a| proto.reflect || *a == Action::Replay)
                         .map(|a| render(a, Some(r)))
                         .collect();
-                    Run { run: r, steps, replay_s }
+                    let wait_before_s = if r == 1 { proto.settle_s } else { proto.idle_gap_s };
+                    Run { run: r, steps, replay_s, wait_before_s }
                 })
                 .collect();
             let teardown = vec![render(Action::AgentStop, None)];
 
             predicted.bring_up += steps.iter().map(|s| s.estimate_s).sum::<f64>();
             predicted.replay += replay_s * f64::from(proto.runs);
-            predicted.idle_gaps += proto.idle_gap_s * f64::from(proto.runs.saturating_sub(1));
+            predicted.idle_gaps += runs.iter().map(|r| r.wait_before_s).sum::<f64>();
             predicted.run_steps += runs
                 .iter()
                 .flat_map(|r| &r.steps)
@@ -332,6 +336,10 @@ pub fn describe(s: &Schedule) -> String {
             step_line(&mut out, "  ", st);
         }
         for r in &se.runs {
+            if r.wait_before_s > 0.0 {
+                let why = if r.run == 1 { "capture settles" } else { "idle gap" };
+                let _ = writeln!(out, "  wait {} s ({why})", r.wait_before_s);
+            }
             let _ = writeln!(out, "  run {} ({:.0} s replay)", r.run, r.replay_s);
             for st in &r.steps {
                 step_line(&mut out, "    ", st);

@@ -481,6 +481,13 @@ fn walk(
             }
         }
         for r in pending.iter().filter(|_| live) {
+            if r.wait_before_s > 0.0 {
+                engine.emit(Event::Waiting { index: s.index, run: r.run, seconds: r.wait_before_s })?;
+                if tb.wait(r.wait_before_s, engine.cancel).is_err() {
+                    live = false;
+                    break;
+                }
+            }
             if !engine.run(tb, s, r, options.started.seed, &mut outcome)? {
                 live = false;
                 break;

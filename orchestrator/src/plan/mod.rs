@@ -91,8 +91,11 @@ pub struct Protocol {
     pub runs: u32,
     /// Replay rate, packets per second.
     pub pacing_pps: u32,
-    /// Idle time between runs, seconds.
+    /// Idle time between runs, seconds (waited on every testbed; the first probe after it is
+    /// excluded by the analysis).
     pub idle_gap_s: f64,
+    /// Time the capture settles after a bring-up before the first run, seconds.
+    pub settle_s: f64,
     /// Seed of the simulator and of every resampling.
     pub seed: u64,
     /// Whether stamped probes are reflected to the sender's hardware clock.

@@ -16,6 +16,7 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let runs = m.required(d, "runs", |d, v| d.uint(v, 1..=10_000));
     let pacing_pps = m.required(d, "pacing_pps", |d, v| d.uint(v, 1..=100_000_000));
     let idle_gap_s = m.or(d, "idle_gap_s", 5.0, |d, v| d.number(v, 0.0..=86_400.0));
+    let settle_s = m.or(d, "settle_s", 0.0, |d, v| d.number(v, 0.0..=86_400.0));
     let seed = m.or(d, "seed", 1, |d, v| d.uint(v, 0..=i64::MAX));
     let reflect = m.or(d, "reflect", false, Decoder::boolean);
     let flash = m.or(d, "flash", FlashPolicy::EverySession, |d, v| d.choice(v, FLASH));
@@ -27,6 +28,7 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
         runs: runs?,
         pacing_pps: pacing_pps?,
         idle_gap_s: idle_gap_s?,
+        settle_s: settle_s?,
         seed: seed?,
         reflect: reflect?,
         flash: flash?,

@@ -130,6 +130,16 @@ pub enum Event {
         /// Why.
         error: String,
     },
+    /// The engine waits before a run (the capture settling before the first run of a session,
+    /// the idle gap before the others).
+    Waiting {
+        /// Session index.
+        index: usize,
+        /// The run waited for.
+        run: u32,
+        /// Seconds.
+        seconds: f64,
+    },
     /// A run starts.
     RunStarted {
         /// Session index.
@@ -242,6 +252,7 @@ mod tests {
             Event::StepFinished { index: 0, action: Action::Flash, seconds: 1.5 },
             Event::StepRetried { index: 0, action: Action::PcieRescan, attempt: 1, error: "gone".into() },
             Event::StepFailed { index: 0, action: Action::HealthCheck, error: "0x1".into() },
+            Event::Waiting { index: 0, run: 1, seconds: 3.0 },
             Event::RunStarted { index: 0, run: 1, attempt: 1 },
             Event::RunFinished {
                 index: 0,

@@ -85,6 +85,21 @@ pub struct RunData {
     pub replay: Option<replay::ReplayReport>,
 }
 
+/// Sleep `seconds`, waking every 20 ms to end early with [`TestbedError::Interrupted`] on Ctrl-C.
+pub fn sleep(seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.max(0.0));
+    loop {
+        if cancel.is_cancelled() {
+            return Err(TestbedError::Interrupted);
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+    }
+}
+
 /// A testbed the engine can drive.
 pub trait Testbed {
     /// Short description for logs and provenance (`sim`, inventory name).
@@ -102,6 +117,12 @@ pub trait Testbed {
     /// Execute one run (capture start, replay, capture stop) and collect its records. `attempt`
     /// counts from 1.
     fn run(&mut self, session: &Session, run: &Run, attempt: u32, cancel: &Cancel) -> Result<RunData, TestbedError>;
+
+    /// Wait `seconds` before a run (idle gap, capture settling); Ctrl-C ends the wait with
+    /// [`TestbedError::Interrupted`]. Real testbeds sleep; the simulator models the time instead.
+    fn wait(&mut self, seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {
+        sleep(seconds, cancel)
+    }
 
     /// Stop whatever the testbed left running (agents, captures). Called on every exit path.
     fn cleanup(&mut self);

@@ -291,17 +291,9 @@ impl SimTestbed {
         u < self.model.step_failure_prob
     }
 
+    /// Take `seconds` of wall time with `--realtime`; otherwise the time is only modelled.
     fn pause(&self, seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {
-        if self.realtime {
-            let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
-            while std::time::Instant::now() < end {
-                if cancel.is_cancelled() {
-                    return Err(TestbedError::Interrupted);
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20).min(end - std::time::Instant::now()));
-            }
-        }
-        Ok(())
+        if self.realtime { super::sleep(seconds, cancel) } else { Ok(()) }
     }
 }
 
@@ -335,6 +327,10 @@ impl Testbed for SimTestbed {
             });
         }
         Ok(step.estimate_s)
+    }
+
+    fn wait(&mut self, seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {
+        self.pause(seconds, cancel)
     }
 
     fn run(&mut self, session: &Session, run: &Run, attempt: u32, cancel: &Cancel) -> Result<RunData, TestbedError> {

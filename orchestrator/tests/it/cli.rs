@@ -508,3 +508,18 @@ fn rendered_commands_pass_shellcheck() {
     }
     assert!(checked >= 14, "only {checked} commands checked");
 }
+
+/// The dry run shows the waits the engine makes before runs: the capture's settling before the
+/// first run of a session and the idle gap before the others (LatencyLab: 3 s and 10 s).
+#[test]
+fn the_dry_run_shows_the_settling_and_the_idle_gaps() {
+    let o = orchestrate(&["plan", "../plans/paper.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let first = text.split("session 2/").next().unwrap();
+    assert_eq!(first.matches("  wait 3 s (capture settles)\n  run 1 ").count(), 1, "{first}");
+    assert_eq!(first.matches("  wait 10 s (idle gap)\n").count(), 9, "{first}");
+    let v = paper_plan_json(None);
+    // 40 sessions × (3 s + 9 × 10 s).
+    assert_eq!(v["predicted_seconds"]["idle_gaps"], 40.0 * 93.0);
+}

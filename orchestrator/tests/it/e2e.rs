@@ -66,6 +66,24 @@ fn journal(dir: &Path) -> Vec<Entry> {
     orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap_or_default()
 }
 
+/// SIGKILL every SSH ControlMaster of this user's orchestrators, found by its control socket
+/// (`ssh -O check` names the master's pid); returns how many were killed.
+fn kill_ssh_masters() -> usize {
+    let mut killed = 0;
+    for entry in std::fs::read_dir(orchestrator::testbed::ssh::control_dir()).into_iter().flatten().flatten() {
+        let socket = entry.path().join("master");
+        let o = Command::new("ssh").arg("-S").arg(&socket).args(["-O", "check", "master"]).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stderr);
+        let pid = text.split("pid=").nth(1).and_then(|r| r.split(')').next());
+        if let Some(pid) = pid
+            && Command::new("kill").args(["-9", pid]).status().unwrap().success()
+        {
+            killed += 1;
+        }
+    }
+    killed
+}
+
 fn runs_finished(dir: &Path) -> Vec<Entry> {
     journal(dir).into_iter().filter(|e| matches!(e.event, Event::RunFinished { .. })).collect()
 }
@@ -133,6 +151,30 @@ fn emulated_study_end_to_end() {
             assert!((pps - 2000.0).abs() <= 100.0, "{side} {pps}: {e:?}");
         }
     }
+    // The idle gap (0.5 s) is really waited between runs: consecutive runs of a session start at
+    // least the replay (500 probes at 2,000 pps) plus the gap apart.
+    let starts: Vec<(usize, u32, u64)> = journal(&dir)
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::RunStarted { index, run, attempt: 1 } => Some((index, run, e.t)),
+            _ => None,
+        })
+        .collect();
+    let mut gaps = 0;
+    for w in starts.windows(2) {
+        if w[0].0 == w[1].0 && w[1].1 == w[0].1 + 1 {
+            assert!(
+                w[1].2 - w[0].2 >= 250 + 500,
+                "runs {} and {} of session {} started {} ms apart",
+                w[0].1,
+                w[1].1,
+                w[0].0,
+                w[1].2 - w[0].2
+            );
+            gaps += 1;
+        }
+    }
+    assert!(gaps >= 8, "{gaps} consecutive runs checked");
     assert!(dir.join("report.md").is_file());
     let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
     assert!(prov.tsc_hz > 1e8, "TSC rate reported by the agent: {prov:?}");
@@ -198,14 +240,13 @@ fn emulated_study_end_to_end() {
         .spawn()
         .unwrap();
     wait_for_runs(&faults_dir, 2);
-    let pkill = |pattern: &str| Command::new("pkill").args(["-9", "-f", pattern]).status().unwrap();
     let agent_pid = std::fs::read_to_string("/var/tmp/latency-emu/receiver/agent.pid").unwrap();
     assert!(
         Command::new("kill").args(["-9", agent_pid.trim()]).status().unwrap().success(),
         "an agent was running (pid {agent_pid})"
     );
     wait_for_runs(&faults_dir, 4);
-    assert!(pkill("ssh.* -M .*emu-").success(), "ssh masters were running");
+    assert!(kill_ssh_masters() > 0, "ssh masters were running");
     let out = faulty.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");

@@ -116,6 +116,15 @@ fn a_study_leaves_a_complete_results_folder() {
     assert_eq!(checksums(&dir), reference(), "same seed, same data");
     let j = journal(&dir);
     assert!(matches!(j.last().unwrap().event, Event::StudyFinished { .. }));
+    // The idle gap (2 s) before every run but the first of each session (no settling asked for).
+    let waits: Vec<f64> = j
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::Waiting { seconds, .. } => Some(seconds),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waits, vec![2.0; 12 * 3]);
     // A second run into the same folder is refused and touches nothing.
     let again = run(&dir, &[]);
     assert_eq!(again.status.code(), Some(2));

@@ -21,6 +21,7 @@ use latency_proto::AgentEvent;
 
 pub use agent::decode_stream;
 pub use lease::LEASE_STALE_S;
+pub use session::control_dir;
 
 use super::layout::RemoteLayout;
 use super::replay::ReplayReport;
@@ -155,10 +156,14 @@ impl SshTestbed {
             session.name()
         );
         agent::stop_leftovers(&self.hosts, &self.layout);
+        // The whole PCIe re-enumeration comes before every start of a DPDK application, as
+        // LatencyLab's SETUP.md demands ("no dance → dead BAR"): remove, rescan, tables, reset
+        // method, vfio bind, then the agent, its registers and the health gate.
         let steps: Vec<Step> = session
             .steps
             .iter()
-            .filter(|s| matches!(s.action, Action::AgentStart | Action::RegisterInit | Action::HealthCheck))
+            .skip_while(|s| s.action != Action::PcieRemove)
+            .filter(|s| s.action != Action::Readback)
             .cloned()
             .collect();
         for st in &steps {

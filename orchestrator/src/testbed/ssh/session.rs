@@ -34,8 +34,30 @@ pub struct Hosts {
     conns: [Conn; 2],
 }
 
+/// Where the ControlMaster sockets live: one `.ssh-connection*/master` per open connection, under
+/// the temporary folder (private to the user), so that nothing is written where the tool runs.
+pub fn control_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("latency-orchestrator-ssh-{}", users_id()))
+}
+
+/// The real user id, from `/proc/self` (no libc here): keeps users' socket folders apart.
+fn users_id() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Uid:").and_then(|v| v.split_whitespace().next().map(String::from)))
+        })
+        .unwrap_or_else(|| "user".into())
+}
+
 fn builder(host: &Host) -> (SessionBuilder, String) {
     let mut b = SessionBuilder::default();
+    let dir = control_dir();
+    if std::fs::create_dir_all(&dir).is_ok() {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        b.control_directory(&dir);
+    }
     b.known_hosts_check(KnownHosts::Strict)
         .connect_timeout(Duration::from_secs(10))
         .server_alive_interval(Duration::from_secs(5));
