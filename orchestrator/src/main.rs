@@ -560,9 +560,9 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
         TraceOp::Inspect { file, probe_id } => {
             // A file that is no readable pcap is invalid input.
             let report = trace::inspect(&file, probe_id).map_err(|e| Failure::Usage(e.to_string()))?;
-            print_out(&(serde_json::to_string_pretty(&report)
-                .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?
-                + "\n"))?;
+            let text =
+                serde_json::to_string_pretty(&report).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+            print_out(&(text + "\n"))?;
             let problems = report.problems();
             for p in &problems {
                 eprintln!("{}: {p}", file.display());

@@ -55,7 +55,7 @@ fn run(out: &Path, extra: &[&str]) -> Output {
 /// `orchestrate run` with the fault-injection points `failpoints` armed (feature `failpoints`).
 fn run_with(out: &Path, extra: &[&str], failpoints: &str) -> Output {
     bin()
-        .args(&["run", PLAN, "--out", out.to_str().unwrap()])
+        .args(["run", PLAN, "--out", out.to_str().unwrap()])
         .args(extra)
         .env("ORCHESTRATE_FAILPOINTS", failpoints)
         .output()
@@ -201,7 +201,7 @@ fn emulated_study_end_to_end() {
     // 2. The lease: a second orchestrator is refused while the first runs.
     let first_dir = tmp("first");
     let mut first = bin()
-        .args(&["run", PLAN, "--out", first_dir.to_str().unwrap()])
+        .args(["run", PLAN, "--out", first_dir.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -234,7 +234,7 @@ fn emulated_study_end_to_end() {
     //    and the SSH masters killed (reconnected); the study still completes with every run once.
     let faults_dir = tmp("faults");
     let faulty = bin()
-        .args(&["run", PLAN, "--out", faults_dir.to_str().unwrap()])
+        .args(["run", PLAN, "--out", faults_dir.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -281,10 +281,8 @@ fn emulated_study_end_to_end() {
     // 6. Reflect mode: every stamped copy goes back to the sender, whose capture (tcpdump, another
     //    clock) is joined to the records by probe id and tag; that clock agrees with the TSC.
     let reflect_dir = tmp("reflect");
-    let o = bin()
-        .args(&["run", "../plans/emulated-reflect.yaml", "--out", reflect_dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let o =
+        bin().args(["run", "../plans/emulated-reflect.yaml", "--out", reflect_dir.to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = summary(&reflect_dir);
     let forward = &s.programs["forward"];
