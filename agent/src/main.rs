@@ -271,6 +271,14 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         return Err((2, "--rx-ring and --tx-ring must be at least 1".into()));
     }
     let service_core = options.service_core.map(|c| c as usize);
+    // The control thread (this one) runs on the service core, pinned before any other thread is
+    // started, so that every thread that does not pin itself (the command reader, threads of the
+    // capture backends) inherits it; the pollers pin themselves to their own cores.
+    if let Some(c) = service_core
+        && let Err(e) = sys::pin_current_thread(c)
+    {
+        return Err((2, format!("--service-core {c}: cannot pin to it: {e}")));
+    }
     let info = tsc::probe(tsc_window_ms * 1_000_000);
     if !info.invariant && !force_tsc {
         return Err((
@@ -315,8 +323,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     let mut recorder =
         Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue, service_core })
             .map_err(|e| (1, format!("cannot start: {e}")))?;
-    // The control thread (this one, and the command reader spawned below, which inherits its
-    // affinity) joins the writer on the service core; the pollers, spawned above, keep theirs.
+    // Again after the backend: DPDK's EAL pins the thread that initialises it to its main lcore.
     if let Some(c) = service_core
         && let Err(e) = sys::pin_current_thread(c)
     {

@@ -47,7 +47,18 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     assert!(setup.rings.is_empty(), "AF_PACKET rings have no descriptors: {setup:?}");
     // The writer and the control threads (main, command reader) on the service core; the pollers
     // on theirs.
-    let threads = thread_affinities(agent.child.id());
+    // A thread names itself once it runs: wait until every thread has.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let threads = loop {
+        let threads = thread_affinities(agent.child.id());
+        let named = |name: &str| threads.iter().filter(|(n, _)| n == name).count();
+        if (named("control") == 1 && named("poll-af_packet:") == 2 && named("writer") == 1)
+            || std::time::Instant::now() > deadline
+        {
+            break threads;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     let allowed = |name: &str| -> Vec<&str> {
         threads.iter().filter(|(n, _)| n.as_str() == name).map(|(_, a)| a.as_str()).collect()
     };

@@ -1,11 +1,11 @@
 //! Host actions: what each step of a session does, on which host, and its built-in command
 //! template (`plan/templates/<action>.sh`, modelled on the documented OCT U280 procedure).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A host action: one step of a session's bring-up, of a run, or of the teardown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// A host action: one step of a session's bring-up, of a run, or of the teardown. Its name
+/// ([`Action::name`]) is what plans, inventories, the journal and the dry run spell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
     /// Write the bitstream to the card's flash (`config-fpga reset` + `xbflash2 program --spi`);
     /// images whose manifest says `programming: qspi`.
@@ -68,6 +68,19 @@ impl Role {
             Role::Sender => "sender",
             Role::Receiver => "receiver",
         }
+    }
+}
+
+impl Serialize for Action {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Action::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown action `{name}`")))
     }
 }
 
