@@ -178,6 +178,11 @@ fn emulated_study_end_to_end() {
     assert!(dir.join("report.md").is_file());
     let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
     assert!(prov.tsc_hz > 1e8, "TSC rate reported by the agent: {prov:?}");
+    // The rate the agent measured at each session's start, every session.
+    let by_session: std::collections::BTreeMap<String, f64> =
+        serde_json::from_value(prov.testbed.facts["tsc_hz_by_session"].clone()).unwrap();
+    assert_eq!(by_session.len(), 8, "{by_session:?}");
+    assert!(by_session.values().all(|hz| (hz / prov.tsc_hz - 1.0).abs() < 0.01), "{by_session:?}");
     assert!(dir.join("logs/forward_s1/flash.log").is_file(), "per-step logs");
     // What each session read back from the card: the behaviour its bitstream asked for.
     #[derive(serde::Deserialize)]

@@ -37,6 +37,8 @@ pub struct SshTestbed {
     lease: lease::Lease,
     logs: PathBuf,
     tsc_hz: Option<f64>,
+    /// The TSC rate the agent measured at each session's start, by session.
+    tsc_by_session: std::collections::BTreeMap<String, f64>,
     facts: facts::TestbedHosts,
     /// Seconds to wait after a replay for the last copies to reach the agent.
     drain: Duration,
@@ -66,6 +68,7 @@ impl SshTestbed {
             lease,
             logs: results.join("logs"),
             tsc_hz: None,
+            tsc_by_session: std::collections::BTreeMap::new(),
             facts,
             drain: Duration::from_millis(100),
             readback: serde_json::Map::new(),
@@ -224,8 +227,9 @@ impl Testbed for SshTestbed {
         crate::results::provenance::Facts::from([
             ("kind".into(), "ssh".into()),
             ("inventory".into(), self.inv.path.display().to_string().into()),
-            ("hosts".into(), serde_json::to_value(&self.facts).unwrap_or_default()),
+            ("hosts".into(), serde_json::to_value(&self.facts).expect("host facts are plain data with string keys")),
             ("tsc_hz".into(), self.tsc_hz.into()),
+            ("tsc_hz_by_session".into(), serde_json::Value::from_iter(self.tsc_by_session.clone())),
             ("readback".into(), serde_json::Value::Object(self.readback.clone())),
         ])
     }
@@ -264,7 +268,9 @@ impl Testbed for SshTestbed {
             self.readback.insert(name.clone(), value);
         }
         if step.action == Action::AgentStart {
-            self.tsc_hz = Some(self.agent(&name).ready(timeout)?.hz);
+            let hz = self.agent(&name).ready(timeout)?.hz;
+            self.tsc_hz = Some(hz);
+            self.tsc_by_session.insert(name.clone(), hz);
         }
         self.lease.heartbeat(&self.hosts, &self.layout);
         Ok(start.elapsed().as_secs_f64())
