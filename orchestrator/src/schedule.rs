@@ -21,6 +21,18 @@ pub struct Schedule {
     pub sessions: Vec<Session>,
     /// Predicted duration.
     pub predicted_seconds: Predicted,
+    /// What a real testbed does besides the steps, before the first session and after the last
+    /// (leases, leftovers, cleanup); empty on the simulator.
+    pub around: Around,
+}
+
+/// A real testbed's work around the steps, as the dry run shows it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Around {
+    /// Before the first session.
+    pub before: Vec<String>,
+    /// After the last session (and on every way out, Ctrl-C included).
+    pub after: Vec<String>,
 }
 
 /// What a session measures.
@@ -83,6 +95,8 @@ pub struct Session {
     pub runs: Vec<Run>,
     /// Steps after the last run.
     pub teardown: Vec<Step>,
+    /// How the agent is driven during the runs (absent on the simulator).
+    pub agent_control: Option<String>,
 }
 
 impl Session {
@@ -267,6 +281,14 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 .chain(&teardown)
                 .map(|s| s.estimate_s)
                 .sum::<f64>();
+            let agent_control = inventory.map(|inv| {
+                let l = crate::plan::layout::RemoteLayout::of(inv);
+                format!(
+                    "`begin R` and `end R` written to {}; the agent's answers read from {}",
+                    l.control_pipe(&session_name),
+                    l.events(&session_name)
+                )
+            });
             sessions.push(Session {
                 index: sessions.len(),
                 kind: g.kind,
@@ -278,6 +300,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 steps,
                 runs,
                 teardown,
+                agent_control,
             });
         }
     }
@@ -287,7 +310,38 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         testbed: inventory.map_or_else(|| "sim".to_string(), |i| i.name.clone()),
         sessions,
         predicted_seconds: predicted,
+        around: inventory.map_or_else(Around::default, around),
     })
+}
+
+/// What the SSH testbed does before the first session and after the last.
+fn around(inv: &Inventory) -> Around {
+    use crate::plan::layout::{LEASE_STALE_S, RemoteLayout};
+    let l = RemoteLayout::of(inv);
+    let mut before = Vec::new();
+    for role in [Role::Sender, Role::Receiver] {
+        before.push(format!(
+            "[{}] take the lease {} (refused while another orchestrator holds it; taken over after {LEASE_STALE_S} s \
+             without heartbeat or when its holder is dead); renewed after every step",
+            role.name(),
+            l.lease(role)
+        ));
+    }
+    before.push(format!(
+        "[receiver] stop an agent left running ({}); [sender] stop a capture left running ({})",
+        l.agent_pidfile(),
+        l.capture_pidfile()
+    ));
+    before.push("upload what is missing or differs (traces, tables, images, the agent), each checked by sha256".into());
+    let after = vec![
+        format!(
+            "[receiver] stop the agent ({}); [sender] stop the capture ({})",
+            l.agent_pidfile(),
+            l.capture_pidfile()
+        ),
+        "[sender] [receiver] release the leases".into(),
+    ];
+    Around { before, after }
 }
 
 /// `h m s` rendering of a duration.
@@ -321,6 +375,9 @@ pub fn describe(s: &Schedule) -> String {
         let cmd = st.command.as_deref().unwrap_or("(simulated)");
         let _ = writeln!(out, "{indent}[{}] {}: {cmd}", st.host, st.action.name());
     };
+    for line in &s.around.before {
+        let _ = writeln!(out, "before: {line}");
+    }
     for se in &s.sessions {
         let _ = writeln!(
             out,
@@ -335,6 +392,9 @@ pub fn describe(s: &Schedule) -> String {
         for st in &se.steps {
             step_line(&mut out, "  ", st);
         }
+        if let Some(c) = &se.agent_control {
+            let _ = writeln!(out, "  [receiver] agent control: {c}");
+        }
         for r in &se.runs {
             if r.wait_before_s > 0.0 {
                 let why = if r.run == 1 { "capture settles" } else { "idle gap" };
@@ -348,6 +408,9 @@ pub fn describe(s: &Schedule) -> String {
         for st in &se.teardown {
             step_line(&mut out, "  ", st);
         }
+    }
+    for line in &s.around.after {
+        let _ = writeln!(out, "after: {line}");
     }
     out
 }

@@ -169,37 +169,25 @@ pub fn default_estimate(a: Action) -> f64 {
 }
 
 impl Inventory {
-    /// Folder of a session on the receiver: the agent's run files, `events.jsonl` and its `ctl`
-    /// control pipe live there.
-    pub fn session_dir(&self, session_name: &str) -> String {
-        format!("{}/runs/{session_name}", self.receiver.host.workdir)
-    }
-
-    /// The sender's capture of one run's reflected probes (reflect mode).
-    pub fn capture_file(&self, session_name: &str, run: u32) -> String {
-        format!("{}/captures/{session_name}-run{run:02}.pcap", self.sender.host.workdir)
-    }
-
     /// Variables for one step. `ctx` supplies the schedule-dependent ones.
     pub fn vars(&self, ctx: &StepContext<'_>) -> Vars {
         let r = &self.receiver;
         let s = &self.sender;
-        let rwork = &r.host.workdir;
-        let swork = &s.host.workdir;
-        let session_dir = self.session_dir(ctx.session_name);
+        let layout = super::layout::RemoteLayout::of(self);
+        let session_dir = layout.session_dir(ctx.session_name);
         let word = |v: &str| TemplateValue::Word(v.to_string());
         let list = |v: &[String]| TemplateValue::List(v.to_vec());
         let mut v = Vars::new();
         v.insert("agent", word(&r.agent));
-        v.insert("agent_pidfile", word(&format!("{rwork}/agent.pid")));
+        v.insert("agent_pidfile", word(&layout.agent_pidfile()));
         let pf0_sysfs = format!("/sys/bus/pci/devices/{}", r.fpga_pci[0].full());
         v.insert("bar_file", word(&format!("{pf0_sysfs}/resource{}", r.register_bar)));
-        v.insert("bitstream", word(&format!("{rwork}/bitstreams/{}", ctx.bitstream_file)));
+        v.insert("bitstream", word(&layout.bitstream(ctx.bitstream_file)));
         v.insert("bitstream_sha256", word(ctx.bitstream_sha256));
-        v.insert("capture_file", word(&self.capture_file(ctx.session_name, ctx.run.unwrap_or(0))));
+        v.insert("capture_file", word(&layout.capture_file(ctx.session_name, ctx.run.unwrap_or(0))));
         v.insert("capture_iface", word(&s.capture_iface));
         v.insert("capture_tstamp", word(&s.capture_tstamp));
-        v.insert("capture_pidfile", word(&format!("{swork}/capture.pid")));
+        v.insert("capture_pidfile", word(&layout.capture_pidfile()));
         v.insert("config_fpga_key", word(&r.config_fpga_key));
         let as_user =
             r.config_fpga_user.as_ref().map_or_else(Vec::new, |u| vec!["sudo".into(), "-u".into(), u.clone()]);
@@ -235,11 +223,12 @@ impl Inventory {
         v.insert("sender_iface", word(&s.interface));
         v.insert("session", word(&ctx.session.to_string()));
         v.insert("session_dir", word(&session_dir));
-        v.insert("table", word(&ctx.table.map_or(String::new(), |t| format!("{rwork}/tables/{t}"))));
+        let table = ctx.table.and_then(|t| t.split_once('/')).map(|(program, file)| layout.table(program, file));
+        v.insert("table", word(&table.unwrap_or_default()));
         v.insert("table_driver", word(&r.table_driver));
-        v.insert("trace", word(&format!("{swork}/traces/{}", ctx.trace_file)));
+        v.insert("trace", word(&layout.trace(ctx.trace_file)));
         v.insert("vivado", word(&r.vivado));
-        v.insert("workdir", word(rwork));
+        v.insert("workdir", word(layout.workdir(Role::Receiver)));
         v
     }
 }

@@ -9,6 +9,7 @@
 mod analysis;
 pub mod bitstream;
 pub mod inventory;
+pub mod layout;
 mod programs;
 pub mod protocol;
 pub mod steps;

@@ -3,7 +3,6 @@
 //! that return records.
 
 pub mod failpoint;
-pub mod layout;
 pub mod model;
 pub mod reflect;
 pub mod replay;

@@ -523,3 +523,27 @@ fn the_dry_run_shows_the_settling_and_the_idle_gaps() {
     // 40 sessions × (3 s + 9 × 10 s).
     assert_eq!(v["predicted_seconds"]["idle_gaps"], 40.0 * 93.0);
 }
+
+/// The dry run names what the SSH testbed does besides the steps: leases, leftovers and uploads
+/// before the first session, the agent's control traffic in every session, the cleanup after.
+#[test]
+fn the_dry_run_shows_leases_agent_control_and_cleanup() {
+    let o = orchestrate(&["plan", "../plans/paper.yaml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for line in [
+        "before: [sender] take the lease /var/tmp/latency/lease (refused while another orchestrator holds it; \
+         taken over after 120 s without heartbeat or when its holder is dead); renewed after every step",
+        "before: [receiver] take the lease /var/tmp/latency/lease (",
+        "before: [receiver] stop an agent left running (/var/tmp/latency/agent.pid); [sender] stop a capture \
+         left running (/var/tmp/latency/capture.pid)",
+        "  [receiver] agent control: `begin R` and `end R` written to /var/tmp/latency/runs/forward_s1/ctl; \
+         the agent's answers read from /var/tmp/latency/runs/forward_s1/events.jsonl",
+        "after: [sender] [receiver] release the leases",
+    ] {
+        assert!(text.contains(line), "missing {line:?}");
+    }
+    let sim = orchestrate(&["plan", "../plans/paper.yaml", "--testbed", "sim"]);
+    let sim = String::from_utf8_lossy(&sim.stdout);
+    assert!(!sim.contains("before:") && !sim.contains("agent control"), "the simulator has none of these");
+}

@@ -11,9 +11,9 @@ use latency_proto::{AgentCommand, AgentEvent, RunCounters, TscInfo};
 use super::failed;
 use super::session::Hosts;
 use crate::plan::inventory::Role;
+use crate::plan::layout::RemoteLayout;
 use crate::plan::template::shell_quote;
 use crate::testbed::TestbedError;
-use crate::testbed::layout::RemoteLayout;
 
 /// Writes a line to a pipe, given as `sh -c <this> agent-ctl LINE PIPE`.
 const WRITE_LINE: &str = "printf '%s\\n' \"$1\" > \"$2\"";

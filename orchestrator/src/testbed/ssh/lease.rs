@@ -11,12 +11,11 @@ use std::time::Duration;
 
 use super::failed;
 use super::session::{Hosts, ROLES};
+use crate::plan::layout::RemoteLayout;
 use crate::plan::template::shell_quote;
 use crate::testbed::TestbedError;
-use crate::testbed::layout::RemoteLayout;
 
-/// Seconds after which a lease without heartbeat is considered abandoned.
-pub const LEASE_STALE_S: u64 = 120;
+pub use crate::plan::layout::LEASE_STALE_S;
 
 /// The lease protocol, run by `sh` on the host.
 const SCRIPT: &str = include_str!("lease.sh");

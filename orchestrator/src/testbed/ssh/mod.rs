@@ -23,10 +23,10 @@ pub use agent::decode_stream;
 pub use lease::LEASE_STALE_S;
 pub use session::control_dir;
 
-use super::layout::RemoteLayout;
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError, reflect};
 use crate::plan::inventory::{Action, Inventory, Role};
+use crate::plan::layout::RemoteLayout;
 use crate::schedule::{Run, Session as StudySession, Step};
 
 /// The SSH testbed.

@@ -12,9 +12,9 @@ use super::failed;
 use super::session::Hosts;
 use crate::plan::Plan;
 use crate::plan::inventory::Role;
+use crate::plan::layout::RemoteLayout;
 use crate::plan::template::shell_quote;
 use crate::testbed::TestbedError;
-use crate::testbed::layout::RemoteLayout;
 
 /// Seconds a download of a file's bytes may take.
 const DOWNLOAD_S: u64 = 300;

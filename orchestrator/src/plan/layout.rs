@@ -6,7 +6,10 @@
 //! Paths are plain strings: they name files on another machine and are shell-quoted where they
 //! reach a remote shell.
 
-use crate::plan::inventory::{Inventory, Role};
+use super::inventory::{Inventory, Role};
+
+/// Seconds without a heartbeat after which a host's lease is stale and may be taken over.
+pub const LEASE_STALE_S: u64 = 120;
 
 /// The files of a study on the sender and the receiver, below each host's work folder.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,15 +176,20 @@ mod tests {
             Some(TemplateValue::Word(w)) => w.clone(),
             other => panic!("{name}: {other:?}"),
         };
-        assert_eq!(word("agent_pidfile"), l.agent_pidfile());
-        assert_eq!(word("capture_pidfile"), l.capture_pidfile());
-        assert_eq!(word("session_dir"), l.session_dir("forward_s1"));
-        assert_eq!(word("capture_file"), l.capture_file("forward_s1", 2));
-        assert_eq!(word("trace"), l.trace("forward_500.pcap"));
-        assert_eq!(word("table"), l.table("forward", "t.txt"));
-        assert_eq!(word("bitstream"), l.bitstream("forward.mcs"));
-        assert_eq!(word("workdir"), l.workdir(Role::Receiver));
-        assert_eq!(inv.session_dir("forward_s1"), l.session_dir("forward_s1"));
-        assert_eq!(inv.capture_file("forward_s1", 2), l.capture_file("forward_s1", 2));
+        // The template variables are the layout's paths, spelled out here by hand.
+        for (name, path) in [
+            ("agent_pidfile", "/var/tmp/r/agent.pid"),
+            ("capture_pidfile", "/var/tmp/s/capture.pid"),
+            ("session_dir", "/var/tmp/r/runs/forward_s1"),
+            ("capture_file", "/var/tmp/s/captures/forward_s1-run02.pcap"),
+            ("trace", "/var/tmp/s/traces/forward_500.pcap"),
+            ("table", "/var/tmp/r/tables/forward/t.txt"),
+            ("bitstream", "/var/tmp/r/bitstreams/forward.mcs"),
+            ("workdir", "/var/tmp/r"),
+        ] {
+            assert_eq!(word(name), path, "{name}");
+        }
+        assert_eq!(l.control_pipe("forward_s1"), "/var/tmp/r/runs/forward_s1/ctl");
+        assert_eq!(l.events("forward_s1"), "/var/tmp/r/runs/forward_s1/events.jsonl");
     }
 }
