@@ -218,6 +218,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 bitstream_file: &bitstream_file,
                 bitstream_sha256: &g.bitstream.sha256,
                 table: g.table.as_deref(),
+                table_driver_dir: g.bitstream.table_driver_dir.as_deref(),
                 trace_file: &trace_file,
                 pacing_pps: proto.pacing_pps,
                 probe_format,
@@ -255,7 +256,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                     // Loaded over JTAG, the image runs at once: there is nothing to boot.
                     Programming::Jtag => !matches!(a, Action::Flash | Action::Boot),
                 })
-                .filter(|a| g.table.is_some() || *a != Action::TableLoad)
+                .filter(|a| g.table.is_some() || g.bitstream.table_driver_dir.is_some() || *a != Action::TableLoad)
                 .map(|a| render(a, None))
                 .collect();
             let runs: Vec<Run> = (1..=proto.runs)

@@ -41,6 +41,10 @@ pub struct Bitstream {
     pub null: bool,
     /// How the card is programmed with it.
     pub programming: Programming,
+    /// The folder of the program's compiled table driver (`driver`, built with the image by the
+    /// P4 framework, run from that folder after every bring-up), relative to the receiver's
+    /// `p4_builds` folder; none for images without tables.
+    pub table_driver_dir: Option<String>,
 }
 
 const PROGRAMMING: &[(&str, Programming)] = &[("qspi", Programming::Qspi), ("jtag", Programming::Jtag)];
@@ -61,6 +65,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         d.error(m.pos, "missing key `vendor_bound_cycles` (required unless `null: true`)");
     }
     let programming = m.required(d, "programming", |d, n| d.choice(n, PROGRAMMING));
+    let table_driver_dir = m.optional(d, "table_driver_dir", Decoder::string);
     m.done(d);
 
     let (file, sha256) = (file?, sha256?);
@@ -80,6 +85,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         vendor_bound_cycles: vendor?,
         null: null?,
         programming: programming?,
+        table_driver_dir: table_driver_dir?,
     })
 }
 

@@ -93,6 +93,9 @@ pub struct Receiver {
     pub register_bar: u32,
     /// Key file of `config-fpga`.
     pub config_fpga_key: String,
+    /// Folder of the P4 programs' builds on the receiver (bitstream manifests name their table
+    /// driver's folder relative to it).
+    pub p4_builds: String,
     /// User `config-fpga` runs as (`sudo -u USER`, as LatencyLab's flash.py does with the
     /// invoking user); none: as the SSH user.
     pub config_fpga_user: Option<String>,
@@ -224,8 +227,15 @@ impl Inventory {
         v.insert("session", word(&ctx.session.to_string()));
         v.insert("session_dir", word(&session_dir));
         let table = ctx.table.and_then(|t| t.split_once('/')).map(|(program, file)| layout.table(program, file));
-        v.insert("table", word(&table.unwrap_or_default()));
-        v.insert("table_driver", word(&r.table_driver));
+        v.insert("table", list(&table.into_iter().collect::<Vec<_>>()));
+        // A program's own compiled driver runs from its folder (LatencyLab); otherwise the
+        // inventory's driver is given the plan's table file.
+        let (dir, driver) = match ctx.table_driver_dir {
+            Some(d) => (format!("{}/{d}", r.p4_builds), "./driver".to_string()),
+            None => (layout.workdir(Role::Receiver).to_string(), r.table_driver.clone()),
+        };
+        v.insert("table_driver", word(&driver));
+        v.insert("table_driver_dir", word(&dir));
         v.insert("trace", word(&layout.trace(ctx.trace_file)));
         v.insert("vivado", word(&r.vivado));
         v.insert("workdir", word(layout.workdir(Role::Receiver)));
@@ -249,6 +259,8 @@ pub struct StepContext<'a> {
     pub bitstream_sha256: &'a str,
     /// Table file name, if any.
     pub table: Option<&'a str>,
+    /// The image's table driver folder (relative to `p4_builds`), if it has one.
+    pub table_driver_dir: Option<&'a str>,
     /// Trace file name.
     pub trace_file: &'a str,
     /// Replay pacing.

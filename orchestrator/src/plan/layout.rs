@@ -166,6 +166,7 @@ mod tests {
             bitstream_file: "forward.mcs",
             bitstream_sha256: "00",
             table: Some("forward/t.txt"),
+            table_driver_dir: None,
             trace_file: "forward_500.pcap",
             pacing_pps: 2000,
             probe_format: "latencylab",
@@ -183,12 +184,12 @@ mod tests {
             ("session_dir", "/var/tmp/r/runs/forward_s1"),
             ("capture_file", "/var/tmp/s/captures/forward_s1-run02.pcap"),
             ("trace", "/var/tmp/s/traces/forward_500.pcap"),
-            ("table", "/var/tmp/r/tables/forward/t.txt"),
             ("bitstream", "/var/tmp/r/bitstreams/forward.mcs"),
             ("workdir", "/var/tmp/r"),
         ] {
             assert_eq!(word(name), path, "{name}");
         }
+        assert!(matches!(vars.get("table"), Some(TemplateValue::List(t)) if t == &["/var/tmp/r/tables/forward/t.txt"]));
         assert_eq!(l.control_pipe("forward_s1"), "/var/tmp/r/runs/forward_s1/ctl");
         assert_eq!(l.events("forward_s1"), "/var/tmp/r/runs/forward_s1/events.jsonl");
     }

@@ -74,9 +74,8 @@ fn user_templates_with_placeholders_in_quotes_or_glued_to_text_are_rejected() {
         format!(
             "tests/fixtures/bad/templates.yaml:16:9: template of `boot`: placeholder `{{{{ config_fpga_key }}}}` {word}; separate it from `x` before it"
         ),
-        format!(
-            "tests/fixtures/bad/templates.yaml:17:15: template of `table_load`: placeholder `{{{{ table }}}}` {word}; remove the surrounding quotes"
-        ),
+        // `table` is a list (none, or the table file).
+        "tests/fixtures/bad/templates.yaml:17:15: template of `table_load`: placeholder `{{ table }}` is a list of words and must stand alone; remove the surrounding quotes".to_owned(),
         "tests/fixtures/bad/templates.yaml:18:16: template of `pcie_remove`: placeholder `{{ fpga_pci }}` is a list of words and must stand alone; separate it from `/x` after it".to_owned(),
         format!(
             "tests/fixtures/bad/templates.yaml:19:17: template of `capture_stop`: placeholder `{{{{ capture_pidfile }}}}` {word}; use `$(…)` instead of backquotes"
@@ -298,6 +297,19 @@ fn paper_plan_renders_the_documented_oct_commands() {
     // LatencyLab's flash.py passes `3` after `--bar 2`; campaign163.sh checks the netdevs after
     // the onic bind, and kills any leftover receiver and its hugepage files before a start.
     assert!(cmd("flash").ends_with("--bar 2 3"), "{}", cmd("flash"));
+    // Each program's own compiled table driver, run from its folder (campaign163.sh:
+    // `cd $TDIR/drivers/install && ./driver`); the null image has no tables.
+    assert_eq!(cmd("table_load"), "cd /users/Pavani/au280_forward/drivers/install && ./driver");
+    let null = v["sessions"].as_array().unwrap().iter().find(|s| s["kind"] == "null").unwrap();
+    assert!(!null["steps"].as_array().unwrap().iter().any(|s| s["action"] == "table_load"));
+    let five_tuple = v["sessions"].as_array().unwrap().iter().find(|s| s["program"] == "five_tuple").unwrap();
+    assert!(
+        five_tuple["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["command"] == "cd /users/Pavani/au280_fiveTuple/drivers/install && ./driver")
+    );
     assert!(
         cmd("pcie_rescan").contains("ip link show \"$i\" > /dev/null || { echo \"$i missing after the onic bind\"")
     );

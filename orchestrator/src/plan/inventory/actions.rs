@@ -216,6 +216,7 @@ pub const VARIABLES: &[&str] = &[
     "session_dir",
     "table",
     "table_driver",
+    "table_driver_dir",
     "trace",
     "vivado",
     "workdir",
@@ -223,5 +224,13 @@ pub const VARIABLES: &[&str] = &[
 ];
 
 /// The variables whose value is a list of words: they must stand alone in a template.
-pub const LIST_VARIABLES: &[&str] =
-    &["capture_args", "config_fpga_as", "eal_args", "fpga_ifaces", "fpga_pci", "reflect_args", "xbflash2_args"];
+pub const LIST_VARIABLES: &[&str] = &[
+    "capture_args",
+    "config_fpga_as",
+    "eal_args",
+    "fpga_ifaces",
+    "fpga_pci",
+    "reflect_args",
+    "table",
+    "xbflash2_args",
+];

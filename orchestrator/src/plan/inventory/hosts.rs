@@ -168,6 +168,8 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let register_bar = m.or(d, "register_bar", 2, |d, v| d.uint(v, 0..=5));
     let key = m.required(d, "config_fpga_key", Decoder::string);
     let config_fpga_user = m.optional(d, "config_fpga_user", Decoder::string);
+    let p4_builds = m.optional(d, "p4_builds", Decoder::string);
+    let p4_builds = p4_builds.map(|b| b.or_else(|| host.as_ref().map(|h| h.workdir.clone())).unwrap_or_default());
     let xbflash2_args = m.or(d, "xbflash2_args", vec!["3".to_string()], |d, v| list(d, v, Decoder::string));
     let onic = m.required(d, "onic_module", Decoder::string);
     let ifaces = m.or(d, "fpga_ifaces", Vec::new(), |d, v| list(d, v, iface));
@@ -227,6 +229,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         register_bar: register_bar?,
         config_fpga_key: key?,
         config_fpga_user: config_fpga_user?,
+        p4_builds: p4_builds?,
         xbflash2_args: xbflash2_args?,
         onic_module: onic?,
         fpga_ifaces: ifaces?,

@@ -1,1 +1,1 @@
-{{ table_driver }} {{ table }}
+cd {{ table_driver_dir }} && {{ table_driver }} {{ table }}
