@@ -216,15 +216,7 @@ proptest! {
 }
 
 fn group(program: &str, kind: SessionKind) -> Group {
-    Group {
-        program: program.into(),
-        kind,
-        trace: "t".into(),
-        bitstream: program.into(),
-        clock_mhz: 250.0,
-        vendor_bound_cycles: Some(55),
-        probes: 50,
-    }
+    Group::for_test(program, kind, Some(55), 50)
 }
 
 fn records(n: u64) -> arrow_array::RecordBatch {

@@ -7,15 +7,7 @@ use latency_proto::{Port, RecordBuilder};
 use proptest::prelude::*;
 
 fn group(program: &str, kind: SessionKind, bound: Option<u32>) -> Group {
-    Group {
-        program: program.into(),
-        kind,
-        trace: "t".into(),
-        bitstream: program.into(),
-        clock_mhz: 250.0,
-        vendor_bound_cycles: bound,
-        probes: 4,
-    }
+    Group::for_test(program, kind, bound, 4)
 }
 
 fn index(analysis: Analysis) -> Index {

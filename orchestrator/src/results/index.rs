@@ -57,6 +57,22 @@ impl From<&Provenance> for Index {
     }
 }
 
+#[cfg(test)]
+impl Group {
+    /// A group of trace `t` with a 250 MHz clock, for tests.
+    pub(crate) fn for_test(program: &str, kind: SessionKind, bound: Option<u32>, probes: u64) -> Group {
+        Group {
+            program: program.into(),
+            kind,
+            trace: "t".into(),
+            bitstream: program.into(),
+            clock_mhz: 250.0,
+            vendor_bound_cycles: bound,
+            probes,
+        }
+    }
+}
+
 /// The groups of a scheduled plan.
 pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();

@@ -1,0 +1,94 @@
+//! What a resumption must repeat of how a study was started, read from the journal's first
+//! `study_started`, and the command-line options that repeat it.
+
+use crate::results::event::{Entry, Event};
+
+/// How a study was started: what a resumption must repeat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartedWith {
+    /// sha256 of the plan.
+    pub plan_hash: String,
+    /// Seed.
+    pub seed: u64,
+    /// Testbed name (`sim` or the inventory's name).
+    pub testbed: String,
+    /// `--testbed` as given (absent: the plan's).
+    pub testbed_arg: Option<String>,
+    /// `--sim-model` as given.
+    pub sim_model: Option<String>,
+    /// Tool version.
+    pub tool_version: String,
+}
+
+impl StartedWith {
+    /// The first `study_started` of a journal.
+    pub fn from_journal(entries: &[Entry]) -> Option<StartedWith> {
+        entries.iter().find_map(|e| match &e.event {
+            Event::StudyStarted { plan_hash, seed, testbed, testbed_arg, sim_model, tool_version, .. } => {
+                Some(StartedWith {
+                    plan_hash: plan_hash.clone(),
+                    seed: *seed,
+                    testbed: testbed.clone(),
+                    testbed_arg: testbed_arg.clone(),
+                    sim_model: sim_model.clone(),
+                    tool_version: tool_version.clone(),
+                })
+            }
+            _ => None,
+        })
+    }
+
+    /// Every way `now` differs from how the study was started (empty: it may resume).
+    pub fn differences(&self, now: &StartedWith) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.plan_hash != now.plan_hash {
+            out.push(format!(
+                "plan: started with a plan of hash {}, this one has {}; resume with the same plan file",
+                short(&self.plan_hash),
+                short(&now.plan_hash)
+            ));
+        }
+        if self.seed != now.seed {
+            out.push(format!("seed: started with --seed {}, this resume uses {}", self.seed, now.seed));
+        }
+        if self.testbed != now.testbed {
+            out.push(format!(
+                "testbed: started on `{}`{}, this resume would run on `{}`",
+                self.testbed,
+                self.testbed_arg.as_ref().map(|a| format!(" (--testbed {a})")).unwrap_or_default(),
+                now.testbed
+            ));
+        }
+        if self.sim_model != now.sim_model {
+            out.push(format!(
+                "simulator model: started with {}, this resume uses {}",
+                self.sim_model.as_deref().unwrap_or("the built-in model"),
+                now.sim_model.as_deref().unwrap_or("the built-in model")
+            ));
+        }
+        if self.tool_version != now.tool_version {
+            out.push(format!(
+                "tool version: started with orchestrate {}, this is {}; resume with the same version",
+                self.tool_version, now.tool_version
+            ));
+        }
+        out
+    }
+
+    /// The options that repeat this start, as command-line arguments.
+    pub fn resume_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(t) = &self.testbed_arg {
+            out.extend(["--testbed".to_string(), t.clone()]);
+        }
+        out.extend(["--seed".to_string(), self.seed.to_string()]);
+        if let Some(m) = &self.sim_model {
+            out.extend(["--sim-model".to_string(), m.clone()]);
+        }
+        out
+    }
+}
+
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
+}
