@@ -82,6 +82,9 @@ fn extra_cflags() -> Vec<String> {
 }
 
 fn main() {
+    if env::var_os("CARGO_FEATURE_LINK").is_none() {
+        return;
+    }
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     let csrc = manifest.join("csrc");

@@ -31,8 +31,10 @@
     clippy::unwrap_used,
     rustdoc::all
 )]
+#[cfg(feature = "link")]
 mod bindings {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 }
 
+#[cfg(feature = "link")]
 pub use bindings::*;
