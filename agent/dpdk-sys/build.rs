@@ -99,6 +99,7 @@ fn main() {
         .atleast_version("22.11")
         .probe("libdpdk")
         .unwrap_or_else(|e| panic!("libdpdk (DPDK >= 22.11) not found by pkg-config (apt install libdpdk-dev): {e}"));
+    println!("cargo:rustc-env=LATENCY_DPDK_VERSION={}", dpdk.version);
     let extra = extra_cflags();
     let mut clang_args: Vec<String> = dpdk.include_paths.iter().map(|p| format!("-I{}", p.display())).collect();
     for (k, v) in &dpdk.defines {

@@ -63,6 +63,8 @@ enum Command {
     },
     /// Print the record schema.
     Schema,
+    /// Print the agent's version and the DPDK version it was built against, as JSON.
+    Version,
 }
 
 #[derive(clap::Args)]
@@ -182,6 +184,14 @@ fn main() -> ExitCode {
         Command::Regs { op } => regs_cmd(op),
         Command::Tsc { window_ms } => {
             emit(&AgentEvent::Tsc(tsc::probe(window_ms * 1_000_000)));
+            Ok(())
+        }
+        Command::Version => {
+            #[cfg(feature = "dpdk")]
+            let dpdk = Some(dpdk_sys::DPDK_VERSION.to_string());
+            #[cfg(not(feature = "dpdk"))]
+            let dpdk = None;
+            emit(&AgentEvent::Version { agent: env!("CARGO_PKG_VERSION").into(), dpdk });
             Ok(())
         }
         Command::Schema => {

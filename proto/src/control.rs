@@ -181,6 +181,13 @@ pub enum AgentEvent {
     Stopped,
     /// `latency-agent tsc`: the measured TSC.
     Tsc(TscInfo),
+    /// `latency-agent version`: what the binary is and what it was built against.
+    Version {
+        /// The agent's version.
+        agent: String,
+        /// The DPDK version the binary links (absent when built without the DPDK backend).
+        dpdk: Option<String>,
+    },
 }
 
 #[cfg(test)]
@@ -256,6 +263,8 @@ mod tests {
         assert!(v.get("command").is_none(), "no command key when no command failed: {v}");
 
         round_trip(&AgentEvent::Stopped);
+        round_trip(&AgentEvent::Version { agent: "0.1.0".into(), dpdk: Some("22.11.11".into()) });
+        round_trip(&AgentEvent::Version { agent: "0.1.0".into(), dpdk: None });
         assert_eq!(serde_json::to_string(&AgentEvent::Stopped).unwrap(), r#"{"event":"stopped"}"#);
 
         let v = round_trip(&AgentEvent::Tsc(tsc()));

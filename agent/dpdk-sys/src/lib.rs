@@ -38,3 +38,7 @@ mod bindings {
 
 #[cfg(feature = "link")]
 pub use bindings::*;
+
+/// The DPDK version the bindings were generated and linked against (`pkg-config --modversion`).
+#[cfg(feature = "link")]
+pub const DPDK_VERSION: &str = env!("LATENCY_DPDK_VERSION");

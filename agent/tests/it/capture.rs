@@ -254,3 +254,21 @@ fn reflect_port_and_destination_mac_go_together() {
     let (code, err) = run(&["--rx-ring", "0"]);
     assert_eq!((code, err.as_str()), (Some(2), "latency-agent: --rx-ring and --tx-ring must be at least 1\n"));
 }
+
+/// `latency-agent version` names the DPDK release the binary links, as pkg-config reports it here
+/// (the controller refuses an agent whose DPDK differs from the receiver's).
+#[test]
+fn version_names_the_dpdk_it_links() {
+    let o = Command::new(env!("CARGO_BIN_EXE_latency-agent")).arg("version").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let Ok(AgentEvent::Version { agent, dpdk }) = serde_json::from_slice::<AgentEvent>(&o.stdout) else {
+        panic!("{}", String::from_utf8_lossy(&o.stdout))
+    };
+    assert_eq!(agent, env!("CARGO_PKG_VERSION"));
+    if cfg!(feature = "dpdk") {
+        let pc = Command::new("pkg-config").args(["--modversion", "libdpdk"]).output().unwrap();
+        assert_eq!(dpdk.as_deref(), Some(String::from_utf8_lossy(&pc.stdout).trim()));
+    } else {
+        assert_eq!(dpdk, None);
+    }
+}

@@ -93,6 +93,9 @@ pub struct Receiver {
     pub register_bar: u32,
     /// Key file of `config-fpga`.
     pub config_fpga_key: String,
+    /// The DPDK the receiver's poll-mode drivers belong to (e.g. `20.11` for the QDMA PMD): an
+    /// agent built against another DPDK cannot load them, and is refused before it is uploaded.
+    pub dpdk_version: Option<String>,
     /// Folder of the P4 programs' builds on the receiver (bitstream manifests name their table
     /// driver's folder relative to it).
     pub p4_builds: String,

@@ -168,6 +168,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let register_bar = m.or(d, "register_bar", 2, |d, v| d.uint(v, 0..=5));
     let key = m.required(d, "config_fpga_key", Decoder::string);
     let config_fpga_user = m.optional(d, "config_fpga_user", Decoder::string);
+    let dpdk_version = m.optional(d, "dpdk_version", Decoder::string);
     let p4_builds = m.optional(d, "p4_builds", Decoder::string);
     let p4_builds = p4_builds.map(|b| b.or_else(|| host.as_ref().map(|h| h.workdir.clone())).unwrap_or_default());
     let xbflash2_args = m.or(d, "xbflash2_args", vec!["3".to_string()], |d, v| list(d, v, Decoder::string));
@@ -230,6 +231,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         config_fpga_key: key?,
         config_fpga_user: config_fpga_user?,
         p4_builds: p4_builds?,
+        dpdk_version: dpdk_version?,
         xbflash2_args: xbflash2_args?,
         onic_module: onic?,
         fpga_ifaces: ifaces?,

@@ -144,6 +144,11 @@ impl SshTestbed {
                     built.display()
                 )));
             }
+            if let Some(wanted) = &self.inv.receiver.dpdk_version {
+                let built_against = agent_dpdk_version(&built).map_err(local)?;
+                check_dpdk_abi(built_against.as_deref(), wanted)
+                    .map_err(|e| failed(self.hosts.name(Role::Receiver), "stage", e))?;
+            }
             self.upload(Role::Receiver, &built, agent)?;
             self.sh(Role::Receiver, "stage", &transfer::executable_command(agent), Duration::from_secs(10))?;
         }
@@ -215,6 +220,35 @@ impl SshTestbed {
             }
         }
         Ok(replay)
+    }
+}
+
+/// The DPDK version the local agent binary was built against (`latency-agent version`).
+fn agent_dpdk_version(agent: &Path) -> Result<Option<String>, String> {
+    let o =
+        std::process::Command::new(agent).arg("version").output().map_err(|e| format!("{}: {e}", agent.display()))?;
+    let line = String::from_utf8_lossy(&o.stdout);
+    match serde_json::from_str::<AgentEvent>(line.trim()) {
+        Ok(AgentEvent::Version { dpdk, .. }) => Ok(dpdk),
+        _ => Err(format!("{} version: not the agent's version event: {}", agent.display(), line.trim())),
+    }
+}
+
+/// An agent can load the receiver's poll-mode drivers only when it links the same DPDK release
+/// (`YY.MM`; the ABI changes between releases): refuse otherwise, with what to do.
+pub fn check_dpdk_abi(built_against: Option<&str>, receiver: &str) -> Result<(), String> {
+    let release = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
+    match built_against {
+        Some(b) if release(b) == release(receiver) => Ok(()),
+        Some(b) => Err(format!(
+            "the agent is built against DPDK {b} but the receiver's drivers belong to DPDK {receiver} (inventory \
+             `dpdk_version`): build the agent on the receiver against its DPDK (cargo build --release -p \
+             latency-agent --features dpdk) and name that binary in the inventory's `agent`"
+        )),
+        None => Err(format!(
+            "the agent is built without the DPDK backend but the receiver's drivers belong to DPDK {receiver}: build \
+             it with --features dpdk against that DPDK and name it in the inventory's `agent`"
+        )),
     }
 }
 
@@ -315,5 +349,22 @@ impl Testbed for SshTestbed {
         // Stop any agent and capture left running, then release the leases.
         agent::stop_leftovers(&self.hosts, &self.layout);
         self.lease.release(&self.hosts, &self.layout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_dpdk_abi;
+
+    #[test]
+    fn an_agent_is_refused_unless_it_links_the_receivers_dpdk_release() {
+        assert!(check_dpdk_abi(Some("22.11.11"), "22.11").is_ok());
+        assert!(check_dpdk_abi(Some("20.11.9"), "20.11.1").is_ok());
+        let e = check_dpdk_abi(Some("22.11.11"), "20.11").unwrap_err();
+        assert!(
+            e.starts_with("the agent is built against DPDK 22.11.11 but the receiver's drivers belong to DPDK 20.11"),
+            "{e}"
+        );
+        assert!(check_dpdk_abi(None, "20.11").unwrap_err().contains("built without the DPDK backend"));
     }
 }
