@@ -102,8 +102,10 @@ impl From<&ImportError> for ExitStatus {
         match e {
             ImportError::Results(e) => e.into(),
             // The source data is the input of an import.
-            ImportError::Io { .. } | ImportError::Csv { .. } | ImportError::Layout { .. } => ExitStatus::Invalid,
-            ImportError::Records { .. } => ExitStatus::Invalid,
+            ImportError::Io { .. }
+            | ImportError::Csv { .. }
+            | ImportError::Layout { .. }
+            | ImportError::Records { .. } => ExitStatus::Invalid,
         }
     }
 }

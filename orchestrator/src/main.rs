@@ -320,35 +320,27 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         tool_version: TOOL_VERSION.into(),
     };
     // Every check before a byte is written: the folder, its lock and, on resume, the study in it.
-    let (dir, _lock) = match &args.out {
-        Some(out) if args.resume => {
-            let dir = ResultsDir::open(out)?;
-            let lock = dir.lock(&command_line())?;
-            let entries = journal::read(&dir.journal_path())?;
-            if let Some(original) = StartedWith::from_journal(&entries) {
-                let differences = original.differences(&started);
-                if !differences.is_empty() {
-                    return Err(Failure::Usage(format!(
-                        "cannot resume {}: it was started otherwise (nothing was changed)\n  {}",
-                        dir.root().display(),
-                        differences.join("\n  ")
-                    )));
-                }
-            }
-            (dir, lock)
-        }
-        Some(out) => {
-            let dir = ResultsDir::create(out, true)?;
-            let lock = dir.lock(&command_line())?;
-            (dir, lock)
-        }
+    let dir = match &args.out {
+        Some(out) if args.resume => ResultsDir::open(out)?,
+        Some(out) => ResultsDir::create(out, true)?,
         None => {
             let name = format!("{}-{}", results::utc(results::now_secs()).replace(':', ""), &plan.hash[..12]);
-            let dir = ResultsDir::create(&Path::new("results").join(&plan.study).join(name), true)?;
-            let lock = dir.lock(&command_line())?;
-            (dir, lock)
+            ResultsDir::create(&Path::new("results").join(&plan.study).join(name), true)?
         }
     };
+    let _lock = dir.lock(&command_line())?;
+    if args.resume
+        && let Some(original) = StartedWith::from_journal(&journal::read(&dir.journal_path())?)
+    {
+        let differences = original.differences(&started);
+        if !differences.is_empty() {
+            return Err(Failure::Usage(format!(
+                "cannot resume {}: it was started otherwise (nothing was changed)\n  {}",
+                dir.root().display(),
+                differences.join("\n  ")
+            )));
+        }
+    }
     if !args.resume {
         results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false)?;
     }

@@ -78,9 +78,7 @@ pub fn run_files(
     out.sort_by_key(|r| (r.group, r.session, r.run));
     let known: BTreeSet<PathBuf> = out.iter().map(|r| PathBuf::from(&r.rel)).collect();
     for f in dir.data_files()? {
-        let hidden_tmp =
-            f.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"));
-        if !known.contains(&f) && !hidden_tmp {
+        if !known.contains(&f) && !crate::results::is_partial(&f) {
             problems
                 .push(format!("{}: not a run the journal records as complete (stray file); not analysed", f.display()));
         }

@@ -181,30 +181,18 @@ impl ResultsDir {
 
     /// Remove temporary files left by an interrupted write (they are partial by construction).
     pub fn remove_partial_files(&self) -> Result<usize, ResultsError> {
-        fn walk(dir: &Path, n: &mut usize) -> io::Result<()> {
-            for e in fs::read_dir(dir)? {
-                let e = e?;
-                let p = e.path();
-                if e.file_type()?.is_dir() {
-                    walk(&p, n)?;
-                } else if p
-                    .file_name()
-                    .and_then(|f| f.to_str())
-                    .is_some_and(|f| f.starts_with('.') && f.ends_with(".tmp"))
-                {
-                    fs::remove_file(&p)?;
-                    *n += 1;
-                }
-            }
-            Ok(())
+        let partial: Vec<PathBuf> = self.data_files()?.into_iter().filter(|f| is_partial(f)).collect();
+        for f in &partial {
+            let path = self.root.join(f);
+            fs::remove_file(&path).map_err(io_err(&path))?;
         }
-        let mut n = 0;
-        let data = self.root.join("data");
-        if data.exists() {
-            walk(&data, &mut n).map_err(io_err(&data))?;
-        }
-        Ok(n)
+        Ok(partial.len())
     }
+}
+
+/// Whether `path` is the temporary file of a write [`write_atomic`] did not finish.
+pub fn is_partial(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"))
 }
 
 /// Write `path` atomically: a hidden temporary file in the same folder, fsync, rename over the
