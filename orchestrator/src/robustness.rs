@@ -107,12 +107,21 @@ fn the_unmutated_files_decode() {
     ] {
         let path = tmp.path().join(Path::new(rel).file_name().expect("a file name"));
         std::fs::write(&path, shipped(rel)).expect("write");
-        let doc = crate::plan::load_any(&path).map_err(|e| format!("{rel}: {:?}", e.0));
-        let got = match doc {
+        let got = match crate::plan::load_any(&path) {
             Ok(crate::plan::Document::Plan(..)) => "plan",
             Ok(crate::plan::Document::Inventory(_)) => "inventory",
             Ok(crate::plan::Document::Bitstream(_)) => "bitstream",
-            Err(e) => panic!("{e}"),
+            // The emulated inventory names the ssh_config that `testbeds/emulated/up.sh` writes;
+            // before it has run, that missing file must be the only complaint.
+            Err(e) if rel == "plans/emulated.yaml" && !emulated_state_exists() => {
+                assert!(
+                    !e.0.is_empty() && e.0.iter().all(|d| d.message.contains("emulated/state/ssh_config")),
+                    "{rel}: {:?}",
+                    e.0
+                );
+                kind
+            }
+            Err(e) => panic!("{rel}: {:?}", e.0),
         };
         assert_eq!(got, kind, "{rel}");
     }
@@ -120,6 +129,10 @@ fn the_unmutated_files_decode() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/latencylab/data/tsc/programs/FWD_s1/f_run04.csv");
     let rows = crate::import::parse_csv(&csv, &std::fs::read(&csv).expect("the sample")).expect("the sample parses");
     assert_eq!(rows.len(), 14_900);
+}
+
+fn emulated_state_exists() -> bool {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbeds/emulated/state/ssh_config").exists()
 }
 
 proptest! {
