@@ -216,6 +216,7 @@ mod tests {
         }
         ProgramSummary {
             trace: "t".into(),
+            null_trace: None,
             bitstream: "b".into(),
             latency_ns: q,
             modes: Vec::new(),

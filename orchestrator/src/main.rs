@@ -130,11 +130,19 @@ enum TraceOp {
         /// Probe id format: latencylab (ASCII marker) or compact (binary).
         #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
         probe_id: plan::ProbeFormat,
+        /// Bytes of every frame without FCS, a VLAN tag included (default 128, 132 tagged).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_FRAME_LEN)))]
+        frame_size: Option<u32>,
+        /// VLAN id every frame is tagged with, or `none` (default: the template's tagging, VLAN
+        /// 100 for remove_header, none for the others).
+        #[arg(long, value_parser = parse_vlan)]
+        vlan: Option<Vlan>,
         /// Output pcap (must not exist).
         #[arg(long)]
         out: PathBuf,
     },
-    /// Generate every generated trace of a plan into a folder (`<trace>.pcap`).
+    /// Generate every generated trace of a plan, and the stand-in of every absent pcap, into a
+    /// folder (`<trace>.pcap`).
     Plan {
         /// Plan file.
         plan: PathBuf,
@@ -151,6 +159,20 @@ enum TraceOp {
         #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
         probe_id: plan::ProbeFormat,
     },
+}
+
+/// `--vlan`: an id (1..=4094) or `none`.
+#[derive(Clone, Copy, Debug)]
+struct Vlan(Option<u16>);
+
+fn parse_vlan(s: &str) -> Result<Vlan, String> {
+    match s {
+        "none" => Ok(Vlan(None)),
+        _ => match s.parse::<u16>() {
+            Ok(v @ 1..=4094) => Ok(Vlan(Some(v))),
+            _ => Err(format!("`{s}` is no VLAN id (1..=4094) nor `none`")),
+        },
+    }
 }
 
 enum Failure {
@@ -259,7 +281,14 @@ fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
     let mut all = Vec::new();
     for p in plans {
         match plan::load_any(p) {
-            Ok(doc) => eprintln!("{}: ok ({})", p.display(), doc.summary()),
+            Ok(doc) => {
+                eprintln!("{}: ok ({})", p.display(), doc.summary());
+                if let plan::Document::Plan(plan, Some(inv)) = &doc {
+                    for d in plan::stand_ins_refused(plan, inv) {
+                        eprintln!("warning: {d}; `run` refuses without it");
+                    }
+                }
+            }
             Err(plan::Invalid(mut d)) => all.append(&mut d),
         }
     }
@@ -301,7 +330,16 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
 
     let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
+    if let Some(inv) = &inventory {
+        let refused = plan::stand_ins_refused(&plan, inv);
+        if !refused.is_empty() {
+            return Err(Failure::Invalid(refused));
+        }
+    }
     let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)?;
+    for note in &schedule.stand_ins {
+        eprintln!("stand-in: {note}");
+    }
     let seed = args.seed.unwrap_or(plan.protocol.seed);
     let model = match (&inventory, &args.sim_model) {
         (None, Some(p)) => {
@@ -528,11 +566,24 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
     use orchestrator::trace;
     let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
     match op {
-        TraceOp::Generate { template, count, probe_id, out } => {
+        TraceOp::Generate { template, count, probe_id, frame_size, vlan, out } => {
             let t = trace::template_by_name(&template).ok_or_else(|| {
                 Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
             })?;
-            let info = trace::generate(t, count, probe_id, &out).map_err(|e| match e {
+            let mut spec = plan::Generated::new(t, count, probe_id);
+            if let Some(Vlan(v)) = vlan {
+                spec = plan::Generated { vlan: v, frame_len: trace::default_frame_len(v.is_some()), ..spec };
+            }
+            if let Some(f) = frame_size {
+                let shortest = trace::shortest_frame(spec.vlan.is_some(), probe_id, count);
+                if (f as usize) < shortest {
+                    return Err(Failure::Usage(format!(
+                        "--frame-size {f}: a frame must hold the headers and the probe ids, at least {shortest} B"
+                    )));
+                }
+                spec.frame_len = f;
+            }
+            let info = trace::generate(&spec, &out).map_err(|e| match e {
                 trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
                 e => failed(e),
             })?;
@@ -542,8 +593,8 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
         TraceOp::Plan { plan: path, out } => {
             let (plan, _) = plan::load(&path, Some("sim")).map_err(|e| Failure::Invalid(e.0))?;
             for t in &plan.traces {
-                if let plan::TraceSource::Generate { template, count, probe_id } = t.source {
-                    let info = trace::generate(template, count, probe_id, &out.join(t.file_name())).map_err(failed)?;
+                if let Some(spec) = t.source.generated() {
+                    let info = trace::generate(spec, &out.join(t.file_name())).map_err(failed)?;
                     print_out(&json_line(&info)?)?;
                 }
             }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::bitstream::Programming;
 use crate::plan::inventory::{Action, Role, StepContext};
-use crate::plan::{Bitstream, FlashPolicy, Inventory, Plan, ProbeFormat, TraceSource};
+use crate::plan::{Bitstream, FlashPolicy, Generated, Inventory, Plan, ProbeFormat, Trace, TraceSource};
 
 /// The whole study, in execution order.
 #[derive(Clone, Debug, Serialize)]
@@ -24,6 +24,9 @@ pub struct Schedule {
     /// What a real testbed does besides the steps, before the first session and after the last
     /// (leases, leftovers, cleanup); empty on the simulator.
     pub around: Around,
+    /// Traces replayed as generated stand-ins of absent published files, in plain words; on a
+    /// testbed that replays only published files, why `run` refuses them.
+    pub stand_ins: Vec<String>,
 }
 
 /// A real testbed's work around the steps, as the dry run shows it.
@@ -173,13 +176,13 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         .collect();
     let mut seen = Vec::new();
     for p in &plan.programs {
-        if !seen.contains(&p.trace) {
-            seen.push(p.trace);
+        if !seen.contains(&p.null_trace) {
+            seen.push(p.null_trace);
             groups.push(Group {
                 kind: SessionKind::Null,
-                name: format!("null-{}", plan.traces[p.trace].name),
+                name: format!("null-{}", plan.traces[p.null_trace].name),
                 bitstream: &p.null,
-                trace: p.trace,
+                trace: p.null_trace,
                 table: None,
             });
         }
@@ -188,9 +191,9 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         plan.traces
             .iter()
             .map(|t| match &t.source {
-                TraceSource::Generate { count, .. } => Ok(u64::from(*count)),
                 TraceSource::Pcap { path, .. } => crate::pcap::count_packets(path)
                     .map_err(|e| format!("{}: cannot count probes: {e}", path.display())),
+                TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => Ok(u64::from(g.count)),
             })
             .collect::<Result<_, _>>()?;
 
@@ -200,8 +203,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
     let mut on_card: Option<&str> = None;
     for g in &groups {
         let trace = &plan.traces[g.trace];
-        let probe_format = match &trace.source {
-            TraceSource::Generate { probe_id: ProbeFormat::Compact, .. } => "compact",
+        let probe_format = match trace.source.generated() {
+            Some(Generated { probe_id: ProbeFormat::Compact, .. }) => "compact",
             _ => "latencylab",
         };
         let replay_s = probes[g.trace] as f64 / f64::from(proto.pacing_pps);
@@ -312,6 +315,12 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         sessions,
         predicted_seconds: predicted,
         around: inventory.map_or_else(Around::default, around),
+        stand_ins: match inventory {
+            Some(inv) if !inv.stand_in_traces => {
+                crate::plan::stand_ins_refused(plan, inv).iter().map(|d| format!("{d} (`run` refuses)")).collect()
+            }
+            _ => plan.traces.iter().filter_map(Trace::stand_in_note).collect(),
+        },
     })
 }
 
@@ -372,6 +381,12 @@ pub fn describe(s: &Schedule) -> String {
         p.run_steps,
         hms(p.total)
     );
+    for note in &s.stand_ins {
+        let _ = writeln!(out, "stand-in: {note}");
+    }
+    if !s.stand_ins.is_empty() {
+        out.push('\n');
+    }
     let step_line = |out: &mut String, indent: &str, st: &Step| {
         let cmd = st.command.as_deref().unwrap_or("(simulated)");
         let _ = writeln!(out, "{indent}[{}] {}: {cmd}", st.host, st.action.name());

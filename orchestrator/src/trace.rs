@@ -2,8 +2,9 @@
 //!
 //! A generated trace is a nanosecond pcap of probes 1..=N whose headers match a program's traffic
 //! ([`TraceTemplate`]) and whose payload carries the probe id in the agent's wire format
-//! ([`latency_proto::probe`]). Generation is deterministic: the same template, count and format
-//! give a byte-identical file (fixed MACs, addresses and timestamps id × 2 ms, i.e. 500 pps).
+//! ([`latency_proto::probe`]), zero-padded to the frame size asked for, VLAN-tagged when asked.
+//! Generation is deterministic: the same [`Generated`] spec gives a byte-identical file (fixed MACs,
+//! addresses and timestamps id × 2 ms, i.e. 500 pps).
 //!
 //! Inspection reads any classic pcap (µs or ns, either byte order) and reports what a replay would
 //! send: packets, probes, duplicates, gaps, frame lengths, and the problems found.
@@ -21,7 +22,7 @@ use serde::Serialize;
 
 use crate::digest::sha256_hex;
 use crate::pcap::{PcapError, Reader};
-use crate::plan::{Plan, ProbeFormat, TraceSource, TraceTemplate};
+use crate::plan::{Generated, Plan, ProbeFormat, TraceSource, TraceTemplate};
 use crate::probes;
 use crate::results::{self, ResultsError};
 
@@ -37,8 +38,15 @@ pub const SRC_PORT: u16 = 4000;
 pub const DST_PORT: u16 = 5000;
 /// VLAN id of RemoveHeader probes.
 pub const VLAN_ID: u16 = 100;
-/// Length of an untagged probe frame (without FCS); VLAN-tagged frames are 4 bytes longer.
+/// Length of an untagged probe frame (without FCS) unless a plan asks for another; VLAN-tagged
+/// frames are 4 bytes longer.
 pub const FRAME_LEN: usize = 128;
+/// Longest frame a plan may ask for (a jumbo frame, without FCS).
+pub const MAX_FRAME_LEN: u32 = 9216;
+/// Ethernet, IPv4 and UDP headers of an untagged probe.
+const HEADERS_LEN: usize = 14 + 20 + 8;
+/// Ethernet's shortest frame without FCS.
+const ETHERNET_MIN: usize = 60;
 /// Spacing of the probes' timestamps: 2 ms, i.e. 500 packets per second.
 pub const SPACING: Duration = Duration::from_millis(2);
 /// Time to live of the probes' IPv4 header.
@@ -137,11 +145,11 @@ pub struct Flow {
 /// The flow of probe `id` in a trace of `template`, consistent with the programs' tables:
 /// Forward probes go to 10.0.0.1–7 (table hits) when [`probes::forwarded`], else to 10.0.1.x
 /// (misses); FiveTuple probes use the table's four five-tuples 10.0.0.100:4000 →
-/// 10.0.0.(1..4):(5000..5003); RemoveHeader and Checksum probes go to 10.0.0.1–7, RemoveHeader's
-/// tagged with VLAN 100.
-pub fn flow(template: TraceTemplate, id: u64) -> Flow {
+/// 10.0.0.(1..4):(5000..5003); RemoveHeader and Checksum probes go to 10.0.0.1–7. Tagged with
+/// `vlan` when given.
+pub fn flow(template: TraceTemplate, id: u64, vlan: Option<u16>) -> Flow {
     let hit = [10, 0, 0, 1 + (id % 7) as u8];
-    let base = Flow { src: SRC_IP, dst: hit, sport: SRC_PORT, dport: DST_PORT, vlan: None };
+    let base = Flow { src: SRC_IP, dst: hit, sport: SRC_PORT, dport: DST_PORT, vlan };
     match template {
         TraceTemplate::Forward if probes::forwarded(template, id) => base,
         TraceTemplate::Forward => Flow { dst: [10, 0, 1, (id % 250 + 1) as u8], ..base },
@@ -149,49 +157,72 @@ pub fn flow(template: TraceTemplate, id: u64) -> Flow {
             let k = id % 4;
             Flow { dst: [10, 0, 0, 1 + k as u8], dport: DST_PORT + k as u16, ..base }
         }
-        TraceTemplate::RemoveHeader => Flow { vlan: Some(VLAN_ID), ..base },
-        TraceTemplate::Checksum => base,
+        TraceTemplate::RemoveHeader | TraceTemplate::Checksum => base,
     }
 }
 
-/// The Ethernet frame of probe `id`: [`FRAME_LEN`] bytes (4 more with a VLAN tag), IPv4 and UDP
-/// checksums filled in, the payload from [`probe::payload`] padded with zeros.
-pub fn frame(template: TraceTemplate, id: u64, format: ProbeFormat) -> Result<Vec<u8>, String> {
-    let f = flow(template, id);
-    let build = |payload: &[u8]| -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(FRAME_LEN + 4);
-        match f.vlan {
-            Some(vid) => {
-                let vid = VlanId::try_new(vid).map_err(|e| e.to_string())?;
-                let b = PacketBuilder::ethernet2(SRC_MAC, DST_MAC)
-                    .single_vlan(vid)
-                    .ipv4(f.src, f.dst, TTL)
-                    .udp(f.sport, f.dport);
-                b.write(&mut out, payload).map_err(|e| e.to_string())?;
-            }
-            None => {
-                let b = PacketBuilder::ethernet2(SRC_MAC, DST_MAC).ipv4(f.src, f.dst, TTL).udp(f.sport, f.dport);
-                b.write(&mut out, payload).map_err(|e| e.to_string())?;
-            }
-        }
-        Ok(out)
-    };
-    // Headers alone tell the padding that makes the frame FRAME_LEN (+4 with a tag) long.
-    let headers = build(&[])?.len();
-    let tag_len = if f.vlan.is_some() { 4 } else { 0 };
-    let pad = (FRAME_LEN + tag_len).saturating_sub(headers);
-    build(&probe::payload(id, format, pad))
+/// The VLAN tag of a template's traffic unless a plan says otherwise: RemoveHeader's probes carry
+/// the header the program removes (VLAN 100); the others are untagged.
+pub fn default_vlan(template: TraceTemplate) -> Option<u16> {
+    (template == TraceTemplate::RemoveHeader).then_some(VLAN_ID)
 }
 
-/// Write a trace of probes 1..=`count` for `template` with ids in `format` to `path` (atomically;
-/// an existing file is an error).
-pub fn generate(
-    template: TraceTemplate,
-    count: u32,
-    format: ProbeFormat,
-    path: &Path,
-) -> Result<TraceInfo, TraceError> {
-    if count == 0 {
+/// The frame length unless a plan asks for another: [`FRAME_LEN`], 4 bytes more when tagged.
+pub fn default_frame_len(tagged: bool) -> u32 {
+    (FRAME_LEN + if tagged { 4 } else { 0 }) as u32
+}
+
+/// The shortest frame that holds the headers and the probe id of every probe 1..=`count`, and
+/// is no shorter than Ethernet's minimum (60 B without FCS).
+pub fn shortest_frame(tagged: bool, format: ProbeFormat, count: u32) -> usize {
+    let needed = HEADERS_LEN + if tagged { 4 } else { 0 } + probe::payload(u64::from(count), format, 0).len();
+    needed.max(ETHERNET_MIN)
+}
+
+impl Generated {
+    /// Probes 1..=`count` of `template` in `format`, with the template's tagging and the default
+    /// frame length.
+    pub fn new(template: TraceTemplate, count: u32, probe_id: ProbeFormat) -> Generated {
+        let vlan = default_vlan(template);
+        Generated { template, count, probe_id, frame_len: default_frame_len(vlan.is_some()), vlan }
+    }
+
+    /// In words: `template forward, 20000 probes, 212 B frames, VLAN 100`.
+    pub fn describe(&self) -> String {
+        let tag = self.vlan.map_or_else(|| "untagged".to_owned(), |v| format!("VLAN {v}"));
+        format!("template {}, {} probes, {} B frames, {tag}", template_name(self.template), self.count, self.frame_len)
+    }
+}
+
+/// The Ethernet frame of probe `id` of `spec`: `spec.frame_len` bytes (longer only if the id does
+/// not fit), IPv4 and UDP checksums filled in, the payload from [`probe::payload`] padded with
+/// zeros.
+pub fn frame(spec: &Generated, id: u64) -> Result<Vec<u8>, String> {
+    let f = flow(spec.template, id, spec.vlan);
+    let tag_len = if f.vlan.is_some() { 4 } else { 0 };
+    let pad = (spec.frame_len as usize).saturating_sub(HEADERS_LEN + tag_len);
+    let payload = probe::payload(id, spec.probe_id, pad);
+    let mut out = Vec::with_capacity(HEADERS_LEN + tag_len + payload.len());
+    match f.vlan {
+        Some(vid) => {
+            let vid = VlanId::try_new(vid).map_err(|e| e.to_string())?;
+            let b = PacketBuilder::ethernet2(SRC_MAC, DST_MAC)
+                .single_vlan(vid)
+                .ipv4(f.src, f.dst, TTL)
+                .udp(f.sport, f.dport);
+            b.write(&mut out, &payload).map_err(|e| e.to_string())?;
+        }
+        None => {
+            let b = PacketBuilder::ethernet2(SRC_MAC, DST_MAC).ipv4(f.src, f.dst, TTL).udp(f.sport, f.dport);
+            b.write(&mut out, &payload).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(out)
+}
+
+/// Write the trace of `spec` to `path` (atomically; an existing file is an error).
+pub fn generate(spec: &Generated, path: &Path) -> Result<TraceInfo, TraceError> {
+    if spec.count == 0 {
         return Err(TraceError::NoProbes { path: path.to_path_buf() });
     }
     let header = PcapHeader {
@@ -201,22 +232,23 @@ pub fn generate(
         ..PcapHeader::default()
     };
     let pcap_err = |e: pcap_file::PcapError| TraceError::Pcap { path: path.to_path_buf(), message: e.to_string() };
-    let per_packet = 16 + FRAME_LEN + 4;
-    let buf = Vec::with_capacity(24 + per_packet * count as usize);
+    let per_packet = 16 + spec.frame_len as usize;
+    let buf = Vec::with_capacity(24 + per_packet * spec.count as usize);
     let mut w = PcapWriter::with_header(buf, header).map_err(pcap_err)?;
-    for id in probes::ids(u64::from(count)) {
-        let data = frame(template, id, format).map_err(|message| TraceError::Build {
-            path: path.to_path_buf(),
-            id,
-            message,
-        })?;
+    for id in probes::ids(u64::from(spec.count)) {
+        let data = frame(spec, id).map_err(|message| TraceError::Build { path: path.to_path_buf(), id, message })?;
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let ts = SPACING.saturating_mul(u32::try_from(id).unwrap_or(u32::MAX));
         w.write_packet(&PcapPacket::new(ts, len, &data)).map_err(pcap_err)?;
     }
     let bytes = w.into_writer();
     results::write_file(path, &bytes, false)?;
-    Ok(TraceInfo { path: path.to_path_buf(), probes: count, bytes: bytes.len() as u64, sha256: sha256_hex(&bytes) })
+    Ok(TraceInfo {
+        path: path.to_path_buf(),
+        probes: spec.count,
+        bytes: bytes.len() as u64,
+        sha256: sha256_hex(&bytes),
+    })
 }
 
 /// The local file of every trace of `plan`, with the file name it is replayed under
@@ -228,10 +260,10 @@ pub fn materialize(plan: &Plan, dir: &Path) -> Result<Vec<(String, PathBuf)>, Tr
     for t in &plan.traces {
         let path = match &t.source {
             TraceSource::Pcap { path, .. } => path.clone(),
-            TraceSource::Generate { template, count, probe_id } => {
+            TraceSource::Generate(spec) | TraceSource::StandIn { generate: spec, .. } => {
                 let path = dir.join(t.file_name());
                 if !path.exists() {
-                    generate(*template, *count, *probe_id, &path)?;
+                    generate(spec, &path)?;
                 }
                 path
             }
@@ -437,7 +469,7 @@ mod tests {
         for (_, t) in TEMPLATES {
             for format in ProbeFormat::ALL {
                 for id in [1, 3, 20_000, 10_000_000] {
-                    let f = frame(t, id, format).unwrap();
+                    let f = frame(&Generated::new(t, 10_000_000, format), id).unwrap();
                     let expected = if t == TraceTemplate::RemoveHeader { FRAME_LEN + 4 } else { FRAME_LEN };
                     assert_eq!(f.len(), expected, "{t:?} {format} {id}");
                     assert_eq!(probe::parse(&f, format), Some(probe::Probe { id, tag: None }));
@@ -447,20 +479,46 @@ mod tests {
     }
 
     #[test]
+    fn frame_size_and_tagging_are_as_asked() {
+        // The published Forward trace's mean frame (212 B, tagged) and an untagged one.
+        let tagged = Generated {
+            frame_len: 212,
+            vlan: Some(7),
+            ..Generated::new(TraceTemplate::Forward, 20_000, ProbeFormat::Latencylab)
+        };
+        let f = frame(&tagged, 20_000).unwrap();
+        assert_eq!(f.len(), 212);
+        assert_eq!(&f[12..16], &[0x81, 0x00, 0x00, 0x07], "802.1Q TPID then VLAN 7");
+        assert_eq!(probe::parse(&f, ProbeFormat::Latencylab), Some(probe::Probe { id: 20_000, tag: None }));
+        let plain = Generated { vlan: None, frame_len: 208, ..tagged };
+        let f = frame(&plain, 3).unwrap();
+        assert_eq!((f.len(), &f[12..14]), (208, &[0x08, 0x00][..]), "untagged IPv4");
+        // The shortest frame holds 42 B of headers (46 tagged), the 12-byte marker and the 8 digits
+        // of 10,000,000, and never less than Ethernet's 60 B.
+        assert_eq!(shortest_frame(false, ProbeFormat::Latencylab, 10_000_000), 42 + 12 + 8);
+        assert_eq!(shortest_frame(true, ProbeFormat::Latencylab, 10_000_000), 46 + 12 + 8);
+        assert_eq!(shortest_frame(false, ProbeFormat::Latencylab, 20_000), 60);
+        assert_eq!(shortest_frame(true, ProbeFormat::Compact, 1), 60);
+        let tight = Generated { frame_len: 62, count: 10_000_000, ..plain };
+        assert_eq!(frame(&tight, 10_000_000).unwrap().len(), 62);
+    }
+
+    #[test]
     fn flows_match_the_tables() {
-        assert_eq!(flow(TraceTemplate::Forward, 1).dst, [10, 0, 0, 2]);
-        assert_eq!(flow(TraceTemplate::Forward, 3).dst, [10, 0, 1, 4]);
-        assert_eq!(flow(TraceTemplate::Forward, 7).dst, [10, 0, 0, 1]);
+        assert_eq!(flow(TraceTemplate::Forward, 1, None).dst, [10, 0, 0, 2]);
+        assert_eq!(flow(TraceTemplate::Forward, 3, None).dst, [10, 0, 1, 4]);
+        assert_eq!(flow(TraceTemplate::Forward, 7, None).dst, [10, 0, 0, 1]);
         for id in 1..=100 {
-            let f = flow(TraceTemplate::FiveTuple, id);
+            let f = flow(TraceTemplate::FiveTuple, id, None);
             assert_eq!((f.src, f.sport), (SRC_IP, SRC_PORT));
             assert!((1..=4).contains(&f.dst[3]));
             assert_eq!(f.dport, 5000 + u16::from(f.dst[3]) - 1, "table pairs 10.0.0.k with port 4999+k");
-            let fwd = flow(TraceTemplate::Forward, id);
+            let fwd = flow(TraceTemplate::Forward, id, None);
             assert_eq!(fwd.dst[2] == 0, probes::forwarded(TraceTemplate::Forward, id));
             assert!((1..=250).contains(&fwd.dst[3]));
         }
-        assert_eq!(flow(TraceTemplate::RemoveHeader, 5).vlan, Some(100));
+        assert_eq!(Generated::new(TraceTemplate::RemoveHeader, 5, ProbeFormat::Compact).vlan, Some(100));
+        assert_eq!(Generated::new(TraceTemplate::Forward, 5, ProbeFormat::Compact).vlan, None);
     }
 
     #[test]

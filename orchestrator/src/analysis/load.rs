@@ -192,6 +192,7 @@ mod tests {
             program: "p".into(),
             kind: SessionKind::Program,
             trace: "t".into(),
+            null_trace: None,
             bitstream: "p".into(),
             clock_mhz: 250.0,
             vendor_bound_cycles: None,

@@ -256,10 +256,11 @@ pub fn summarize(
     let mut rng = ChaCha8Rng::seed_from_u64(index.seed);
     let mut programs = BTreeMap::new();
     for (gi, g) in index.groups.iter().enumerate().filter(|(_, g)| g.kind == SessionKind::Program) {
-        let Some(null) = nulls.get(&g.trace) else {
+        let Some(null) = nulls.get(g.calibrated_by()) else {
             problems.push(format!(
                 "program `{}`: no usable null calibration data for trace `{}`; not analysed",
-                g.program, g.trace
+                g.program,
+                g.calibrated_by()
             ));
             continue;
         };
@@ -352,6 +353,7 @@ pub fn summarize(
             g.program.clone(),
             ProgramSummary {
                 trace: g.trace.clone(),
+                null_trace: g.null_trace.clone(),
                 bitstream: g.bitstream.clone(),
                 latency_ns,
                 modes,

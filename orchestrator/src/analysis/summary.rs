@@ -50,6 +50,10 @@ pub struct Summary {
 pub struct ProgramSummary {
     /// Trace name.
     pub trace: String,
+    /// The trace of the null calibration differenced out, when it is not `trace` (the plan's
+    /// `null_trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_trace: Option<String>,
     /// Bitstream name.
     pub bitstream: String,
     /// Calibrated latency quantiles over all probes and sessions (a single mode), or of the most

@@ -200,8 +200,10 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
     use crate::testbed::sim::SimTestbed;
     let (mut plan, _) = crate::plan::load(std::path::Path::new("../plans/paper.yaml"), Some("sim")).unwrap();
     for t in &mut plan.traces {
-        if let crate::plan::TraceSource::Generate { count, .. } = &mut t.source {
-            *count = probes;
+        if let crate::plan::TraceSource::Generate(g) | crate::plan::TraceSource::StandIn { generate: g, .. } =
+            &mut t.source
+        {
+            g.count = probes;
         }
     }
     let schedule = crate::schedule::expand(&plan, None).unwrap();
@@ -240,10 +242,8 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
             // Ground truth: the model latency of every probe the program forwards (the first probe
             // after the gap is excluded by the analysis, so from the truth too).
             let mode = mode_of(m.sessions[0]);
-            let template = plan.traces.iter().find(|t| t.name == p.trace).and_then(|t| match t.source {
-                crate::plan::TraceSource::Generate { template, .. } => Some(template),
-                _ => None,
-            });
+            let template =
+                plan.traces.iter().find(|t| t.name == p.trace).and_then(|t| t.source.generated()).map(|g| g.template);
             let mut lat: Vec<f64> = (2..=u64::from(probes))
                 .filter(|&id| template.is_none_or(|t| crate::probes::forwarded(t, id)))
                 .map(|id| sim.packet_latency(&p.bitstream, mode, id))

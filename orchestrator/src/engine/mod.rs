@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::analysis::pairs::{self, Paired};
 use crate::digest;
 use crate::plan::inventory::{Action, Inventory};
-use crate::plan::{Plan, StepPolicy, TraceSource, default_policy};
+use crate::plan::{Plan, StepPolicy, default_policy};
 use crate::probes;
 use crate::results::journal::{self, Journal};
 use crate::results::provenance::TOOL_VERSION;
@@ -117,12 +117,12 @@ impl Engine<'_> {
     /// Probes of a run that should be matched on both ports, when the trace tells.
     fn expected_matched(&self, s: &Session) -> Option<u64> {
         let trace = self.plan.traces.iter().find(|t| t.name == s.trace)?;
-        match (&trace.source, s.kind) {
+        match (trace.source.generated(), s.kind) {
             (_, SessionKind::Null) => Some(s.probes),
-            (TraceSource::Generate { template, .. }, SessionKind::Program) => {
-                Some(probes::ids(s.probes).filter(|&i| probes::forwarded(*template, i)).count() as u64)
+            (Some(g), SessionKind::Program) => {
+                Some(probes::ids(s.probes).filter(|&i| probes::forwarded(g.template, i)).count() as u64)
             }
-            (TraceSource::Pcap { .. }, SessionKind::Program) => None,
+            (None, SessionKind::Program) => None,
         }
     }
 

@@ -13,25 +13,34 @@ pub(super) struct Tag {
     pub(super) kind: SessionKind,
     pub(super) program: &'static str,
     pub(super) trace: &'static str,
+    /// The trace of the null runs calibrating a program (its own trace for a null tag).
+    pub(super) null_trace: &'static str,
     pub(super) bitstream: &'static str,
     pub(super) bound: Option<u32>,
 }
 
-const fn program(tag: &'static str, name: &'static str, trace: &'static str, bound: u32) -> Tag {
-    Tag { tag, kind: SessionKind::Program, program: name, trace, bitstream: name, bound: Some(bound) }
+const fn program(
+    tag: &'static str,
+    name: &'static str,
+    trace: &'static str,
+    null_trace: &'static str,
+    bound: u32,
+) -> Tag {
+    Tag { tag, kind: SessionKind::Program, program: name, trace, null_trace, bitstream: name, bound: Some(bound) }
 }
 
 const fn null(tag: &'static str, group: &'static str, trace: &'static str) -> Tag {
-    Tag { tag, kind: SessionKind::Null, program: group, trace, bitstream: "golden_nic", bound: None }
+    Tag { tag, kind: SessionKind::Null, program: group, trace, null_trace: trace, bitstream: "golden_nic", bound: None }
 }
 
-/// In group order: programs, then their null calibrations.
+/// In group order: programs, then their null calibrations. The Forward null runs replayed the
+/// untagged copy of the Forward trace (LatencyLab `master162_null.sh`).
 pub(super) const TAGS: [Tag; 8] = [
-    program("FWD", "forward", "forward_20k", 55),
-    program("FT", "five_tuple", "five_tuple_20k", 53),
-    program("RH", "remove_header", "remove_header_20k", 66),
-    program("CS", "checksum", "checksum_20k", 109),
-    null("NF", "null-forward_20k", "forward_20k"),
+    program("FWD", "forward", "forward_20k", "forward_20k_untagged", 55),
+    program("FT", "five_tuple", "five_tuple_20k", "five_tuple_20k", 53),
+    program("RH", "remove_header", "remove_header_20k", "remove_header_20k", 66),
+    program("CS", "checksum", "checksum_20k", "checksum_20k", 109),
+    null("NF", "null-forward_20k_untagged", "forward_20k_untagged"),
     null("NT", "null-five_tuple_20k", "five_tuple_20k"),
     null("NR", "null-remove_header_20k", "remove_header_20k"),
     null("NC", "null-checksum_20k", "checksum_20k"),

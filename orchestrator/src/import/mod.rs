@@ -263,8 +263,9 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
         });
     }
     for t in inputs.iter().map(|i| &TAGS[i.tag]).filter(|t| t.kind == SessionKind::Program) {
-        if !inputs.iter().any(|i| TAGS[i.tag].kind == SessionKind::Null && TAGS[i.tag].trace == t.trace) {
-            let null = TAGS.iter().find(|n| n.kind == SessionKind::Null && n.trace == t.trace).map_or("?", |n| n.tag);
+        if !inputs.iter().any(|i| TAGS[i.tag].kind == SessionKind::Null && TAGS[i.tag].trace == t.null_trace) {
+            let null =
+                TAGS.iter().find(|n| n.kind == SessionKind::Null && n.trace == t.null_trace).map_or("?", |n| n.tag);
             return Err(layout(
                 &src.join("data/tsc"),
                 format!(
@@ -412,6 +413,7 @@ fn write_provenance(
                 program: t.program.to_string(),
                 kind: t.kind,
                 trace: t.trace.to_string(),
+                null_trace: (t.null_trace != t.trace).then(|| t.null_trace.to_string()),
                 bitstream: t.bitstream.to_string(),
                 clock_mhz: CLOCK_MHZ,
                 vendor_bound_cycles: t.bound,

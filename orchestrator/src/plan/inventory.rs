@@ -148,6 +148,9 @@ pub struct Inventory {
     pub steps: BTreeMap<Action, StepPolicy>,
     /// Expected duration of every action, seconds (for `orchestrate plan`).
     pub estimates_s: BTreeMap<Action, f64>,
+    /// Whether generated stand-ins of absent published traces may replay here: true only on
+    /// testbeds that are not the real hardware (`stand_in_traces: true`, as the emulated one).
+    pub stand_in_traces: bool,
 }
 
 impl Serialize for Template {
@@ -283,6 +286,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let actions = m.or(d, "actions", BTreeMap::new(), decode_actions);
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let estimates = m.or(d, "estimates_s", BTreeMap::new(), decode_estimates);
+    let stand_in_traces = m.or(d, "stand_in_traces", false, Decoder::boolean);
     m.done(d);
 
     let mut all_actions = BTreeMap::new();
@@ -309,6 +313,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         actions: all_actions,
         steps,
         estimates_s,
+        stand_in_traces: stand_in_traces?,
     })
 }
 

@@ -25,13 +25,13 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> O
                     d.error(name_pos, format!("duplicate program name `{}`", p.name));
                     ok = false;
                 }
-                match (null_at, nulls.get(&p.trace)) {
+                match (null_at, nulls.get(&p.null_trace)) {
                     (Some(at), Some((first, first_at))) if *first != p.null.manifest => {
                         d.error(
                             at,
                             format!(
                                 "trace `{}` is already calibrated by {} (line {}); programs sharing a trace share its null runs",
-                                traces[p.trace],
+                                traces[p.null_trace],
                                 first.display(),
                                 first_at.line
                             ),
@@ -39,9 +39,9 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> O
                         ok = false;
                     }
                     (Some(at), None) => {
-                        nulls.insert(p.trace, (p.null.manifest.clone(), at));
+                        nulls.insert(p.null_trace, (p.null.manifest.clone(), at));
                     }
-                    (None, _) => missing_null.push((p.trace, item.pos, p.name.clone())),
+                    (None, _) => missing_null.push((p.null_trace, item.pos, p.name.clone())),
                     _ => {}
                 }
                 out.push(p);
@@ -93,18 +93,10 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
         );
     }
     let table = m.optional(d, "table", |d, v| d.path(v, true));
-    let trace = m.req(d, "trace").and_then(|v| {
-        let t = d.string(v)?;
-        match traces.iter().position(|x| *x == t) {
-            Some(i) => Some(i),
-            None => {
-                let names: Vec<&str> = traces.iter().map(String::as_str).collect();
-                let hint = yaml::closest(&t, &names).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
-                d.error(v.pos, format!("undefined trace `{t}`{hint}"));
-                None
-            }
-        }
-    });
+    let trace = m.required(d, "trace", |d, v| trace_index(d, v, traces));
+    // The paper runs the null image with the program's trace; LatencyLab's Forward null runs
+    // replayed an untagged copy of it (`null_trace: <trace>` says so).
+    let null_trace = m.optional(d, "null_trace", |d, v| trace_index(d, v, traces));
     let null_node = m.get("null");
     let null = match null_node {
         Some(v) => load_manifest(d, v).and_then(|b| {
@@ -124,11 +116,25 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     let bitstream = bitstream?;
     // Without its own `null`, a placeholder is filled in from a program sharing the trace.
     let null = null?.unwrap_or_else(|| bitstream.clone());
+    let trace = trace?;
+    let null_trace = null_trace?.unwrap_or(trace);
     Some((
-        Program { name: name?, bitstream, table: table?, trace: trace?, null },
+        Program { name: name?, bitstream, table: table?, trace, null, null_trace },
         null_node.map(|v| v.pos),
         name_node.map_or(n.pos, |v| v.pos),
     ))
+}
+
+/// The index of the trace named at `v`.
+fn trace_index(d: &mut Decoder, v: &Node, traces: &[String]) -> Option<usize> {
+    let t = d.string(v)?;
+    let found = traces.iter().position(|x| *x == t);
+    if found.is_none() {
+        let names: Vec<&str> = traces.iter().map(String::as_str).collect();
+        let hint = yaml::closest(&t, &names).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
+        d.error(v.pos, format!("undefined trace `{t}`{hint}"));
+    }
+    found
 }
 
 /// Load the bitstream manifest a plan node points to; its problems are reported against the

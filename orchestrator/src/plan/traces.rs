@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use super::yaml::{self, Decoder, Node};
-use super::{ProbeFormat, TraceSource, bitstream};
-use crate::trace::TEMPLATES;
+use super::yaml::{self, Decoder, Node, Value};
+use super::{Generated, ProbeFormat, TraceSource, bitstream};
+use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, TEMPLATES};
 
 /// Decode `traces:`; every name is returned (so that references can be checked) with its source
 /// when that decoded.
-pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Option<TraceSource>)>> {
+pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Option<TraceSource>, yaml::Pos)>> {
     let mut m = d.map(n, "traces by name")?;
     let mut out = Vec::new();
     for (pos, name, v) in m.entries() {
@@ -22,7 +22,7 @@ pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Op
                 ),
             );
         }
-        out.push((name.clone(), decode_trace(d, v)));
+        out.push((name.clone(), decode_trace(d, v), v.pos));
     }
     if out.is_empty() {
         d.error(n.pos, "at least one trace is needed");
@@ -35,31 +35,37 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
     let mut m = d.map(n, "trace: `pcap` or `generate`")?;
     let pcap = m.get("pcap");
     let generate = m.get("generate");
+    let stand_in = m.get("stand_in");
     let out = match (pcap, generate) {
         (Some(p), None) => {
             let sha = m.optional(d, "sha256", bitstream::sha256_field);
-            let path = d.path(p, true);
-            if let Some(path) = &path {
-                // A file that is not the one the plan names is not worth reading further.
-                let expected = match &sha {
-                    Some(Some(sha)) => bitstream::check_sha256(d, p, path, sha),
-                    _ => true,
-                };
-                if expected {
-                    check_pcap(d, p, path);
+            let stand_in = stand_in.map(|g| decode_generated(d, g));
+            // A published trace may be absent when the plan declares its stand-in.
+            let path = d.path(p, stand_in.is_none());
+            match (path, stand_in) {
+                (Some(path), Some(generate)) if !path.exists() => {
+                    Some(TraceSource::StandIn { pcap: path, sha256: sha?, generate: generate? })
+                }
+                (path, _) => {
+                    if let Some(path) = &path {
+                        // A file that is not the one the plan names is not worth reading further.
+                        let expected = match &sha {
+                            Some(Some(sha)) => bitstream::check_sha256(d, p, path, sha),
+                            _ => true,
+                        };
+                        if expected {
+                            check_pcap(d, p, path);
+                        }
+                    }
+                    Some(TraceSource::Pcap { path: path?, sha256: sha? })
                 }
             }
-            Some(TraceSource::Pcap { path: path?, sha256: sha? })
         }
         (None, Some(g)) => {
-            let mut gm = d.map(g, "trace generation spec")?;
-            let template = gm.required(d, "template", |d, v| d.choice(v, &TEMPLATES));
-            let count = gm.required(d, "count", |d, v| d.uint(v, 1..=10_000_000));
-            let probe_id = gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| {
-                d.choice(v, &ProbeFormat::ALL.map(|f| (f.name(), f)))
-            });
-            gm.done(d);
-            Some(TraceSource::Generate { template: template?, count: count?, probe_id: probe_id? })
+            if let Some(s) = stand_in {
+                d.error(s.pos, "`stand_in` replaces an absent `pcap`; a generated trace needs none");
+            }
+            decode_generated(d, g).map(TraceSource::Generate)
         }
         (Some(_), Some(_)) => {
             d.error(n.pos, "a trace has either `pcap` or `generate`, not both");
@@ -70,8 +76,45 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
             None
         }
     };
-    m.finish(d, &["pcap", "sha256", "generate"]);
+    m.finish(d, &["pcap", "sha256", "stand_in", "generate"]);
     out
+}
+
+/// A generation spec: `{template, count, probe_id, frame_size, vlan}`.
+fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
+    let mut gm = d.map(g, "trace generation spec")?;
+    let template = gm.required(d, "template", |d, v| d.choice(v, &TEMPLATES));
+    let count = gm.required(d, "count", |d, v| d.uint(v, 1..=i64::from(MAX_PROBES)));
+    let probe_id =
+        gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| d.choice(v, &ProbeFormat::ALL.map(|f| (f.name(), f))));
+    // `vlan: <id>` tags every frame, `vlan: none` none; absent: as the template's traffic is.
+    let vlan = gm.optional(d, "vlan", |d, v| match &v.value {
+        Value::Str(s) if s == "none" => Some(None),
+        _ => d.uint(v, 1..=4094).map(Some),
+    });
+    let frame_size =
+        gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)).map(|f| (f, v.pos)));
+    gm.done(d);
+    let (template, count, probe_id) = (template?, count?, probe_id?);
+    let vlan = vlan?.unwrap_or_else(|| crate::trace::default_vlan(template));
+    let shortest = crate::trace::shortest_frame(vlan.is_some(), probe_id, count);
+    let frame_len = match frame_size? {
+        Some((f, at)) if (f as usize) < shortest => {
+            d.error(
+                at,
+                format!(
+                    "a frame of {f} B is too short: at least {shortest} B hold the headers{}, a {} probe id up to \
+                     {count} and Ethernet's 60 B minimum",
+                    if vlan.is_some() { " with the VLAN tag" } else { "" },
+                    probe_id.name()
+                ),
+            );
+            return None;
+        }
+        Some((f, _)) => f,
+        None => crate::trace::default_frame_len(vlan.is_some()),
+    };
+    Some(Generated { template, count, probe_id, frame_len, vlan })
 }
 
 /// Read the pcap at `path` as a study would replay it and report, at the `pcap:` node `at`, what

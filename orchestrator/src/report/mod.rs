@@ -171,6 +171,7 @@ mod tests {
         let nan = f64::NAN;
         let program = ProgramSummary {
             trace: String::new(),
+            null_trace: None,
             bitstream: String::new(),
             latency_ns: Default::default(),
             modes: Vec::new(),

@@ -20,6 +20,8 @@ pub(super) struct View {
     testbed_facts: Vec<Item>,
     bitstreams: Vec<Item>,
     traces: Vec<Item>,
+    /// Traces replayed as stand-ins of absent published files, in plain words.
+    stand_ins: Vec<String>,
     quantile_columns: Vec<String>,
     table: Vec<Row>,
     has_hw: bool,
@@ -179,6 +181,12 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
         testbed_facts,
         bitstreams,
         traces,
+        stand_ins: s
+            .provenance
+            .iter()
+            .flat_map(|p| &p.traces)
+            .filter_map(|(n, t)| crate::plan::stand_in_note(n, t))
+            .collect(),
         quantile_columns: s.quantile_levels.iter().map(|&l| level_key(l)).collect(),
         has_hw: s.programs.values().any(|p| p.hw_check.is_some()),
         has_multi_mode: s.programs.values().any(|p| p.modes.len() > 1),
@@ -393,13 +401,24 @@ fn provenance(s: &Summary) -> ProvenanceParts {
         .map(|(name, t)| match t {
             TraceSource::Pcap { sha256: Some(h), .. } => Item::new(name, h.clone(), true),
             TraceSource::Pcap { path, sha256: None } => Item::new(name, path.display().to_string(), false),
-            TraceSource::Generate { template, count, .. } => {
-                let template = crate::trace::template_name(*template);
-                Item::new(name, format!("generated: template {template}, {count} probes"), false)
+            TraceSource::Generate(g) => Item::new(name, generated(g), false),
+            TraceSource::StandIn { pcap, generate, .. } => {
+                Item::new(name, format!("STAND-IN for {} (not found): {}", pcap.display(), generated(generate)), false)
             }
         })
         .collect();
     (items, facts, bitstreams, traces)
+}
+
+/// How a generated trace was made, in words.
+fn generated(g: &crate::plan::Generated) -> String {
+    let tag = g.vlan.map_or_else(|| "untagged".to_owned(), |v| format!("VLAN {v}"));
+    format!(
+        "generated: template {}, {} probes, {} B frames, {tag}",
+        crate::trace::template_name(g.template),
+        g.count,
+        g.frame_len
+    )
 }
 
 #[cfg(test)]

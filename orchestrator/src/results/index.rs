@@ -17,6 +17,9 @@ pub struct Group {
     pub kind: SessionKind,
     /// Trace name.
     pub trace: String,
+    /// A program's null calibration trace when it is not `trace` (the plan's `null_trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub null_trace: Option<String>,
     /// Bitstream name.
     pub bitstream: String,
     /// Pipeline clock, MHz.
@@ -44,6 +47,13 @@ pub struct Index {
     pub seed: u64,
 }
 
+impl Group {
+    /// The trace whose null calibration this program group is differenced against.
+    pub fn calibrated_by(&self) -> &str {
+        self.null_trace.as_deref().unwrap_or(&self.trace)
+    }
+}
+
 impl From<&Provenance> for Index {
     fn from(p: &Provenance) -> Index {
         Index {
@@ -65,6 +75,7 @@ impl Group {
             program: program.into(),
             kind,
             trace: "t".into(),
+            null_trace: None,
             bitstream: program.into(),
             clock_mhz: 250.0,
             vendor_bound_cycles: bound,
@@ -81,10 +92,16 @@ pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
             continue;
         }
         let b = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).find(|b| b.name == s.bitstream);
+        let null_trace = plan
+            .programs
+            .iter()
+            .find(|p| s.kind == SessionKind::Program && p.name == s.program && p.null_trace != p.trace)
+            .map(|p| plan.traces[p.null_trace].name.clone());
         out.push(Group {
             program: s.program.clone(),
             kind: s.kind,
             trace: s.trace.clone(),
+            null_trace,
             bitstream: s.bitstream.clone(),
             clock_mhz: b.map_or(250.0, |b| b.clock_mhz),
             vendor_bound_cycles: b.and_then(|b| b.vendor_bound_cycles),

@@ -284,7 +284,7 @@ impl Provenance {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{ProbeFormat, TraceTemplate};
+    use crate::plan::{Generated, ProbeFormat, TraceTemplate};
     use crate::schedule::SessionKind;
 
     pub(crate) fn sample() -> Provenance {
@@ -314,11 +314,7 @@ mod tests {
             traces: BTreeMap::from([
                 (
                     "t".into(),
-                    TraceSource::Generate {
-                        template: TraceTemplate::Forward,
-                        count: 10,
-                        probe_id: ProbeFormat::Latencylab,
-                    },
+                    TraceSource::Generate(Generated::new(TraceTemplate::Forward, 10, ProbeFormat::Latencylab)),
                 ),
                 ("u".into(), TraceSource::Pcap { path: "x.pcap".into(), sha256: None }),
             ]),
@@ -326,6 +322,7 @@ mod tests {
                 program: "fwd".into(),
                 kind: SessionKind::Program,
                 trace: "t".into(),
+                null_trace: None,
                 bitstream: "fwd".into(),
                 clock_mhz: 250.0,
                 vendor_bound_cycles: Some(55),

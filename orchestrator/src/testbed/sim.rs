@@ -15,7 +15,7 @@ use super::model::{ProgramModel, SimModel};
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError};
 use crate::analysis::stats::normal;
-use crate::plan::{Action, Plan, TraceSource};
+use crate::plan::{Action, Generated, Plan};
 use crate::probes;
 use crate::results::provenance::Facts;
 use crate::schedule::{Run, Session, SessionKind, Step};
@@ -28,7 +28,7 @@ const TSC_BASE: u64 = 1_000_000_000_000;
 const WIRE_NS: f64 = 1500.0;
 /// Reflected copies: receiver-to-sender path, ns.
 const REFLECT_NS: f64 = 5000.0;
-/// Length of a generated probe frame, bytes.
+/// Frame length recorded for a pcap trace, whose frames the simulator does not read, bytes.
 const FRAME_LEN: u16 = 128;
 
 /// What the simulator needs to know of a bitstream.
@@ -47,8 +47,9 @@ pub struct SimTestbed {
     reflect: bool,
     realtime: bool,
     bitstreams: BTreeMap<String, BitstreamInfo>,
-    /// Trace name → template name (for δ and the forwarded destinations).
-    templates: BTreeMap<String, Option<crate::plan::TraceTemplate>>,
+    /// Trace name → how it is generated (for δ, the forwarded destinations and frame lengths);
+    /// none for a pcap.
+    templates: BTreeMap<String, Option<Generated>>,
     /// Packet-dependent latency per (bitstream, mode), indexed by probe id.
     packet_part: BTreeMap<(String, usize), Vec<f64>>,
 }
@@ -86,17 +87,7 @@ impl SimTestbed {
                 );
             }
         }
-        let templates = plan
-            .traces
-            .iter()
-            .map(|t| {
-                let template = match t.source {
-                    TraceSource::Generate { template, .. } => Some(template),
-                    TraceSource::Pcap { .. } => None,
-                };
-                (t.name.clone(), template)
-            })
-            .collect();
+        let templates = plan.traces.iter().map(|t| (t.name.clone(), t.source.generated().copied())).collect();
         SimTestbed {
             model,
             seed: plan.protocol.seed,
@@ -160,7 +151,7 @@ impl SimTestbed {
 
     fn template_name(&self, trace: &str) -> String {
         match self.templates.get(trace).copied().flatten() {
-            Some(t) => serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            Some(g) => crate::trace::template_name(g.template).to_owned(),
             None => trace.to_string(),
         }
     }
@@ -186,7 +177,10 @@ impl SimTestbed {
     /// Generate the records of one run.
     pub fn generate(&mut self, session: &Session, run: &Run, attempt: u32) -> RunData {
         let m = self.model.clone();
-        let template = self.templates.get(&session.trace).copied().flatten();
+        let generated = self.templates.get(&session.trace).copied().flatten();
+        let template = generated.map(|g| g.template);
+        // Frames as replayed; a pcap's are not known here.
+        let (frame_len, tagged) = generated.map_or((FRAME_LEN, false), |g| (g.frame_len as u16, g.vlan.is_some()));
         let modes = self.program_model(&session.bitstream).modes.len();
         let mode = self.session_mode(session, modes);
         let delta = self.session_delta(session);
@@ -206,12 +200,15 @@ impl SimTestbed {
         let run_span_s = (run.replay_s + self.idle_gap_s).ceil() as u64 + 1;
         let start_s = session.index as u64 * 1_000_000 + u64::from(run.run) * run_span_s;
         let tsc_start = TSC_BASE + (start_s as f64 * m.tsc_hz) as u64;
-        let pipeline_len =
-            if session.kind == SessionKind::Program && template == Some(crate::plan::TraceTemplate::RemoveHeader) {
-                FRAME_LEN - 4
-            } else {
-                FRAME_LEN
-            };
+        // RemoveHeader removes the VLAN tag on the pipeline path.
+        let pipeline_len = if session.kind == SessionKind::Program
+            && tagged
+            && template == Some(crate::plan::TraceTemplate::RemoveHeader)
+        {
+            frame_len - 4
+        } else {
+            frame_len
+        };
 
         let copy = |r: &mut ChaCha8Rng, t: f64| -> Option<f64> {
             if m.loss > 0.0 && r.random::<f64>() < m.loss {
@@ -259,7 +256,7 @@ impl SimTestbed {
                 (pipe[i - 1].0, pipe[i - 1].1, Port::Pipeline, i - 1, pipeline_len)
             } else {
                 j += 1;
-                (byp[j - 1].0, byp[j - 1].1, Port::Bypass, j - 1, FRAME_LEN)
+                (byp[j - 1].0, byp[j - 1].1, Port::Bypass, j - 1, frame_len)
             };
             let hw_start = start_s as i64 * 1_000_000_000;
             let hw = self

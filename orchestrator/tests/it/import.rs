@@ -61,9 +61,9 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     let [fwd, null] = &report.files[..] else { panic!("expected two files: {report:#?}") };
     assert_eq!((fwd.source.as_str(), null.source.as_str()), (FWD_CSV, NULL_CSV));
     assert_eq!((fwd.program.as_str(), fwd.session, fwd.run), ("forward", 1, 4));
-    assert_eq!((null.program.as_str(), null.session, null.run), ("null-forward_20k", 1, 1));
+    assert_eq!((null.program.as_str(), null.session, null.run), ("null-forward_20k_untagged", 1, 1));
     assert_eq!(fwd.path, "data/program=forward/session=1/run=4.parquet");
-    assert_eq!(null.path, "data/program=null-forward_20k/session=1/run=1.parquet");
+    assert_eq!(null.path, "data/program=null-forward_20k_untagged/session=1/run=1.parquet");
     for f in [fwd, null] {
         let q = &f.quirks;
         assert_eq!(q.rows, 14_900, "{}", f.source);
@@ -99,7 +99,8 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     assert!(text.contains("dropped, misparsed   200") && text.contains("dropped, invalid id  1800"), "{text}");
 
     // --- The run files give back exactly the sound rows, as (id, rx1 − rx2).
-    for (f, rel, program, kind) in [(fwd, FWD_CSV, "forward", "program"), (null, NULL_CSV, "null-forward_20k", "null")]
+    for (f, rel, program, kind) in
+        [(fwd, FWD_CSV, "forward", "program"), (null, NULL_CSV, "null-forward_20k_untagged", "null")]
     {
         let (batches, m) = runfile::read(&out.join(&f.path)).unwrap();
         let paired = pairs::pair(&batches);
@@ -189,15 +190,17 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
                 program: "forward".into(),
                 kind: SessionKind::Program,
                 trace: "forward_20k".into(),
+                null_trace: Some("forward_20k_untagged".into()),
                 bitstream: "forward".into(),
                 clock_mhz: 250.0,
                 vendor_bound_cycles: Some(55),
                 probes: 20_000,
             },
             Group {
-                program: "null-forward_20k".into(),
+                program: "null-forward_20k_untagged".into(),
                 kind: SessionKind::Null,
-                trace: "forward_20k".into(),
+                trace: "forward_20k_untagged".into(),
+                null_trace: None,
                 bitstream: "golden_nic".into(),
                 clock_mhz: 250.0,
                 vendor_bound_cycles: None,
@@ -268,7 +271,10 @@ fn the_older_flat_layout_is_accepted_and_other_files_are_listed() {
     let paths: Vec<&str> = report.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
         paths,
-        ["data/program=forward/session=2/run=7.parquet", "data/program=null-forward_20k/session=3/run=10.parquet"]
+        [
+            "data/program=forward/session=2/run=7.parquet",
+            "data/program=null-forward_20k_untagged/session=3/run=10.parquet"
+        ]
     );
     assert!(paths.iter().all(|p| out.join(p).is_file()));
     assert_eq!(report.ignored, ["data/tsc/NF_s3/console.log"]);

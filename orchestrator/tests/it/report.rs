@@ -13,7 +13,7 @@ use orchestrator::analysis::summary::{
     Health, Histogram, HwCheck, HwLevel, Margins, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary,
     Summary, VendorBound,
 };
-use orchestrator::plan::{Analysis, ProbeFormat, ReportFormat, ReportSpec, TraceSource, TraceTemplate};
+use orchestrator::plan::{Analysis, Generated, ProbeFormat, ReportFormat, ReportSpec, TraceSource, TraceTemplate};
 use orchestrator::report::{ReportError, render};
 use orchestrator::results::provenance::{BitstreamFacts, Provenance, TestbedFacts};
 
@@ -50,11 +50,7 @@ fn provenance() -> Provenance {
             ("imix".into(), TraceSource::Pcap { path: "traces/imix.pcap".into(), sha256: Some("abcdef0123".into()) }),
             (
                 "udp64".into(),
-                TraceSource::Generate {
-                    template: TraceTemplate::Forward,
-                    count: 20_000,
-                    probe_id: ProbeFormat::Latencylab,
-                },
+                TraceSource::Generate(Generated::new(TraceTemplate::Forward, 20_000, ProbeFormat::Latencylab)),
             ),
         ]),
         groups: Vec::new(),
@@ -101,6 +97,7 @@ fn summary() -> Summary {
     bell(&mut ft_counts, 80.0, 137.0, 9.0, 200_000.0);
     let five_tuple = ProgramSummary {
         trace: "imix".into(),
+        null_trace: None,
         bitstream: "five_tuple".into(),
         latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]),
         modes: vec![
@@ -153,6 +150,7 @@ fn summary() -> Summary {
         .collect();
     let checksum = ProgramSummary {
         trace: "udp64".into(),
+        null_trace: None,
         bitstream: "checksum".into(),
         latency_ns: checksum_q.clone(),
         modes: vec![Mode {

@@ -320,8 +320,8 @@ fn a_refused_resume_changes_nothing_and_the_study_still_analyses() {
     let dir = copy_of_finished("refused-resume");
     let kept = ["provenance.json", "journal.jsonl", "summary.json"];
     let before = read_all(&dir, &kept);
-    // Another plan, on its own testbed and on sim; another seed.
-    for extra in [&["--seed", "12"][..], &["--testbed", "sim"][..]] {
+    // Another plan (on sim: on its own testbed, its absent traces stop it first), with another seed.
+    for extra in [&["--testbed", "sim", "--seed", "12"][..], &["--testbed", "sim"][..]] {
         let o =
             bin().args(["run", "../plans/paper.yaml", "--out"]).arg(&dir).arg("--resume").args(extra).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));

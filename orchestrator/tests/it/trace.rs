@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::common::tmp_dir;
 use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
 use latency_proto::probe::{self, Probe};
-use orchestrator::plan::{ProbeFormat, TraceTemplate};
+use orchestrator::plan::{Generated, ProbeFormat, TraceTemplate};
 use orchestrator::trace::{self, TraceError};
 use orchestrator::{digest, probes};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
@@ -86,7 +86,7 @@ fn every_template_and_format_generates_a_clean_trace() {
     for t in TEMPLATES {
         for f in FORMATS {
             let path = dir.join(file_name(t, f));
-            let info = trace::generate(t, n, f, &path).unwrap();
+            let info = trace::generate(&Generated::new(t, n, f), &path).unwrap();
             assert_eq!(info.path, path);
             assert_eq!(info.probes, n);
             assert_eq!(info.bytes, std::fs::metadata(&path).unwrap().len());
@@ -134,7 +134,7 @@ fn headers_and_checksums_are_valid_and_the_probe_opens_the_udp_payload() {
     for t in TEMPLATES {
         for f in FORMATS {
             let path = dir.join(file_name(t, f));
-            trace::generate(t, 100, f, &path).unwrap();
+            trace::generate(&Generated::new(t, 100, f), &path).unwrap();
             let (header, pkts) = packets(&path);
             assert_eq!(header.ts_resolution, TsResolution::NanoSecond);
             assert_eq!(header.datalink, pcap_file::DataLink::ETHERNET);
@@ -168,7 +168,7 @@ fn forward_traces_address_exactly_the_unforwarded_ids_to_missing_destinations() 
     let n = 1000u32;
     for f in FORMATS {
         let path = dir.join(file_name(TraceTemplate::Forward, f));
-        trace::generate(TraceTemplate::Forward, n, f, &path).unwrap();
+        trace::generate(&Generated::new(TraceTemplate::Forward, n, f), &path).unwrap();
         let mut missed = BTreeSet::new();
         for (_, frame) in packets(&path).1 {
             let d = decode(&frame);
@@ -195,21 +195,26 @@ fn generation_is_deterministic_and_never_overwrites() {
         for f in FORMATS {
             let a = dir.join(format!("a-{}", file_name(t, f)));
             let b = dir.join(format!("b-{}", file_name(t, f)));
-            let ia = trace::generate(t, 300, f, &a).unwrap();
-            let ib = trace::generate(t, 300, f, &b).unwrap();
+            let ia = trace::generate(&Generated::new(t, 300, f), &a).unwrap();
+            let ib = trace::generate(&Generated::new(t, 300, f), &b).unwrap();
             assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap(), "{t:?} {f:?}");
             assert_eq!(ia.sha256, ib.sha256);
             assert_eq!(ia.bytes, ib.bytes);
         }
     }
     // Different inputs give different files.
-    let forward = trace::generate(TraceTemplate::Forward, 10, ProbeFormat::Compact, &dir.join("f.pcap")).unwrap();
-    let checksum = trace::generate(TraceTemplate::Checksum, 10, ProbeFormat::Compact, &dir.join("c.pcap")).unwrap();
+    let forward =
+        trace::generate(&Generated::new(TraceTemplate::Forward, 10, ProbeFormat::Compact), &dir.join("f.pcap"))
+            .unwrap();
+    let checksum =
+        trace::generate(&Generated::new(TraceTemplate::Checksum, 10, ProbeFormat::Compact), &dir.join("c.pcap"))
+            .unwrap();
     assert_ne!(forward.sha256, checksum.sha256);
 
     let existing = dir.join("f.pcap");
     let before = std::fs::read(&existing).unwrap();
-    let err = trace::generate(TraceTemplate::Forward, 20, ProbeFormat::Latencylab, &existing).unwrap_err();
+    let err =
+        trace::generate(&Generated::new(TraceTemplate::Forward, 20, ProbeFormat::Latencylab), &existing).unwrap_err();
     assert!(err.to_string().contains(&existing.display().to_string()), "{err}");
     assert_eq!(std::fs::read(&existing).unwrap(), before);
 }
@@ -221,14 +226,16 @@ fn hand_built(path: &Path) {
         PcapHeader { ts_resolution: TsResolution::MicroSecond, endianness: Endianness::Big, ..Default::default() };
     let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
     let wire = probe::ProbeFormat::Latencylab;
-    let mut frames: Vec<Vec<u8>> =
-        [1, 2, 2, 5].iter().map(|&id| trace::frame(TraceTemplate::Checksum, id, wire).unwrap()).collect();
-    let mut not_a_probe = trace::frame(TraceTemplate::Checksum, 3, wire).unwrap();
+    let mut frames: Vec<Vec<u8>> = [1, 2, 2, 5]
+        .iter()
+        .map(|&id| trace::frame(&Generated::new(TraceTemplate::Checksum, 1, wire), id).unwrap())
+        .collect();
+    let mut not_a_probe = trace::frame(&Generated::new(TraceTemplate::Checksum, 1, wire), 3).unwrap();
     let at = probe::locate(&not_a_probe, wire).unwrap().0;
     not_a_probe[at..at + 12].copy_from_slice(b"hello, world");
     assert_eq!(probe::parse(&not_a_probe, wire), None);
     frames.insert(3, not_a_probe);
-    frames.push(trace::frame(TraceTemplate::Checksum, 4, probe::ProbeFormat::Compact).unwrap());
+    frames.push(trace::frame(&Generated::new(TraceTemplate::Checksum, 1, probe::ProbeFormat::Compact), 4).unwrap());
     for (i, f) in frames.iter().enumerate() {
         w.write_packet(&PcapPacket::new(Duration::from_micros(i as u64 * 2000), f.len() as u32, f)).unwrap();
     }
@@ -270,7 +277,7 @@ fn inspection_counts_tagged_probes() {
     let header = PcapHeader { ts_resolution: TsResolution::NanoSecond, ..Default::default() };
     let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
     for (id, tag) in [(1, probe::TAG_PIPELINE), (1, probe::TAG_BYPASS)] {
-        let mut f = trace::frame(TraceTemplate::Forward, id, probe::ProbeFormat::Compact).unwrap();
+        let mut f = trace::frame(&Generated::new(TraceTemplate::Forward, 1, probe::ProbeFormat::Compact), id).unwrap();
         assert!(probe::set_tag(&mut f, probe::ProbeFormat::Compact, tag));
         w.write_packet(&PcapPacket::new(Duration::ZERO, f.len() as u32, &f)).unwrap();
     }
@@ -297,7 +304,7 @@ fn inspection_errors_name_the_file() {
 
     // A capture cut short in its last record says where, and how much was read.
     let whole = dir.join("whole.pcap");
-    trace::generate(TraceTemplate::Forward, 5, ProbeFormat::Latencylab, &whole).unwrap();
+    trace::generate(&Generated::new(TraceTemplate::Forward, 5, ProbeFormat::Latencylab), &whole).unwrap();
     let bytes = std::fs::read(&whole).unwrap();
     let cut = dir.join("cut.pcap");
     std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
@@ -316,7 +323,7 @@ fn inspection_errors_name_the_file() {
 
     // A trace of no probes is not generated.
     let empty = dir.join("empty.pcap");
-    let err = trace::generate(TraceTemplate::Checksum, 0, ProbeFormat::Compact, &empty).unwrap_err();
+    let err = trace::generate(&Generated::new(TraceTemplate::Checksum, 0, ProbeFormat::Compact), &empty).unwrap_err();
     assert!(matches!(err, TraceError::NoProbes { .. }), "{err:?}");
     assert!(!empty.exists());
 
@@ -338,7 +345,7 @@ fn tcpdump_reads_generated_traces() {
     for t in TEMPLATES {
         for f in FORMATS {
             let path = dir.join(file_name(t, f));
-            trace::generate(t, 20, f, &path).unwrap();
+            trace::generate(&Generated::new(t, 20, f), &path).unwrap();
             let out =
                 std::process::Command::new(tcpdump).arg("-r").arg(&path).args(["-c", "3", "-nn"]).output().unwrap();
             let stdout = String::from_utf8_lossy(&out.stdout);
