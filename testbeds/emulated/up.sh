@@ -5,7 +5,11 @@
 #   switch   tc ingress on sw-in: mirror every frame to sw-a, redirect it to sw-b
 #   fpga     fpga-emu: fpga-a -> program + delay -> fpga-p (pipeline), fpga-b -> fpga-hb (bypass)
 #   receiver sshd (10.250.0.3), the agent on r0 (pipeline P) and r1 (bypass B); in reflect mode
-#            it sends every probe back out of rfl0 to the sender's cap0 (tcpdump there)
+#            it sends every probe back out of rfl0, through the switch, to the sender's cap0
+#            (tcpdump there)
+#   switch   also tc ingress on sw-rfl (rfl0's peer), a learning switch that knows only cap0's
+#            MAC: frames to it are redirected to sw-cap (cap0), any other frame is flooded to
+#            sw-a, sw-b (back into the FPGA: a reflection loop) and sw-cap
 #   root     bridge emu-mgmt 10.250.0.1/24 with veths into sender and receiver (SSH only)
 #
 # Idempotent: what exists is kept, what is missing is created, processes are started only when
@@ -150,11 +154,25 @@ for ns in sender switch fpga receiver; do
   ip -n "$ns" link set lo up
 done
 
-# veth NS1 DEV1 NS2 DEV2: a pair between two namespaces, created if missing. A pair of the fpga
-# namespace made anew means a running fpga-emu holds sockets of deleted links: it is restarted.
+# peer_index NS DEV: the ifindex of the veth peer of DEV (printed as DEV@ifN when the peer is in
+# another namespace); ifindex NS DEV: DEV's own.
+peer_index() { ip -n "$1" -o link show dev "$2" 2>/dev/null | sed -n 's/^[0-9]*: [^@:]*@if\([0-9]*\):.*/\1/p'; }
+ifindex() { ip -n "$1" -o link show dev "$2" 2>/dev/null | cut -d: -f1; }
+# paired NS1 DEV1 NS2 DEV2: both ends exist and are each other's peer.
+paired() {
+  local p1 p2
+  p1=$(peer_index "$1" "$2")
+  p2=$(peer_index "$3" "$4")
+  [ -n "$p1" ] && [ -n "$p2" ] && [ "$p1" = "$(ifindex "$3" "$4")" ] && [ "$p2" = "$(ifindex "$1" "$2")" ]
+}
+
+# veth NS1 DEV1 NS2 DEV2: a pair between two namespaces, created unless both ends exist as one pair
+# (an end wired elsewhere, as rfl0 and cap0 were to each other before the reflect path went through
+# the switch, is deleted with its old peer). A pair of the fpga namespace made anew means a running
+# fpga-emu holds sockets of deleted links: it is restarted.
 fpga_links_changed=
 veth() {
-  if ! link_in "$1" "$2" || ! link_in "$3" "$4"; then
+  if ! paired "$1" "$2" "$3" "$4"; then
     case "$1 $3" in *fpga*) fpga_links_changed=1 ;; esac
     ip -n "$1" link del "$2" 2>/dev/null || true
     ip -n "$3" link del "$4" 2>/dev/null || true
@@ -168,10 +186,14 @@ veth switch sw-a fpga fpga-a
 veth switch sw-b fpga fpga-b
 veth fpga fpga-p receiver r0
 veth fpga fpga-hb receiver r1
-veth receiver rfl0 sender cap0
+# The reflect path passes the switch, as on the OCT testbed: receiver rfl0 -> sw-rfl, sw-cap ->
+# sender cap0 (rfl0 was once wired straight to cap0: veth replaces that pair).
+veth receiver rfl0 switch sw-rfl
+veth switch sw-cap sender cap0
 # The sender's capture port has a fixed address: the agent re-addresses every reflection to it
 # (the inventory's reflect_dst_mac), as LatencyLab's receiver does for the sender's ConnectX-5.
-ip -n sender link set cap0 address 02:00:00:00:ca:00
+cap_mac=02:00:00:00:ca:00
+ip -n sender link set cap0 address "$cap_mac"
 
 # The switch: every frame entering sw-in is copied to sw-a (mirror) and sent on to sw-b
 # (redirect). Copy A is always queued first; the null image measures that constant offset.
@@ -179,6 +201,18 @@ ip netns exec switch tc qdisc del dev sw-in ingress 2>/dev/null || true
 ip netns exec switch tc qdisc add dev sw-in ingress
 ip netns exec switch tc filter add dev sw-in parent ffff: protocol all prio 1 u32 match u32 0 0 \
   action mirred egress mirror dev sw-a action mirred egress redirect dev sw-b
+
+# The reflect path: a learning switch that has learnt only cap0's address. A frame from rfl0 to
+# cap0's MAC (u32 `ether dst`: the frame's first 6 bytes, at -14 from the network header) goes to
+# sw-cap alone; any other (broadcast, unknown unicast) is flooded: to sw-a and sw-b, into the FPGA
+# and so back to the agent's ports, and to sw-cap. A reflection the agent did not re-address (its
+# probes are sent to ff:ff:ff:ff:ff:ff) comes back as a loop, counted in the run's reflected_loops.
+ip netns exec switch tc qdisc del dev sw-rfl ingress 2>/dev/null || true
+ip netns exec switch tc qdisc add dev sw-rfl ingress
+ip netns exec switch tc filter add dev sw-rfl parent ffff: protocol all prio 1 u32 match ether dst "$cap_mac" \
+  action mirred egress redirect dev sw-cap
+ip netns exec switch tc filter add dev sw-rfl parent ffff: protocol all prio 2 u32 match u32 0 0 \
+  action mirred egress mirror dev sw-a action mirred egress mirror dev sw-b action mirred egress redirect dev sw-cap
 
 # Management network: a bridge in the root namespace, veths into sender and receiver.
 if ! ip link show dev emu-mgmt >/dev/null 2>&1; then
