@@ -8,6 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{bin, tmp};
+use latency_proto::AgentEvent;
 use orchestrator::analysis::summary::Summary;
 use orchestrator::results::event::{Entry, Event};
 use orchestrator::results::provenance::Provenance;
@@ -311,6 +312,23 @@ fn emulated_study_end_to_end() {
         assert_eq!(b.column_by_name("hw_ns").unwrap().null_count(), 0, "every record has its sender stamp");
     }
     assert!(reflect_dir.join("logs/forward_s1/capture_stop.log").is_file());
+    // The reflections pass the emulated switch, which floods frames not addressed to the sender's
+    // capture port back into the FPGA: had the agent not re-addressed them (reflect_dst_mac), it
+    // would see its own reflections again. Each run's end counters (the agent's `end` event, in
+    // the session's run.log) say it never did.
+    let mut ends = Vec::new();
+    for session in std::fs::read_dir(reflect_dir.join("logs")).unwrap() {
+        let log = session.unwrap().path().join("run.log");
+        for line in std::fs::read_to_string(&log).unwrap_or_default().lines() {
+            if let Ok(AgentEvent::End(c)) = serde_json::from_str(line) {
+                ends.push((log.clone(), c));
+            }
+        }
+    }
+    assert!(ends.len() >= runs_finished(&reflect_dir).len() && !ends.is_empty(), "{ends:?}");
+    for (log, c) in &ends {
+        assert_eq!(c.reflected_loops, 0, "reflections looped back to the agent: {}: {c:?}", log.display());
+    }
 
     for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir] {
         let _ = std::fs::remove_dir_all(d);
