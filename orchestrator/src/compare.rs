@@ -219,6 +219,8 @@ mod tests {
             null_trace: None,
             bitstream: "b".into(),
             latency_ns: q,
+            latency_raw_ns: Default::default(),
+            evidence: Default::default(),
             modes: Vec::new(),
             sessions: Vec::new(),
             null_offset_ns: 0.0,

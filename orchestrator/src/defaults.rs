@@ -8,8 +8,12 @@ pub const QUANTILE_LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
 pub const HW_CLOCK_TOLERANCE_NS: f64 = 8.0;
 /// Bootstrap resamples of each confidence interval.
 pub const BOOTSTRAP_RESAMPLES: u32 = 1000;
-/// Smallest gap between session medians that separates two reset modes, ns.
-pub const MODE_MIN_SEPARATION_NS: f64 = 15.0;
+/// Smallest gap between session medians that separates two reset modes, ns (a floor: the gap must
+/// also be [`MODE_MIN_GAP_SIGMAS`] within-mode standard deviations).
+pub const MODE_MIN_SEPARATION_NS: f64 = 3.0;
+/// A gap between session medians separates two reset modes when it is at least this many
+/// within-mode standard deviations.
+pub const MODE_MIN_GAP_SIGMAS: f64 = 8.0;
 /// Largest accepted shift of a program's median in a regression check, ns.
 pub const MEDIAN_SHIFT_NS: f64 = 3.0;
 /// Largest accepted shift of a program's p99 in a regression check, ns.

@@ -1,10 +1,26 @@
-//! Content digests (sha256, lowercase hex) of files and bytes.
+//! Content digests (sha256, lowercase hex) of files and bytes, and stable 64-bit keys.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
+
+/// A stable 64-bit key of `parts` (FNV-1a, then a SplitMix64 finaliser).
+pub fn key(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.iter().chain(&[0xff]) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
 
 /// sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -330,11 +330,11 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
 
     let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
-    if let Some(inv) = &inventory {
-        let refused = plan::stand_ins_refused(&plan, inv);
-        if !refused.is_empty() {
-            return Err(Failure::Invalid(refused));
-        }
+    // Traces a real testbed cannot replay stop the study before anything is written (on resume,
+    // once it is known that the folder's study is this one).
+    let refused = inventory.as_ref().map(|inv| plan::stand_ins_refused(&plan, inv)).unwrap_or_default();
+    if !refused.is_empty() && !args.resume {
+        return Err(Failure::Invalid(refused));
     }
     let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)?;
     for note in &schedule.stand_ins {
@@ -378,6 +378,9 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
                 differences.join("\n  ")
             )));
         }
+    }
+    if !refused.is_empty() {
+        return Err(Failure::Invalid(refused));
     }
     if !args.resume {
         results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false)?;

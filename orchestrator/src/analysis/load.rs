@@ -153,7 +153,7 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
 }
 
 /// Apply `f` to every run file on all cores; results in input order.
-pub fn par_map<T: Send>(files: &[RunFile], f: impl Fn(&RunFile) -> T + Sync) -> Vec<T> {
+pub fn par_map<I: Sync, T: Send>(files: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     let mut all: Vec<(usize, T)> = std::thread::scope(|scope| {

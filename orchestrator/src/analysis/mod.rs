@@ -11,9 +11,13 @@
 //!    bound margins; 8. hardware-clock check on reflect data; 9. bootstrap CIs.
 
 pub mod load;
+pub mod modes;
+pub mod noise;
 pub mod pairs;
+mod program;
 pub mod stats;
 pub mod summary;
+pub mod uncertainty;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,7 +31,7 @@ use crate::results::index::Index;
 use crate::results::provenance::Provenance;
 use crate::results::{ResultsDir, ResultsError, journal};
 use crate::schedule::SessionKind;
-use stats::{bootstrap_ci, gap_clusters, median, quantile_sorted};
+use stats::{grid_median, median, quantile_sorted};
 use summary::*;
 
 /// Why a folder could not be analysed.
@@ -69,6 +73,8 @@ pub struct RunPairs {
     counts: pairs::Counts,
     excluded: u64,
     pacing_pps: Option<f64>,
+    /// Whether the pacing was inferred from probe ids (most bypass copies missing).
+    pacing_inferred: bool,
 }
 
 /// Pair one run's records (group index into the study's groups, session number).
@@ -96,28 +102,36 @@ pub fn pair_batches(
         }
     }
     let pacing_pps = p.bypass_pps(tsc_hz);
-    RunPairs { group, session, diffs, hw, counts: p.counts, excluded, pacing_pps }
+    let pacing_inferred = p.pacing_inferred();
+    RunPairs { group, session, diffs, hw, counts: p.counts, excluded, pacing_pps, pacing_inferred }
 }
 
-/// Per-probe estimates of one session: median over runs of each probe's differentials.
-fn session_estimates(runs: &[&RunPairs]) -> Vec<(u64, f64)> {
+/// Per-probe estimates of one session: median over runs of each probe's differentials; with them,
+/// whether every estimate is the median of an odd number of runs (then it lies on the TSC's grid,
+/// else on a grid of half a tick).
+fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
     let mut by_id: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     for r in runs {
         for &(id, d) in &r.diffs {
             by_id.entry(id).or_default().push(d);
         }
     }
-    by_id.into_iter().map(|(id, mut v)| (id, median(&mut v))).collect()
+    let odd = by_id.values().all(|v| v.len() % 2 == 1);
+    (by_id.into_iter().map(|(id, mut v)| (id, median(&mut v))).collect(), odd)
 }
 
-fn quantiles(sorted: &[f64], levels: &[f64]) -> Quantiles {
-    levels
-        .iter()
-        .map(|&l| (level_key(l), if sorted.is_empty() { f64::NAN } else { quantile_sorted(sorted, l / 100.0) }))
-        .collect()
+/// The grid per-probe estimates lie on: the TSC tick when each is the median of an odd number of
+/// runs, half a tick otherwise.
+fn estimate_grid(tick_ns: f64, odd: bool) -> f64 {
+    if odd { tick_ns } else { tick_ns / 2.0 }
 }
 
-fn histogram(sorted: &[f64]) -> Histogram {
+/// Values at `levels` (percent) keyed `p50`, `p99`, ….
+fn keyed(levels: &[f64], values: impl IntoIterator<Item = f64>) -> Quantiles {
+    levels.iter().map(|&l| level_key(l)).zip(values).collect()
+}
+
+pub(crate) fn histogram(sorted: &[f64]) -> Histogram {
     let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Histogram::default() };
     let start = lo.floor();
     let mut bin = 1.0;
@@ -224,39 +238,46 @@ pub fn summarize(
 
     // Per group and session: per-probe estimates.
     let mut estimates: BTreeMap<(usize, u32), Vec<(u64, f64)>> = BTreeMap::new();
+    // Per group: whether every estimate is a median of an odd number of runs.
+    let mut odd: BTreeMap<usize, bool> = BTreeMap::new();
     let mut by_session: BTreeMap<(usize, u32), Vec<&RunPairs>> = BTreeMap::new();
     for r in runs {
         by_session.entry((r.group, r.session)).or_default().push(r);
     }
     for (k, rs) in &by_session {
-        estimates.insert(*k, session_estimates(rs));
+        let (est, all_odd) = session_estimates(rs);
+        estimates.insert(*k, est);
+        *odd.entry(k.0).or_insert(true) &= all_odd;
     }
+    let sessions_of = |gi: usize| estimates.range((gi, 0)..=(gi, u32::MAX));
+    let tick_ns = 1e9 / index.tsc_hz;
+    let grid_of = |gi: usize| estimate_grid(tick_ns, odd.get(&gi).copied().unwrap_or(false));
 
     // Null calibration per trace.
-    let mut nulls: BTreeMap<String, NullSummary> = BTreeMap::new();
+    let mut nulls: BTreeMap<String, (usize, NullSummary)> = BTreeMap::new();
     for (gi, g) in index.groups.iter().enumerate().filter(|(_, g)| g.kind == SessionKind::Null) {
         let mut pooled = Vec::new();
         let mut sessions = Vec::new();
-        for ((_, s), est) in estimates.range((gi, 0)..=(gi, u32::MAX)) {
+        for ((_, s), est) in sessions_of(gi) {
             let mut v: Vec<f64> = est.iter().map(|e| e.1).collect();
             pooled.extend_from_slice(&v);
-            sessions.push((*s, median(&mut v)));
+            sessions.push((*s, grid_median(&mut v, grid_of(gi))));
         }
         if pooled.is_empty() {
             continue;
         }
         let lo = sessions.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
         let hi = sessions.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+        let offset_ns = grid_median(&mut pooled, grid_of(gi));
         nulls.insert(
             g.trace.clone(),
-            NullSummary { group: g.program.clone(), offset_ns: median(&mut pooled), sessions, spread_ns: hi - lo },
+            (gi, NullSummary { group: g.program.clone(), offset_ns, sessions, spread_ns: hi - lo }),
         );
     }
 
-    let mut rng = ChaCha8Rng::seed_from_u64(index.seed);
-    let mut programs = BTreeMap::new();
+    let mut inputs = Vec::new();
     for (gi, g) in index.groups.iter().enumerate().filter(|(_, g)| g.kind == SessionKind::Program) {
-        let Some(null) = nulls.get(g.calibrated_by()) else {
+        let Some((null_gi, null)) = nulls.get(g.calibrated_by()) else {
             problems.push(format!(
                 "program `{}`: no usable null calibration data for trace `{}`; not analysed",
                 g.program,
@@ -264,112 +285,35 @@ pub fn summarize(
             ));
             continue;
         };
-        let delta = null.offset_ns;
-        let mut sessions = Vec::new();
-        let mut per_session: Vec<(u32, Vec<f64>)> = Vec::new();
-        for ((_, s), est) in estimates.range((gi, 0)..=(gi, u32::MAX)) {
-            let mut raw: Vec<f64> = est.iter().map(|e| e.1).collect();
-            let raw_median = median(&mut raw);
-            let cal: Vec<f64> = raw.iter().map(|x| x - delta).collect();
-            let rs = &by_session[&(gi, *s)];
-            sessions.push(SessionSummary {
-                session: *s,
-                raw_median_ns: raw_median,
-                median_ns: raw_median - delta,
-                matched: rs.iter().map(|r| r.counts.matched).sum(),
-                excluded: rs.iter().map(|r| r.excluded).sum(),
-                runs: rs.len() as u32,
-                hw_median_ns: {
-                    let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw.iter().map(|p| p.1)).collect();
-                    (!r.is_empty()).then(|| median(&mut r))
-                },
-            });
-            per_session.push((*s, cal));
-        }
-        if per_session.iter().all(|(_, v)| v.is_empty()) {
-            problems.push(format!("program `{}`: no usable run data; not analysed", g.program));
-            continue;
-        }
-        // Modes: clusters of session medians.
-        let mut order: Vec<usize> = (0..sessions.len()).collect();
-        order.sort_by(|&i, &j| sessions[i].median_ns.total_cmp(&sessions[j].median_ns));
-        let sorted_medians: Vec<f64> = order.iter().map(|&i| sessions[i].median_ns).collect();
-        let separation = if a.modes.enabled { a.modes.min_separation_ns } else { f64::INFINITY };
-        let clusters = gap_clusters(&sorted_medians, separation);
-        let mut modes = Vec::new();
-        let mut mode_values: Vec<Vec<f64>> = Vec::new();
-        let mut reproducibility: f64 = 0.0;
-        for c in clusters {
-            let members: Vec<usize> = order[c.clone()].to_vec();
-            let mut values: Vec<f64> =
-                members.iter().flat_map(|&i| per_session[i].1.iter().copied()).collect::<Vec<f64>>();
-            values.sort_unstable_by(f64::total_cmp);
-            let mut ss: Vec<u32> = members.iter().map(|&i| sessions[i].session).collect();
-            ss.sort_unstable();
-            reproducibility = reproducibility.max(sorted_medians[c.end - 1] - sorted_medians[c.start]);
-            let margins = g.vendor_bound_cycles.map(|cycles| {
-                let period = 1e3 / g.clock_mhz;
-                Margins {
-                    median_cycles: f64::from(cycles) - quantile_sorted(&values, 0.5) / period,
-                    p99_cycles: f64::from(cycles) - quantile_sorted(&values, 0.99) / period,
-                }
-            });
-            modes.push(Mode { sessions: ss, latency_ns: quantiles(&values, levels), margins });
-            mode_values.push(values);
-        }
-        // Headline: the mode with most sessions (ties: the lower one, which comes first).
-        let main = (0..modes.len()).max_by_key(|&m| (modes[m].sessions.len(), std::cmp::Reverse(m))).unwrap_or(0);
-        let values = &mode_values[main];
-        let mut all: Vec<f64> = per_session.iter().flat_map(|(_, v)| v.iter().copied()).collect();
-        all.sort_unstable_by(f64::total_cmp);
-        let latency_ns = quantiles(values, levels);
-        let q = |p: f64| quantile_sorted(values, p);
-        let vendor_bound = g.vendor_bound_cycles.map(|cycles| {
-            let period = 1e3 / g.clock_mhz;
-            VendorBound {
-                clock_mhz: g.clock_mhz,
-                cycles,
-                ns: f64::from(cycles) * period,
-                median_cycles: q(0.5) / period,
-                median_margin_cycles: f64::from(cycles) - q(0.5) / period,
-                p99_margin_cycles: f64::from(cycles) - q(0.99) / period,
-                violations: all.iter().filter(|&&x| x > f64::from(cycles) * period).count() as u64,
-                worst_mode: modes.iter().filter_map(|m| m.margins).reduce(|a, b| Margins {
-                    median_cycles: a.median_cycles.min(b.median_cycles),
-                    p99_cycles: a.p99_cycles.min(b.p99_cycles),
-                }),
-            }
+        inputs.push(program::Input {
+            group: g,
+            sessions: sessions_of(gi).map(|((_, s), e)| (*s, e.as_slice())).collect(),
+            runs: sessions_of(gi).map(|(k, _)| by_session[k].as_slice()).collect(),
+            null_sessions: sessions_of(*null_gi).map(|(_, e)| e.as_slice()).collect(),
+            null,
+            levels,
+            analysis: a,
+            tick_ns,
+            grid: grid_of(gi),
+            null_grid: grid_of(*null_gi),
         });
-        let median_ci95_ns = bootstrap_ci(values, 0.5, a.bootstrap_resamples, &mut rng);
-        let p99_ci95_ns = bootstrap_ci(values, 0.99, a.bootstrap_resamples, &mut rng);
-        let hw: Vec<(f64, f64)> = by_session
-            .range((gi, 0)..=(gi, u32::MAX))
-            .flat_map(|(_, rs)| rs.iter().flat_map(|r| r.hw.iter().copied()))
-            .collect();
-        let hw_check = (a.hw_clock_check || !hw.is_empty())
-            .then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, &mut rng))
-            .flatten();
-        programs.insert(
-            g.program.clone(),
-            ProgramSummary {
-                trace: g.trace.clone(),
-                null_trace: g.null_trace.clone(),
-                bitstream: g.bitstream.clone(),
-                latency_ns,
-                modes,
-                null_offset_ns: delta,
-                reproducibility_ns: reproducibility,
-                vendor_bound,
-                median_ci95_ns,
-                p99_ci95_ns,
-                hw_check,
-                probes: all.len() as u64,
-                excluded: sessions.iter().map(|s| s.excluded).sum(),
-                sessions,
-                histogram: histogram(&all),
-            },
-        );
     }
+    // Programs in parallel, each resampled with its own generator (seeded by the study's seed and
+    // its name, so that results do not depend on the order).
+    let analysed = load::par_map(&inputs, |input| {
+        let seed = crate::digest::key(&[&index.seed.to_le_bytes(), input.group.program.as_bytes()]);
+        program::analyse(input, &mut ChaCha8Rng::seed_from_u64(seed))
+    });
+    let mut programs = BTreeMap::new();
+    for (input, p) in inputs.iter().zip(analysed) {
+        match p {
+            Some(p) => {
+                programs.insert(input.group.program.clone(), p);
+            }
+            None => problems.push(format!("program `{}`: no usable run data; not analysed", input.group.program)),
+        }
+    }
+    let nulls: BTreeMap<String, NullSummary> = nulls.into_iter().map(|(t, (_, n))| (t, n)).collect();
 
     let count = |f: fn(&Event) -> bool| journal.iter().filter(|e| f(&e.event)).count() as u64;
     let mut pacing: Vec<f64> = runs.iter().filter_map(|r| r.pacing_pps).collect();
@@ -389,6 +333,7 @@ pub fn summarize(
         } else {
             [pacing[0], quantile_sorted(&pacing, 0.5), pacing[pacing.len() - 1]]
         },
+        pacing_inferred_runs: runs.iter().filter(|r| r.pacing_inferred).count() as u64,
     };
     Ok(Summary {
         study: index.study.clone(),
@@ -411,7 +356,7 @@ pub fn summarize(
 
 /// Step 8: re-pair residuals C = R − D with the differentials at random and compare quantiles
 /// of the synthesised D + C with the measured R.
-fn hw_clock_check(pairs: &[(f64, f64)], tolerance_ns: f64, rng: &mut ChaCha8Rng) -> Option<HwCheck> {
+pub(crate) fn hw_clock_check(pairs: &[(f64, f64)], tolerance_ns: f64, rng: &mut ChaCha8Rng) -> Option<HwCheck> {
     if pairs.is_empty() {
         return None;
     }

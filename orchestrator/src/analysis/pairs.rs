@@ -23,13 +23,30 @@ pub struct Paired {
     pub first_id: Option<u64>,
     /// Bypass copies and the TSC span between the first and last of them (pacing check).
     pub bypass_span: (u64, u64),
+    /// Probe ids of the first and the last bypass copy (in time).
+    pub bypass_ids: (u64, u64),
 }
 
 impl Paired {
-    /// Rate of the bypass copies' arrivals, packets per second: intervals over the TSC span.
+    /// The rate probes arrived at, packets per second: the bypass copies' intervals over their
+    /// TSC span when they are (nearly) all there; otherwise, when most are missing (a dataset that
+    /// keeps only matched probes), inferred from the probe ids they span, since probes are sent in
+    /// id order at the plan's pacing (see [`Paired::pacing_inferred`]).
     pub fn bypass_pps(&self, tsc_hz: f64) -> Option<f64> {
         let (n, span) = self.bypass_span;
-        (n > 1 && span > 0 && tsc_hz > 0.0).then(|| (n - 1) as f64 / (span as f64 / tsc_hz))
+        let intervals = if self.pacing_inferred() { self.id_span() } else { n.saturating_sub(1) };
+        (intervals > 0 && span > 0 && tsc_hz > 0.0).then(|| intervals as f64 / (span as f64 / tsc_hz))
+    }
+
+    /// Whether [`Paired::bypass_pps`] is inferred from probe ids: fewer than 90 % of the ids the
+    /// bypass copies span have one.
+    pub fn pacing_inferred(&self) -> bool {
+        let (n, _) = self.bypass_span;
+        n > 1 && ((n - 1) as f64) < 0.9 * self.id_span() as f64
+    }
+
+    fn id_span(&self) -> u64 {
+        self.bypass_ids.1.abs_diff(self.bypass_ids.0)
     }
 }
 
@@ -49,10 +66,15 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
     let mut first: [Vec<u64>; 2] = if dense { [vec![NONE; n], vec![NONE; n]] } else { [Vec::new(), Vec::new()] };
     let mut sparse: [std::collections::HashMap<u64, u64>; 2] = Default::default();
     let has_hw = batches.iter().any(|b| b.column_by_name(col::HW_NS).is_some_and(|c| c.null_count() < c.len()));
+    // First hardware stamp on each port: by id like `first` when dense (NO_HW = none).
+    const NO_HW: i64 = i64::MIN;
+    let mut hw_dense: [Vec<i64>; 2] =
+        if has_hw && dense { [vec![NO_HW; n], vec![NO_HW; n]] } else { [Vec::new(), Vec::new()] };
     let mut hw_first: [std::collections::HashMap<u64, i64>; 2] = Default::default();
     let mut counts = Counts::default();
     let mut earliest: Option<(u64, u64)> = None;
     let (mut b_count, mut b_min, mut b_max) = (0u64, u64::MAX, 0u64);
+    let mut b_ids = (0u64, 0u64);
     for b in batches {
         let hws = b.column_by_name(col::HW_NS).filter(|_| has_hw).map(|c| c.as_primitive::<Int64Type>().clone());
         let (Some(ids), Some(ports), Some(tscs)) =
@@ -74,7 +96,11 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
             if *slot == NONE {
                 *slot = tscs[k];
                 if let Some(h) = hws.as_ref().filter(|h| h.is_valid(k)) {
-                    hw_first[port].insert(ids[k], h.value(k));
+                    if dense {
+                        hw_dense[port][ids[k] as usize] = h.value(k);
+                    } else {
+                        hw_first[port].insert(ids[k], h.value(k));
+                    }
                 }
             } else {
                 counts.duplicates += 1;
@@ -84,8 +110,12 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
             }
             if port == 1 {
                 b_count += 1;
-                b_min = b_min.min(tscs[k]);
-                b_max = b_max.max(tscs[k]);
+                if tscs[k] < b_min {
+                    (b_min, b_ids.0) = (tscs[k], ids[k]);
+                }
+                if tscs[k] >= b_max {
+                    (b_max, b_ids.1) = (tscs[k], ids[k]);
+                }
             }
         }
     }
@@ -96,7 +126,13 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
             counts.matched += 1;
             diffs.push((id, p as i64 - b as i64));
             if has_hw {
-                hw_diffs.push(hw_first[0].get(&id).zip(hw_first[1].get(&id)).map(|(hp, hb)| hp - hb));
+                let (hp, hb) = if dense {
+                    let at = |port: usize| Some(hw_dense[port][id as usize]).filter(|&h| h != NO_HW);
+                    (at(0), at(1))
+                } else {
+                    (hw_first[0].get(&id).copied(), hw_first[1].get(&id).copied())
+                };
+                hw_diffs.push(hp.zip(hb).map(|(hp, hb)| hp - hb));
             }
         }
         (true, false) => counts.pipeline_only += 1,
@@ -116,7 +152,14 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
         }
     }
     let span = if b_count > 1 { b_max - b_min } else { 0 };
-    Paired { diffs, hw_diffs, counts, first_id: earliest.map(|(_, id)| id), bypass_span: (b_count, span) }
+    Paired {
+        diffs,
+        hw_diffs,
+        counts,
+        first_id: earliest.map(|(_, id)| id),
+        bypass_span: (b_count, span),
+        bypass_ids: b_ids,
+    }
 }
 
 #[cfg(test)]
@@ -142,8 +185,24 @@ mod tests {
         assert_eq!(p.diffs, vec![(1, 300), (4, 250), (5, -40)]);
         assert_eq!(p.first_id, Some(1));
         assert_eq!(p.bypass_span, (5, 5040 - 1000));
+        assert_eq!(p.bypass_ids, (1, 5));
+        assert!(!p.pacing_inferred(), "4 bypass copies for 4 ids");
         assert!(p.hw_diffs.is_empty());
         assert_eq!(p.counts, Counts { matched: 3, pipeline_only: 1, bypass_only: 1, duplicates: 1, unknown_port: 0 });
+    }
+
+    #[test]
+    fn pacing_is_inferred_from_ids_when_most_bypass_copies_are_missing() {
+        // Probes sent every 2 ms (500 pps) but only every third kept, as a dataset of matched
+        // probes only keeps them: 7 copies over ids 1..=19, 36 ms. Intervals alone say 167 pps;
+        // ids say 18 intervals in 36 ms, 500 pps.
+        let mut b = RecordBuilder::default();
+        for id in (1..=19u64).step_by(3) {
+            b.push(id, Port::Bypass, 2_000_000 * id, id, 64, None);
+        }
+        let p = pair(&[b.finish().unwrap()]);
+        assert!(p.pacing_inferred());
+        assert!((p.bypass_pps(1e9).unwrap() - 500.0).abs() < 1e-9, "{:?}", p.bypass_pps(1e9));
     }
 
     #[test]

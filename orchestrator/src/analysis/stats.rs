@@ -4,9 +4,9 @@
 //! `Q(p) = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])` with `h = (n − 1)p` on the sorted sample
 //! (Hyndman & Fan type 7; numpy's and R's default).
 //!
-//! The samplers (normal, Gamma, Beta) are written here rather than taken from `rand_distr` so
-//! that a seed gives bit-for-bit the same draws whatever the dependency versions: a resumed or
-//! repeated study must reproduce its data exactly.
+//! The normal sampler is written here rather than taken from `rand_distr` so that a seed gives
+//! bit-for-bit the same draws whatever the dependency versions: a resumed or repeated study must
+//! reproduce its data exactly.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -26,13 +26,63 @@ pub fn quantile_sorted(x: &[f64], p: f64) -> f64 {
     x[lo] + (h - lo as f64) * (x[hi] - x[lo])
 }
 
-/// Median of a sample (sorts it in place). NaN for an empty sample.
+/// Quantile `p` of an ascending sample of values that lie on a grid of step `grid` (stamps of a
+/// clock, medians of such stamps): each value is taken as spread evenly over its grid cell,
+/// `[x − grid/2, x + grid/2]`, and the quantile is read from that continuous distribution, so that
+/// it moves smoothly with the data instead of jumping from one grid point to the next (ties are
+/// the rule on a grid). With `grid` ≤ 0 it is [`quantile_sorted`]. NaN for an empty sample.
+pub fn grid_quantile(x: &[f64], p: f64, grid: f64) -> f64 {
+    if x.is_empty() || grid.is_nan() || grid <= 0.0 {
+        return quantile_sorted(x, p);
+    }
+    let half = grid / 2.0;
+    let target = p.clamp(0.0, 1.0) * x.len() as f64;
+    // F(t) · n = values whose cell ends below t, plus the covered part of the cells around t.
+    let mass = |t: f64| -> f64 {
+        let below = x.partition_point(|&v| v + half <= t);
+        let inside = x.partition_point(|&v| v - half < t);
+        below as f64 + x[below..inside].iter().map(|&v| (t - (v - half)) / grid).sum::<f64>()
+    };
+    // Where the distribution function crosses p: the first t with mass ≥ target and the last with
+    // mass ≤ target, which differ only across a gap between cells (then the middle of the gap, so
+    // that negating the sample negates its quantiles).
+    let cross = |at_least: bool| {
+        let (mut lo, mut hi) = (x[0] - half, x[x.len() - 1] + half);
+        for _ in 0..64 {
+            let mid = 0.5 * (lo + hi);
+            let m = mass(mid);
+            if m < target || (!at_least && m <= target) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        0.5 * (lo + hi)
+    };
+    0.5 * (cross(true) + cross(false))
+}
+
+/// Median of a sample on a grid (see [`grid_quantile`]; sorts it in place).
+pub fn grid_median(x: &mut [f64], grid: f64) -> f64 {
+    x.sort_unstable_by(f64::total_cmp);
+    grid_quantile(x, 0.5, grid)
+}
+
+/// Median of a sample (reorders it in place, by selection rather than a full sort). NaN for an
+/// empty sample.
 pub fn median(x: &mut [f64]) -> f64 {
-    if x.is_empty() {
+    let n = x.len();
+    if n == 0 {
         return f64::NAN;
     }
-    x.sort_unstable_by(f64::total_cmp);
-    quantile_sorted(x, 0.5)
+    let mid = n / 2;
+    let (below, &mut upper, _) = x.select_nth_unstable_by(mid, f64::total_cmp);
+    if n % 2 == 1 {
+        upper
+    } else {
+        let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        0.5 * (lower + upper)
+    }
 }
 
 /// Split ascending values into clusters wherever two neighbours are at least `min_gap` apart
@@ -57,54 +107,6 @@ pub fn normal(r: &mut ChaCha8Rng) -> f64 {
     let u1: f64 = 1.0 - r.random::<f64>();
     let u2: f64 = r.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
-/// Gamma(shape, 1) draw (Marsaglia & Tsang), shape ≥ 1.
-fn gamma(r: &mut ChaCha8Rng, shape: f64) -> f64 {
-    let d = shape - 1.0 / 3.0;
-    let c = 1.0 / (9.0 * d).sqrt();
-    loop {
-        let x = normal(r);
-        let v = (1.0 + c * x).powi(3);
-        if v <= 0.0 {
-            continue;
-        }
-        let u: f64 = r.random();
-        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
-            return d * v;
-        }
-    }
-}
-
-/// Beta(a, b) draw, a, b ≥ 1.
-fn beta(r: &mut ChaCha8Rng, a: f64, b: f64) -> f64 {
-    let x = gamma(r, a);
-    let y = gamma(r, b);
-    x / (x + y)
-}
-
-/// Bootstrap 95 % confidence interval of quantile `p` of an ascending sample, with `resamples`
-/// resamples.
-///
-/// In a resample of size n drawn with replacement, the k-th smallest value is `x[⌊nU⌋]` where U is
-/// the k-th order statistic of n uniforms, distributed Beta(k, n − k + 1). Drawing U directly gives
-/// the bootstrap distribution of the quantile (taken as the order statistic nearest to
-/// h = (n − 1)p) at O(1) per resample instead of O(n).
-pub fn bootstrap_ci(sorted: &[f64], p: f64, resamples: u32, rng: &mut ChaCha8Rng) -> [f64; 2] {
-    let n = sorted.len();
-    if n < 2 || resamples == 0 {
-        let q = if n == 0 { f64::NAN } else { quantile_sorted(sorted, p) };
-        return [q, q];
-    }
-    let k = ((n - 1) as f64 * p).round() as usize + 1;
-    let mut draws: Vec<f64> = (0..resamples)
-        .map(|_| {
-            let u = beta(rng, k as f64, (n - k + 1) as f64);
-            sorted[((u * n as f64) as usize).min(n - 1)]
-        })
-        .collect();
-    draws.sort_unstable_by(f64::total_cmp);
-    [quantile_sorted(&draws, 0.025), quantile_sorted(&draws, 0.975)]
 }
 
 /// Kolmogorov–Smirnov distance and Wasserstein-1 distance (ns) between two histograms with the
@@ -139,7 +141,6 @@ pub fn histogram_distances(a: &super::summary::Histogram, b: &super::summary::Hi
 mod tests {
     use super::*;
     use crate::analysis::summary::Histogram;
-    use rand::SeedableRng;
 
     #[test]
     fn quantiles_match_numpy_linear() {
@@ -154,64 +155,26 @@ mod tests {
     }
 
     #[test]
+    fn grid_quantiles_interpolate_within_cells() {
+        // Values 1, 2, 2, 3 on a grid of 1: cells [0.5,1.5], [1.5,2.5] ×2, [2.5,3.5]. The median
+        // (mass 2 of 4) is at 2.0; p = 0.375 (mass 1.5) is halfway into the 2-cells: 1.75;
+        // p = 0.9 (mass 3.6) is 0.6 into the last cell: 3.1.
+        let x = [1.0, 2.0, 2.0, 3.0];
+        for (p, want) in [(0.5, 2.0), (0.375, 1.75), (0.9, 3.1), (0.0, 0.5), (1.0, 3.5)] {
+            assert!((grid_quantile(&x, p, 1.0) - want).abs() < 1e-9, "p{p}: {}", grid_quantile(&x, p, 1.0));
+        }
+        // A grid median moves with the balance of ties where the plain median sticks to a point.
+        assert_eq!(median(&mut [1.0, 2.0, 2.0, 2.0, 3.0, 3.0]), 2.0);
+        assert!((grid_median(&mut [1.0, 2.0, 2.0, 2.0, 3.0, 3.0], 1.0) - 2.166_667).abs() < 1e-5);
+        assert_eq!(grid_quantile(&x, 0.5, 0.0), 2.0);
+    }
+
+    #[test]
     fn clusters_split_at_large_gaps_only() {
         let x = [106.5, 107.0, 107.9, 137.2, 138.0];
         assert_eq!(gap_clusters(&x, 15.0), vec![0..3, 3..5]);
         assert_eq!(gap_clusters(&[148.0, 149.5, 150.2, 151.0], 15.0), vec![0..4]);
         assert!(gap_clusters(&[], 15.0).is_empty());
-    }
-
-    #[test]
-    fn gamma_and_beta_have_their_textbook_moments() {
-        let mut r = ChaCha8Rng::seed_from_u64(3);
-        let n = 200_000;
-        let g: Vec<f64> = (0..n).map(|_| gamma(&mut r, 4.0)).collect();
-        let mean = g.iter().sum::<f64>() / n as f64;
-        let var = g.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-        assert!((mean - 4.0).abs() < 0.03 && (var - 4.0).abs() < 0.08, "{mean} {var}");
-        let b: Vec<f64> = (0..n).map(|_| beta(&mut r, 2.0, 6.0)).collect();
-        let mean = b.iter().sum::<f64>() / n as f64;
-        assert!((mean - 0.25).abs() < 0.002, "{mean}");
-    }
-
-    #[test]
-    fn bootstrap_ci_of_a_normal_median_has_the_asymptotic_width() {
-        // Median of n normal(0, σ) values: standard error ≈ 1.2533 σ / √n, so the 95 % interval
-        // is about ±1.96 × that around the sample median.
-        let mut r = ChaCha8Rng::seed_from_u64(9);
-        let n = 20_000;
-        let sigma = 10.0;
-        let mut x: Vec<f64> = (0..n).map(|_| sigma * normal(&mut r)).collect();
-        x.sort_unstable_by(f64::total_cmp);
-        let [lo, hi] = bootstrap_ci(&x, 0.5, 4000, &mut r);
-        let half = 1.96 * 1.2533 * sigma / (n as f64).sqrt();
-        let m = quantile_sorted(&x, 0.5);
-        assert!(lo < m && m < hi);
-        assert!(((hi - lo) / 2.0 - half).abs() < 0.15 * half, "[{lo}, {hi}] vs ±{half}");
-    }
-
-    #[test]
-    fn bootstrap_ci_agrees_with_brute_force_resampling() {
-        let mut r = ChaCha8Rng::seed_from_u64(5);
-        let mut x: Vec<f64> = (0..800).map(|_| (normal(&mut r) * 3.0).exp()).collect();
-        x.sort_unstable_by(f64::total_cmp);
-        for p in [0.5, 0.99] {
-            let fast = bootstrap_ci(&x, p, 4000, &mut r);
-            let mut qs: Vec<f64> = (0..4000)
-                .map(|_| {
-                    let mut s: Vec<f64> = (0..x.len()).map(|_| x[r.random_range(0..x.len())]).collect();
-                    s.sort_unstable_by(f64::total_cmp);
-                    quantile_sorted(&s, p)
-                })
-                .collect();
-            qs.sort_unstable_by(f64::total_cmp);
-            let slow = [quantile_sorted(&qs, 0.025), quantile_sorted(&qs, 0.975)];
-            let width = slow[1] - slow[0];
-            assert!(
-                (fast[0] - slow[0]).abs() < 0.2 * width && (fast[1] - slow[1]).abs() < 0.2 * width,
-                "p{p}: {fast:?} vs {slow:?}"
-            );
-        }
     }
 
     #[test]

@@ -57,8 +57,12 @@ pub struct ProgramSummary {
     /// Bitstream name.
     pub bitstream: String,
     /// Calibrated latency quantiles over all probes and sessions (a single mode), or of the most
-    /// populated mode when the sessions fall into several (never an average between modes).
+    /// populated mode when the sessions fall into several (never an average between modes),
+    /// corrected for the measurement noise left in the per-probe estimates.
     pub latency_ns: Quantiles,
+    /// The same quantiles before the noise correction.
+    #[serde(default)]
+    pub latency_raw_ns: Quantiles,
     /// Reset modes: clusters of session medians; one entry for single-clock programs.
     pub modes: Vec<Mode>,
     /// Per session.
@@ -69,10 +73,14 @@ pub struct ProgramSummary {
     pub reproducibility_ns: f64,
     /// Vendor-bound check (absent when the manifest gives no bound).
     pub vendor_bound: Option<VendorBound>,
-    /// Bootstrap 95 % confidence interval of the median (ns).
+    /// 95 % confidence interval of the median (ns) for a new bring-up of this testbed: probes
+    /// and sessions (see [`Evidence`]).
     pub median_ci95_ns: [f64; 2],
-    /// Bootstrap 95 % confidence interval of p99 (ns).
+    /// 95 % confidence interval of p99 (ns), as the median's.
     pub p99_ci95_ns: [f64; 2],
+    /// How the intervals, the noise correction and the modes were obtained.
+    #[serde(default)]
+    pub evidence: Evidence,
     /// Hardware-clock verification (null when no reflect data).
     pub hw_check: Option<HwCheck>,
     /// Probes with an estimate (all sessions).
@@ -93,6 +101,37 @@ pub struct Mode {
     /// The vendor bound minus this mode's median and p99, in cycles (absent without a bound).
     #[serde(default)]
     pub margins: Option<Margins>,
+    /// The same quantiles before the noise correction.
+    #[serde(default)]
+    pub latency_raw_ns: Quantiles,
+    /// The gap of this mode's lowest session median above the mode below (none for the lowest).
+    #[serde(default)]
+    pub gap_below: Option<Gap>,
+}
+
+/// The support of a split between two modes.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Gap {
+    /// Gap between the neighbouring session medians, ns.
+    pub ns: f64,
+    /// The gap in within-mode standard deviations of session medians (none when unmeasured).
+    pub sigmas: Option<f64>,
+}
+
+/// What the uncertainty statements of a program rest on.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Evidence {
+    /// Standard deviation of the noise left in a per-probe estimate (median over runs), from the
+    /// halves of each probe's runs, ns; the quantiles are corrected for it.
+    pub noise_sd_ns: Option<f64>,
+    /// 95 % interval of the median for these sessions of this testbed: probes only.
+    pub median_ci95_sessions_ns: Option<[f64; 2]>,
+    /// 95 % interval of p99 for these sessions: probes only.
+    pub p99_ci95_sessions_ns: Option<[f64; 2]>,
+    /// Pooled within-mode standard deviation of session medians (null and program sessions), ns.
+    pub mode_within_sd_ns: Option<f64>,
+    /// The gap between session medians that splits modes, ns.
+    pub mode_threshold_ns: Option<f64>,
 }
 
 /// Headroom under the vendor bound, in pipeline clock cycles.
@@ -225,8 +264,13 @@ pub struct Health {
     pub retries: u64,
     /// Runs that failed all attempts (from the journal).
     pub failed_runs: u64,
-    /// Achieved pacing per run, packets/s: min, median, max (from bypass inter-arrival times).
+    /// Achieved pacing per run, packets/s: min, median, max (from bypass inter-arrival times,
+    /// or inferred from probe ids, see `pacing_inferred_runs`).
     pub pacing_pps: [f64; 3],
+    /// Runs whose pacing is inferred from the probe ids their bypass copies span, because most
+    /// copies are missing (e.g. imported data that keeps only matched probes).
+    #[serde(default)]
+    pub pacing_inferred_runs: u64,
     /// Runs, files and programs that could not be used, each with the reason.
     #[serde(default)]
     pub problems: Vec<String>,

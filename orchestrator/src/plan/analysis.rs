@@ -13,7 +13,11 @@ impl Default for Analysis {
             hw_clock_check: false,
             hw_clock_tolerance_ns: defaults::HW_CLOCK_TOLERANCE_NS,
             bootstrap_resamples: defaults::BOOTSTRAP_RESAMPLES,
-            modes: ModeSettings { enabled: true, min_separation_ns: defaults::MODE_MIN_SEPARATION_NS },
+            modes: ModeSettings {
+                enabled: true,
+                min_separation_ns: defaults::MODE_MIN_SEPARATION_NS,
+                min_gap_sigmas: defaults::MODE_MIN_GAP_SIGMAS,
+            },
         }
     }
 }
@@ -33,8 +37,9 @@ fn decode_modes(d: &mut Decoder, v: &Node, def: ModeSettings) -> Option<ModeSett
     let mut m = d.map(v, "modes")?;
     let enabled = m.or(d, "enabled", def.enabled, Decoder::boolean);
     let sep = m.or(d, "min_separation_ns", def.min_separation_ns, |d, x| d.number(x, 0.0..=1e6));
+    let sigmas = m.or(d, "min_gap_sigmas", def.min_gap_sigmas, |d, x| d.number(x, 0.0..=1e6));
     m.done(d);
-    Some(ModeSettings { enabled: enabled?, min_separation_ns: sep? })
+    Some(ModeSettings { enabled: enabled?, min_separation_ns: sep?, min_gap_sigmas: sigmas? })
 }
 
 /// Decode `analysis:`.

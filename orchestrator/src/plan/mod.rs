@@ -282,8 +282,17 @@ pub enum Estimator {
 pub struct ModeSettings {
     /// Whether modes are looked for at all.
     pub enabled: bool,
-    /// Smallest gap (ns) between session-median clusters that separates two modes.
+    /// Smallest gap (ns) between session-median clusters that separates two modes: a floor under
+    /// the evidence rule.
     pub min_separation_ns: f64,
+    /// A gap separates two modes only when it is at least this many within-mode standard
+    /// deviations of session medians (measured on the null's and the program's sessions).
+    #[serde(default = "default_min_gap_sigmas")]
+    pub min_gap_sigmas: f64,
+}
+
+fn default_min_gap_sigmas() -> f64 {
+    crate::defaults::MODE_MIN_GAP_SIGMAS
 }
 
 /// Report output formats.

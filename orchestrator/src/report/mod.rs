@@ -174,6 +174,8 @@ mod tests {
             null_trace: None,
             bitstream: String::new(),
             latency_ns: Default::default(),
+            latency_raw_ns: Default::default(),
+            evidence: Default::default(),
             modes: Vec::new(),
             sessions: Vec::new(),
             null_offset_ns: nan,

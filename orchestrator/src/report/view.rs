@@ -158,7 +158,20 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
         Item::new("Failed runs", h.failed_runs.to_string(), false),
         Item::new(
             "Pacing achieved (min / median / max)",
-            format!("{} / {} / {} pps", ns(h.pacing_pps[0]), ns(h.pacing_pps[1]), ns(h.pacing_pps[2])),
+            format!(
+                "{} / {} / {} pps{}",
+                ns(h.pacing_pps[0]),
+                ns(h.pacing_pps[1]),
+                ns(h.pacing_pps[2]),
+                if h.pacing_inferred_runs > 0 {
+                    format!(
+                        " ({} runs inferred from the probe ids, most bypass copies missing)",
+                        h.pacing_inferred_runs
+                    )
+                } else {
+                    String::new()
+                }
+            ),
             false,
         ),
     ];

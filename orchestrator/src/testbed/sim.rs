@@ -15,6 +15,7 @@ use super::model::{ProgramModel, SimModel};
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError};
 use crate::analysis::stats::normal;
+use crate::digest::key;
 use crate::plan::{Action, Generated, Plan};
 use crate::probes;
 use crate::results::provenance::Facts;
@@ -52,22 +53,6 @@ pub struct SimTestbed {
     templates: BTreeMap<String, Option<Generated>>,
     /// Packet-dependent latency per (bitstream, mode), indexed by probe id.
     packet_part: BTreeMap<(String, usize), Vec<f64>>,
-}
-
-/// A stable 64-bit key of `parts` (FNV-1a, then a SplitMix64 finaliser).
-pub fn key(parts: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.iter().chain(&[0xff]) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^ (h >> 31)
 }
 
 fn rng(parts: &[&[u8]]) -> ChaCha8Rng {

@@ -26,7 +26,12 @@ fn latencylab_sample_reproduces_the_paper_forward_estimate() {
     // varies by up to 7 ns between sessions (paper), so a one-run check can only expect 149 ± 10.
     assert!((p50 - 142.0).abs() <= 1.0, "estimate {p50}");
     assert!((p50 - 149.0).abs() <= 10.0, "estimate {p50} vs the paper's 149 ns");
-    assert_eq!(fwd.null_offset_ns, 24.0);
+    // The null median is 24 ns in numpy's reading (type 7); the analysis reads integer-ns data as
+    // spread over each nanosecond (the values are stamps on a 1 ns grid), which numpy gives as
+    // 23.899 ns for the null run and 166.362 ns for the Forward run (bisection on the grouped
+    // distribution function of the 13,899 kept probes after the first).
+    assert!((fwd.null_offset_ns - 23.899).abs() < 1e-3, "{}", fwd.null_offset_ns);
+    assert!((fwd.sessions[0].raw_median_ns - 166.362).abs() < 1e-3, "{}", fwd.sessions[0].raw_median_ns);
     assert_eq!(fwd.sessions[0].excluded, 1, "the first probe after the idle gap");
     assert_eq!(fwd.modes.len(), 1);
     let vb = fwd.vendor_bound.as_ref().unwrap();

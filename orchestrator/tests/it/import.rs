@@ -216,6 +216,15 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     assert_eq!(import.totals.misparsed, 200);
     assert_eq!(import.files[1].quirks.negative_diffs, 3_470);
 
+    // The files keep matched probes only (70 % of the Forward ids): the pacing is inferred from
+    // the ids the bypass copies span, 499.44 pps for the Forward run by hand (ids 1 → 20,000 in
+    // 40.0425 s), not the 347 pps their intervals alone would say.
+    let summary = orchestrator::analysis::analyze(&orchestrator::results::ResultsDir::open(&out).unwrap()).unwrap();
+    let h = &summary.health;
+    assert_eq!(h.pacing_inferred_runs, 2);
+    assert!(h.pacing_pps.iter().all(|p| (499.0..=500.0).contains(p)), "{:?}", h.pacing_pps);
+    assert!(h.pacing_pps.iter().any(|p| (p - 499.445).abs() < 0.01), "{:?}", h.pacing_pps);
+
     // A folder with results is never imported into again.
     assert!(matches!(import_latencylab(Path::new(FIXTURE), &out, 20_000), Err(ImportError::Results(_))));
     std::fs::remove_dir_all(&out).unwrap();

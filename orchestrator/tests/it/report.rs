@@ -100,6 +100,8 @@ fn summary() -> Summary {
         null_trace: None,
         bitstream: "five_tuple".into(),
         latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]),
+        latency_raw_ns: Default::default(),
+        evidence: Default::default(),
         modes: vec![
             // Deliberately listed high mode first: the report orders modes by median.
             // Margins by hand: 53 − 137 × 0.25 = 18.75 and 53 − 159 × 0.25 = 13.25 cycles.
@@ -107,11 +109,15 @@ fn summary() -> Summary {
                 sessions: vec![2],
                 latency_ns: quantiles([124.0, 131.0, 137.0, 143.0, 152.0, 159.0]),
                 margins: Some(Margins { median_cycles: 18.75, p99_cycles: 13.25 }),
+                latency_raw_ns: Default::default(),
+                gap_below: None,
             },
             Mode {
                 sessions: vec![1, 3],
                 latency_ns: quantiles([92.0, 101.0, 107.0, 112.0, 120.0, 127.0]),
                 margins: Some(Margins { median_cycles: 26.25, p99_cycles: 21.25 }),
+                latency_raw_ns: Default::default(),
+                gap_below: None,
             },
         ],
         sessions: vec![session(1, 125.3, 107.1), session(2, 155.2, 137.0), session(3, 124.9, 106.7)],
@@ -153,10 +159,14 @@ fn summary() -> Summary {
         null_trace: None,
         bitstream: "checksum".into(),
         latency_ns: checksum_q.clone(),
+        latency_raw_ns: Default::default(),
+        evidence: Default::default(),
         modes: vec![Mode {
             sessions: vec![1, 2, 3, 4, 5],
             latency_ns: checksum_q,
             margins: Some(Margins { median_cycles: 109.0 - 91.0, p99_cycles: 109.0 - 95.25 }),
+            latency_raw_ns: Default::default(),
+            gap_below: None,
         }],
         sessions: vec![
             session(1, 390.1, 364.2),
@@ -223,6 +233,7 @@ fn summary() -> Summary {
             retries: 2,
             failed_runs: 0,
             pacing_pps: [499.2, 500.0, 500.4],
+            pacing_inferred_runs: 0,
             problems: Vec::new(),
         },
         provenance: Some(provenance()),

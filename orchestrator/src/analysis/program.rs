@@ -1,0 +1,236 @@
+//! Steps 5–9 for one program: calibrated per-probe estimates, session medians, reset modes,
+//! noise-corrected quantiles, vendor-bound margins, confidence intervals and the hardware-clock
+//! check.
+
+use rand_chacha::ChaCha8Rng;
+
+use super::noise::Simex;
+use super::stats::quantile_sorted;
+use super::stats::{grid_median, grid_quantile, median};
+use super::summary::*;
+use super::uncertainty;
+use super::{RunPairs, hw_clock_check, keyed, modes, noise};
+use crate::plan::Analysis;
+use crate::results::index::Group;
+
+/// What the analysis of one program reads.
+pub(super) struct Input<'a> {
+    pub group: &'a Group,
+    /// Per session: the program's per-probe estimates (raw).
+    pub sessions: Vec<(u32, &'a [(u64, f64)])>,
+    /// Per session: the runs.
+    pub runs: Vec<&'a [&'a RunPairs]>,
+    /// The calibrating null's per-probe estimates, per session.
+    pub null_sessions: Vec<&'a [(u64, f64)]>,
+    /// The null calibration.
+    pub null: &'a NullSummary,
+    /// Levels stored (percent).
+    pub levels: &'a [f64],
+    /// Settings.
+    pub analysis: &'a Analysis,
+    /// TSC tick, ns.
+    pub tick_ns: f64,
+    /// The grid the program's and the null's per-session estimates lie on, ns.
+    pub grid: f64,
+    pub null_grid: f64,
+}
+
+/// Analyse one program; none when it has no usable estimate.
+pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<ProgramSummary> {
+    let &Input { group: g, null, levels, analysis: a, .. } = input;
+    let delta = null.offset_ns;
+    let grid = input.grid;
+    let mut sessions = Vec::new();
+    let mut calibrated: Vec<Vec<(u64, f64)>> = Vec::new();
+    for (&(s, est), rs) in input.sessions.iter().zip(&input.runs) {
+        let cal: Vec<(u64, f64)> = est.iter().map(|&(id, x)| (id, x - delta)).collect();
+        let raw_median = grid_median(&mut est.iter().map(|e| e.1).collect::<Vec<_>>(), grid);
+        sessions.push(SessionSummary {
+            session: s,
+            raw_median_ns: raw_median,
+            median_ns: raw_median - delta,
+            matched: rs.iter().map(|r| r.counts.matched).sum(),
+            excluded: rs.iter().map(|r| r.excluded).sum(),
+            runs: rs.len() as u32,
+            hw_median_ns: {
+                let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw.iter().map(|p| p.1)).collect();
+                (!r.is_empty()).then(|| median(&mut r))
+            },
+        });
+        calibrated.push(cal);
+    }
+    if calibrated.iter().all(Vec::is_empty) {
+        return None;
+    }
+
+    // Modes: clusters of session medians, split by evidence.
+    let mut order: Vec<usize> = (0..sessions.len()).collect();
+    order.sort_by(|&i, &j| sessions[i].median_ns.total_cmp(&sessions[j].median_ns));
+    let sorted_medians: Vec<f64> = order.iter().map(|&i| sessions[i].median_ns).collect();
+    let null_medians: Vec<f64> = null.sessions.iter().map(|s| s.1).collect();
+    let split = if a.modes.enabled {
+        modes::split(&sorted_medians, &null_medians, a.modes.min_separation_ns, a.modes.min_gap_sigmas)
+    } else {
+        modes::Split {
+            clusters: std::iter::once(0..sorted_medians.len()).collect(),
+            within_sd_ns: None,
+            threshold_ns: f64::INFINITY,
+        }
+    };
+    let mut modes = Vec::new();
+    let mut members_of: Vec<Vec<usize>> = Vec::new();
+    let mut pooled_of: Vec<Vec<(u64, f64)>> = Vec::new();
+    let mut noise_of: Vec<Option<f64>> = Vec::new();
+    let mut simex_of: Vec<Option<Simex>> = Vec::new();
+    let mut reproducibility: f64 = 0.0;
+    let fractions: Vec<f64> = levels.iter().map(|l| l / 100.0).collect();
+    for c in &split.clusters {
+        let members: Vec<usize> = order[c.clone()].to_vec();
+        // Raw: the paper's per-session estimates, pooled.
+        let mut values: Vec<f64> = members.iter().flat_map(|&i| calibrated[i].iter().map(|e| e.1)).collect();
+        values.sort_unstable_by(f64::total_cmp);
+        let raw = keyed(levels, fractions.iter().map(|&p| quantile_sorted(&values, p)));
+        // Corrected: per-probe estimates over all the mode's runs, less the noise left in them.
+        let mut raw_medians: Vec<f64> = members.iter().map(|&i| sessions[i].raw_median_ns).collect();
+        let common = median(&mut raw_medians);
+        let shifted: Vec<(&[&RunPairs], f64)> =
+            members.iter().map(|&i| (input.runs[i], sessions[i].raw_median_ns - common + delta)).collect();
+        let (pooled, mut halves, all_odd) = noise::pooled_estimates(&shifted);
+        let pooled_grid = super::estimate_grid(input.tick_ns, all_odd);
+        let noise_sd = noise::noise_sd(&mut halves);
+        let mut sorted: Vec<f64> = pooled.iter().map(|e| e.1).collect();
+        sorted.sort_unstable_by(f64::total_cmp);
+        let simex = Simex::new(&sorted, noise_sd, pooled_grid);
+        let corrected = keyed(
+            levels,
+            fractions.iter().map(|&p| match &simex {
+                Some(s) if s.blurs() => s.corrected(p),
+                _ => grid_quantile(&sorted, p, pooled_grid),
+            }),
+        );
+        let mut ss: Vec<u32> = members.iter().map(|&i| sessions[i].session).collect();
+        ss.sort_unstable();
+        reproducibility = reproducibility.max(sorted_medians[c.end - 1] - sorted_medians[c.start]);
+        let margins = g.vendor_bound_cycles.map(|cycles| {
+            let period = 1e3 / g.clock_mhz;
+            Margins {
+                median_cycles: f64::from(cycles) - corrected["p50"] / period,
+                p99_cycles: f64::from(cycles) - corrected["p99"] / period,
+            }
+        });
+        let gap_below = (c.start > 0).then(|| {
+            let ns = sorted_medians[c.start] - sorted_medians[c.start - 1];
+            Gap { ns, sigmas: split.within_sd_ns.filter(|s| *s > 0.0).map(|s| ns / s) }
+        });
+        modes.push(Mode { sessions: ss, latency_ns: corrected, margins, latency_raw_ns: raw, gap_below });
+        members_of.push(members);
+        pooled_of.push(pooled);
+        noise_of.push(noise_sd);
+        simex_of.push(simex);
+    }
+    // Headline: the mode with most sessions (ties: the lower one, which comes first).
+    let main = (0..modes.len()).max_by_key(|&m| (modes[m].sessions.len(), std::cmp::Reverse(m))).unwrap_or(0);
+    let latency_ns = modes[main].latency_ns.clone();
+    let latency_raw_ns = modes[main].latency_raw_ns.clone();
+    let mut all: Vec<f64> = calibrated.iter().flat_map(|v| v.iter().map(|e| e.1)).collect();
+    all.sort_unstable_by(f64::total_cmp);
+    let vendor_bound = g.vendor_bound_cycles.map(|cycles| {
+        let period = 1e3 / g.clock_mhz;
+        VendorBound {
+            clock_mhz: g.clock_mhz,
+            cycles,
+            ns: f64::from(cycles) * period,
+            median_cycles: latency_ns["p50"] / period,
+            median_margin_cycles: f64::from(cycles) - latency_ns["p50"] / period,
+            p99_margin_cycles: f64::from(cycles) - latency_ns["p99"] / period,
+            violations: all.iter().filter(|&&x| x > f64::from(cycles) * period).count() as u64,
+            worst_mode: modes.iter().filter_map(|m| m.margins).reduce(|a, b| Margins {
+                median_cycles: a.median_cycles.min(b.median_cycles),
+                p99_cycles: a.p99_cycles.min(b.p99_cycles),
+            }),
+        }
+    });
+
+    // Confidence intervals of the headline mode's median and p99: probes resampled as clusters
+    // through the estimate (every quantile it is made of, and the null offset), bring-ups from the
+    // spread of the sessions.
+    let mode_sessions: Vec<&[(u64, f64)]> = members_of[main].iter().map(|&i| calibrated[i].as_slice()).collect();
+    let (program_values, null_values, probes) = dense_probes(&pooled_of[main], &input.null_sessions);
+    let mut null_sorted: Vec<f64> = null_values.iter().map(|v| v.1).collect();
+    null_sorted.sort_unstable_by(f64::total_cmp);
+    let null_simex = Simex::new(&null_sorted, None, input.null_grid);
+    let half = (2.0 * grid).max(0.5 * noise_of[main].unwrap_or(1.0));
+    let headline = [0.5, 0.99];
+    let terms: Vec<Vec<uncertainty::Linear>> = headline
+        .iter()
+        .map(|&p| {
+            let mut terms = Vec::new();
+            if let Some(sx) = &simex_of[main] {
+                let weights: &[f64] = if sx.blurs() { &noise::WEIGHTS } else { &[1.0] };
+                for (k, &coef) in weights.iter().enumerate() {
+                    terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, coef, half));
+                }
+            }
+            if let Some(nx) = &null_simex {
+                terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
+            }
+            terms
+        })
+        .collect();
+    let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
+    let se = uncertainty::probe_se(&terms, &masses, probes, a.bootstrap_resamples, rng);
+    let mut intervals = Vec::new();
+    for (&p, se) in headline.iter().zip(se) {
+        let estimate = latency_ns[&level_key(p * 100.0)];
+        let mut per_session: Vec<Vec<f64>> = mode_sessions.iter().map(|s| s.iter().map(|e| e.1).collect()).collect();
+        let program_q = uncertainty::per_session_quantiles(&mut per_session, p, grid);
+        let bring_up = uncertainty::session_variance(&program_q, &null_medians);
+        intervals.push((
+            uncertainty::interval(estimate, se, bring_up, input.tick_ns),
+            uncertainty::interval(estimate, se, None, input.tick_ns),
+        ));
+    }
+    let hw: Vec<(f64, f64)> = input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
+    let hw_check =
+        (a.hw_clock_check || !hw.is_empty()).then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, rng)).flatten();
+    Some(ProgramSummary {
+        trace: g.trace.clone(),
+        null_trace: g.null_trace.clone(),
+        bitstream: g.bitstream.clone(),
+        latency_ns,
+        latency_raw_ns,
+        modes,
+        null_offset_ns: delta,
+        reproducibility_ns: reproducibility,
+        vendor_bound,
+        median_ci95_ns: intervals[0].0,
+        p99_ci95_ns: intervals[1].0,
+        evidence: Evidence {
+            noise_sd_ns: noise_of[main],
+            median_ci95_sessions_ns: Some(intervals[0].1),
+            p99_ci95_sessions_ns: Some(intervals[1].1),
+            mode_within_sd_ns: split.within_sd_ns,
+            mode_threshold_ns: split.threshold_ns.is_finite().then_some(split.threshold_ns),
+        },
+        hw_check,
+        probes: all.len() as u64,
+        excluded: sessions.iter().map(|s| s.excluded).sum(),
+        sessions,
+        histogram: super::histogram(&all),
+    })
+}
+
+/// Values with their dense probe index.
+type Indexed = Vec<(u32, f64)>;
+
+/// The program's per-probe estimates and the null's per-session estimates with dense probe
+/// indices shared by both, and the number of distinct probes.
+fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> (Indexed, Indexed, usize) {
+    let mut ids: Vec<u64> = program.iter().chain(null.iter().flat_map(|s| s.iter())).map(|e| e.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let index = |id: u64| ids.binary_search(&id).map_or(0, |k| k as u32);
+    let program = program.iter().map(|&(id, v)| (index(id), v)).collect();
+    let null = null.iter().flat_map(|s| s.iter()).map(|&(id, v)| (index(id), v)).collect();
+    (program, null, ids.len())
+}

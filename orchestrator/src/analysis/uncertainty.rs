@@ -1,0 +1,354 @@
+//! Confidence intervals that follow the study's design.
+//!
+//! A calibrated quantile is `Q_p(program probes, pooled over the mode's sessions) − δ̂`, with δ̂
+//! the median of the null calibration's probes. Two sources of uncertainty are separated:
+//!
+//! - **Probes.** The probes are a sample of the traffic, and each probe appears in every session
+//!   (same trace, same ids), so probes are resampled as clusters: one Poisson(1) weight per probe
+//!   id, applied to its estimates in every session and in the null calibration alike. The spread of
+//!   `Q*_p − δ̂*` over the resamples is the standard error of "this testbed, these sessions".
+//! - **Bring-ups.** Each session is a new bring-up that moves the differential by a little (the
+//!   port asymmetry δ varies, as the null sessions show). Because every session measures the same
+//!   probes, the spread of the per-session quantiles (and of the null's per-session medians) is
+//!   that bring-up effect alone; its variance over n sessions enters as `s²/n`, with Student's t on
+//!   the Welch–Satterthwaite degrees of freedom, since 5 sessions estimate it roughly.
+//!
+//! Runs are not resampled: a probe's estimate is the median over its runs, so the run-to-run noise
+//! travels with the probe (resampling every level of a hierarchy overstates the variance). Every
+//! interval is at least one TSC tick wide: no estimate is known better than the clock's step.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::noise::Simex;
+use super::stats::grid_quantile;
+
+/// One quantile of one side (program or null), linearized in the probe weights: near its value
+/// x, the weighted distribution function is `F*(x) = Σ_i w_i a_i / Σ_i w_i m_i` (probe i adds
+/// `a_i` below x out of its `m_i` values), and the quantile moves to `x + (p − F*(x)) / f`, f the
+/// density at x. `coef` is its weight in the estimate.
+pub struct Linear {
+    a: Vec<f32>,
+    /// Index of the side's masses `m_i` in the list given to [`probe_se`].
+    mass: usize,
+    x: f64,
+    f: f64,
+    p: f64,
+    coef: f64,
+}
+
+/// The values each probe has among `values` (dense probe index, value): a side's masses.
+pub fn masses(values: &[(u32, f64)], probes: usize) -> Vec<f32> {
+    let mut m = vec![0f32; probes];
+    for &(i, _) in values {
+        m[i as usize] += 1.0;
+    }
+    m
+}
+
+/// Linearize quantile `p` of histogram `k` of `simex`, built from `values` (dense probe index,
+/// value) whose masses are number `mass` of [`probe_se`]'s; the density is averaged over ±
+/// `half`.
+#[allow(clippy::too_many_arguments)]
+pub fn linear(
+    values: &[(u32, f64)],
+    mass: usize,
+    probes: usize,
+    simex: &Simex,
+    k: usize,
+    p: f64,
+    coef: f64,
+    half: f64,
+) -> Linear {
+    let x = simex.quantile(k, p);
+    let f = simex.density(k, x, half);
+    let mut a = vec![0f32; probes];
+    for &(i, y) in values {
+        a[i as usize] += simex.cdf_of(k, x, y) as f32;
+    }
+    Linear { a, mass, x, f, p, coef }
+}
+
+/// Standard error of each estimate `Σ coef · quantile` (one list of terms per estimate) over
+/// `resamples` cluster resamples of the probes: Poisson(1) weights, one per probe, shared by every
+/// term of every estimate.
+pub fn probe_se(
+    estimates: &[Vec<Linear>],
+    masses: &[Vec<f32>],
+    probes: usize,
+    resamples: u32,
+    rng: &mut ChaCha8Rng,
+) -> Vec<f64> {
+    let estimates: Vec<Vec<&Linear>> =
+        estimates.iter().map(|e| e.iter().filter(|t| t.f > 0.0 && t.f.is_finite()).collect()).collect();
+    if resamples < 2 || probes == 0 {
+        return vec![0.0; estimates.len()];
+    }
+    let mut w = vec![0f32; probes];
+    let mut draws = vec![Vec::with_capacity(resamples as usize); estimates.len()];
+    for _ in 0..resamples {
+        poisson_weights(&mut w, rng);
+        let total: Vec<f64> = masses.iter().map(|m| f64::from(dot(&w, m)).max(1.0)).collect();
+        for (terms, d) in estimates.iter().zip(&mut draws) {
+            d.push(
+                terms
+                    .iter()
+                    .map(|t| {
+                        let cdf = f64::from(dot(&w, &t.a)) / total[t.mass];
+                        t.coef * (t.x + (t.p - cdf) / t.f)
+                    })
+                    .sum(),
+            );
+        }
+    }
+    draws.iter().map(|d| sd(d)).collect()
+}
+
+/// Σ a_i b_i, eight lanes at a time.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// Fill `w` with Poisson(1) draws, two from each 32-bit uniform (inversion of 16 bits each:
+/// probabilities to 1/65,536, counts capped at 8).
+fn poisson_weights(w: &mut [f32], rng: &mut ChaCha8Rng) {
+    // P(X ≤ k) × 2¹⁶, k = 0..7.
+    const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
+    let draw = |u: u32| CDF.iter().position(|&c| u < c).map_or(8.0, |k| k as f32);
+    for pair in w.chunks_mut(2) {
+        let u: u32 = rng.random();
+        pair[0] = draw(u & 0xffff);
+        if let Some(second) = pair.get_mut(1) {
+            *second = draw(u >> 16);
+        }
+    }
+}
+
+fn sd(x: &[f64]) -> f64 {
+    let x: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
+    if x.len() < 2 {
+        return 0.0;
+    }
+    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
+}
+
+/// The bring-up component of a calibrated quantile: per-session quantiles of the program's mode
+/// and per-session medians of the null calibration. Returns (variance of the pooled estimate,
+/// its Welch–Satterthwaite pieces `(s²/n)²/(n − 1)` summed), or none when neither side has two
+/// sessions. A side with one session borrows the other side's spread (a bring-up moves both alike).
+pub fn session_variance(program: &[f64], null: &[f64]) -> Option<(f64, f64)> {
+    let var = |x: &[f64]| (x.len() >= 2).then(|| sd(x).powi(2));
+    let (vp, vn) = match (var(program), var(null)) {
+        (Some(p), Some(n)) => (p, n),
+        (Some(p), None) => (p, p),
+        (None, Some(n)) => (n, n),
+        (None, None) => return None,
+    };
+    let (np, nn) = (program.len().max(1) as f64, null.len().max(1) as f64);
+    let (a, b) = (vp / np, vn / nn);
+    // A side of one session contributes its borrowed variance with the lender's degrees of freedom.
+    let dof = |n: usize, other: usize| if n >= 2 { (n - 1) as f64 } else { (other.max(2) - 1) as f64 };
+    let pieces = a * a / dof(program.len(), null.len()) + b * b / dof(null.len(), program.len());
+    Some((a + b, pieces))
+}
+
+/// A 95 % interval around `estimate`: `estimate ± t · √(probe_se² + session variance)`, t from
+/// Student's distribution on the Welch–Satterthwaite degrees of freedom (normal without a session
+/// part), never narrower than one tick.
+pub fn interval(estimate: f64, probe_se: f64, sessions: Option<(f64, f64)>, tick_ns: f64) -> [f64; 2] {
+    let (var, t) = match sessions {
+        Some((v, pieces)) if pieces > 0.0 => {
+            let var = probe_se * probe_se + v;
+            (var, t975(var * var / pieces))
+        }
+        Some((v, _)) => (probe_se * probe_se + v, Z975),
+        None => (probe_se * probe_se, Z975),
+    };
+    let half = (t * var.sqrt()).max(tick_ns / 2.0);
+    [estimate - half, estimate + half]
+}
+
+/// The 97.5 % point of the standard normal distribution.
+const Z975: f64 = 1.959_963_984_540_054;
+
+/// The 97.5 % point of Student's t with `df` (≥ 1, possibly fractional) degrees of freedom: the
+/// root of `P(T ≤ t) = 0.975` by bisection on the distribution function.
+pub fn t975(df: f64) -> f64 {
+    let df = df.max(1.0);
+    if df > 1e7 {
+        return Z975;
+    }
+    let (mut lo, mut hi) = (Z975, 64.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if t_cdf(mid, df) < 0.975 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// `P(T ≤ t)` for t ≥ 0: `1 − I_x(df/2, 1/2) / 2` with `x = df / (df + t²)`.
+fn t_cdf(t: f64, df: f64) -> f64 {
+    1.0 - 0.5 * incomplete_beta(df / (df + t * t), df / 2.0, 0.5)
+}
+
+/// The regularized incomplete beta function `I_x(a, b)` (continued fraction, Numerical Recipes
+/// §6.4).
+fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let front = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        front * beta_fraction(x, a, b) / a
+    } else {
+        1.0 - front * beta_fraction(1.0 - x, b, a) / b
+    }
+}
+
+fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    d = 1.0 / if d.abs() < TINY { TINY } else { d };
+    let mut h = d;
+    for m in 1..300 {
+        let m = f64::from(m);
+        let m2 = 2.0 * m;
+        for aa in [m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))] {
+            d = 1.0 + aa * d;
+            d = 1.0 / if d.abs() < TINY { TINY } else { d };
+            c = 1.0 + aa / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            h *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let sum = G[1..].iter().enumerate().fold(G[0], |acc, (i, g)| acc + g / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
+}
+
+/// Quantile `p` of each session's values, which lie on a grid of step `grid` (each list is sorted
+/// in place).
+pub fn per_session_quantiles(sessions: &mut [Vec<f64>], p: f64, grid: f64) -> Vec<f64> {
+    sessions
+        .iter_mut()
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.sort_unstable_by(f64::total_cmp);
+            grid_quantile(s, p, grid)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn t_quantiles_match_the_tables() {
+        // Student's t, 97.5 % points (statistics tables; scipy.stats.t.ppf(0.975, df)).
+        for (df, t) in [
+            (1.0, 12.706_205),
+            (2.0, 4.302_653),
+            (2.5, 3.574_655), // by Simpson integration of the density (no table has it)
+            (4.0, 2.776_445),
+            (5.0, 2.570_582),
+            (10.0, 2.228_139),
+            (30.0, 2.042_272),
+        ] {
+            assert!((t975(df) - t).abs() < 1e-4, "df {df}: {} vs {t}", t975(df));
+        }
+        assert!((t975(1e9) - Z975).abs() < 1e-6);
+    }
+
+    #[test]
+    fn poisson_weights_have_mean_and_variance_one() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let n = 200_000;
+        let mut w = vec![0f32; n];
+        poisson_weights(&mut w, &mut rng);
+        let x: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
+        let mean = x.iter().sum::<f64>() / n as f64;
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!((mean - 1.0).abs() < 0.01 && (var - 1.0).abs() < 0.02, "{mean} {var}");
+    }
+
+    #[test]
+    fn the_probe_standard_error_of_a_median_matches_the_asymptotic_formula() {
+        // 4000 probes of a normal(0, 10) latency, each estimate seen in 3 sessions (same probes),
+        // and a null of zeros: the median's standard error is that of 4000 values,
+        // 1.2533 σ / √n; the sessions add no information about the probes.
+        let mut rng = ChaCha8Rng::seed_from_u64(12);
+        let n = 4000;
+        let lat: Vec<f64> = (0..n).map(|_| 10.0 * super::super::stats::normal(&mut rng)).collect();
+        let values: Vec<(u32, f64)> =
+            (0..3).flat_map(|_| lat.iter().enumerate().map(|(i, &v)| (i as u32, v))).collect();
+        let mut sorted: Vec<f64> = values.iter().map(|v| v.1).collect();
+        sorted.sort_unstable_by(f64::total_cmp);
+        let simex = Simex::new(&sorted, None, 0.0).unwrap();
+        let zeros: Vec<(u32, f64)> = (0..n as u32).map(|i| (i, 0.0)).collect();
+        let null = Simex::new(&[0.0; 4000], None, 0.01).unwrap();
+        let masses = [masses(&values, n), masses(&zeros, n)];
+        let terms =
+            vec![linear(&values, 0, n, &simex, 0, 0.5, 1.0, 1.0), linear(&zeros, 1, n, &null, 0, 0.5, -1.0, 0.01)];
+        let se = probe_se(&[terms], &masses, n, 2000, &mut rng)[0];
+        let want = 1.2533 * 10.0 / (n as f64).sqrt();
+        assert!((se - want).abs() < 0.12 * want, "{se} vs {want}");
+    }
+
+    #[test]
+    fn session_spread_enters_with_students_t() {
+        // Program sessions 1, 2, 3 (s² = 1), null sessions 0, 0, 0, 0: variance 1/3, 2 degrees of
+        // freedom, so the half-width is t(2) √(1/3) = 2.484.
+        let s = session_variance(&[1.0, 2.0, 3.0], &[0.0, 0.0, 0.0, 0.0]).unwrap();
+        assert!((s.0 - 1.0 / 3.0).abs() < 1e-12);
+        let [lo, hi] = interval(10.0, 0.0, Some(s), 0.3);
+        assert!(((hi - lo) / 2.0 - 4.302_653 * (1.0f64 / 3.0).sqrt()).abs() < 0.03, "{lo} {hi}");
+        // Nothing to say: one tick wide.
+        assert_eq!(interval(10.0, 0.0, None, 0.3), [9.85, 10.15]);
+        assert!(session_variance(&[1.0], &[2.0]).is_none());
+    }
+}
