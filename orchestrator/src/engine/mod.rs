@@ -127,7 +127,7 @@ impl Engine<'_> {
     }
 
     /// Why a run is not acceptable, if it is not: copies missing or duplicated, packets the
-    /// sender could not send, reflections not captured, or pacing off the plan.
+    /// sender could not send, reflections not captured or looping back, or pacing off the plan.
     fn check_run(&self, s: &Session, paired: &Paired, data: &RunData, pacing: &Pacing) -> Option<String> {
         let checks = &self.plan.protocol.run_checks;
         let c = &paired.counts;
@@ -150,6 +150,13 @@ impl Engine<'_> {
         }
         if c.duplicates > checks.max_duplicates {
             return Some(format!("{} duplicated copies (maximum {})", c.duplicates, checks.max_duplicates));
+        }
+        if data.reflected_loops > 0 {
+            return Some(format!(
+                "{} of the agent's own reflections came back to its ports: the switch floods them, so their \
+                 destination MAC (the receiver's reflect_dst_mac) is not the sender's capture NIC",
+                data.reflected_loops
+            ));
         }
         let reflected = paired.hw_diffs.iter().filter(|r| r.is_some()).count();
         if self.plan.protocol.reflect && (reflected as f64) < frac * c.matched as f64 {

@@ -82,6 +82,9 @@ pub struct RunData {
     pub seconds: f64,
     /// The sender's report of the replay, when it gave one.
     pub replay: Option<replay::ReplayReport>,
+    /// Frames the agent received that were its own reflections coming back (reflect mode; the
+    /// agent neither records nor reflects them).
+    pub reflected_loops: u64,
 }
 
 /// Sleep `seconds`, waking every 20 ms to end early with [`TestbedError::Interrupted`] on Ctrl-C.

@@ -257,7 +257,7 @@ impl SimTestbed {
         }
         // What tcpreplay would report of this replay.
         let replay = ReplayReport { packets: n, seconds: ((last_sent - first_sent) / 1e9).max(0.0), failed: 0 };
-        RunData { batches, seconds: run.replay_s, replay: Some(replay) }
+        RunData { batches, seconds: run.replay_s, replay: Some(replay), reflected_loops: 0 }
     }
 
     fn step_fails(&self, session: &Session, what: &str, attempt: u32) -> bool {

@@ -324,8 +324,9 @@ impl Testbed for SshTestbed {
         }
         let file = self.agent(&name).begin(run.run)?;
         let replay = self.run_steps(&name, run, attempt, cancel)?;
-        let end = self.agent(&name).end(run.run, Duration::from_secs(60))?;
-        let end = AgentEvent::End(end);
+        let counters = self.agent(&name).end(run.run, Duration::from_secs(60))?;
+        let reflected_loops = counters.reflected_loops;
+        let end = AgentEvent::End(counters);
         self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
         let bytes = self.download(Role::Receiver, &file)?;
         // The run file stays on the receiver under a name marking it as collected.
@@ -342,7 +343,7 @@ impl Testbed for SshTestbed {
             self.log(&name, "run", &format!("reflect: {counts:?}"));
             batches = joined;
         }
-        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay })
+        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay, reflected_loops })
     }
 
     fn cleanup(&mut self) {
