@@ -2,10 +2,21 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
+.PHONY: build install test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
+
+## The binary, its manual page and shell completions (bash, zsh, fish) under $(DESTDIR)$(PREFIX).
+PREFIX ?= /usr/local
+install: build
+	install -Dm755 target/release/orchestrate $(DESTDIR)$(PREFIX)/bin/orchestrate
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/site-functions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	./target/release/orchestrate man --out $(DESTDIR)$(PREFIX)/share/man/man1
+	./target/release/orchestrate completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/orchestrate
+	./target/release/orchestrate completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_orchestrate
+	./target/release/orchestrate completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/orchestrate.fish
 
 ## Everything CI checks: formatting, lints (warnings are errors), docs, then the tests.
 test: fmt-check clippy doc no-dpdk unit

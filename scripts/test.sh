@@ -24,6 +24,7 @@ packages=(
   "libdpdk-dev:the DPDK bindings (dpdk-sys)"
   "libclang-dev:bindgen for the DPDK bindings"
   "shellcheck:every rendered host command is checked"
+  "groff-base:the manual pages are rendered"
 )
 
 missing=()

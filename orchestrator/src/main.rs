@@ -104,6 +104,18 @@ enum Command {
         #[command(subcommand)]
         op: TraceOp,
     },
+    /// Shell completions on stdout (`make install` installs them for bash, zsh and fish).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Manual pages: orchestrate(1) and one per subcommand (orchestrate-run(1), …), written
+    /// into a folder (`make install` installs them).
+    Man {
+        /// Folder for the pages (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Dry run: every session, step and run with its rendered command, and the predicted duration.
     Plan {
         /// Plan file.
@@ -221,10 +233,11 @@ impl From<orchestrator::analysis::AnalysisError> for Failure {
 /// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
 fn args() -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let known = ["run", "validate", "plan", "analyze", "report", "compare", "import", "trace", "help"];
+    let cli = <Cli as clap::CommandFactory>::command();
+    let known = |name: &str| name == "help" || cli.get_subcommands().any(|c| c.get_name() == name);
     if let Some(first) = args.get(1).and_then(|a| a.to_str())
         && !first.starts_with('-')
-        && !known.contains(&first)
+        && !known(first)
     {
         args.insert(1, "run".into());
     }
@@ -244,6 +257,14 @@ fn main() -> ExitCode {
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
         Command::Trace { op } => trace(op),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "orchestrate", &mut out);
+            print_out(&String::from_utf8_lossy(&out))
+        }
+        Command::Man { out } => std::fs::create_dir_all(&out)
+            .and_then(|()| clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &out))
+            .map_err(|e| Failure::Exit(ExitStatus::Results, format!("{}: {e}", out.display()))),
     };
     let status = match result {
         Ok(()) => ExitStatus::Success,
