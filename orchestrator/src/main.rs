@@ -40,6 +40,22 @@ struct RunArgs {
     /// Simulated testbed: take the modelled wall time of every step and replay.
     #[arg(long)]
     realtime: bool,
+    /// Progress as text on stderr (bars on a terminal, lines otherwise), or `json`: the journal's
+    /// events as JSON lines on stdout, bars off, and a last line naming the results.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// No progress on stderr: warnings and errors only.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// How `run` shows its progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    /// Bars and lines on stderr.
+    Text,
+    /// JSON lines on stdout.
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -429,8 +445,15 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, cancel.flag());
         let _ = signal_hook::flag::register(sig, cancel.flag());
     }
+    let text = args.log_format == LogFormat::Text && !args.quiet;
+    QUIET.store(!text, std::sync::atomic::Ordering::Relaxed);
     let mut observers: Vec<Box<dyn events::Observer>> =
-        vec![Box::new(events::Progress::new()), Box::new(events::Log::open(&dir.root().join("orchestrate.log")))];
+        vec![Box::new(events::Log::open(&dir.root().join("orchestrate.log"), text))];
+    match args.log_format {
+        LogFormat::Json => observers.push(Box::new(events::JsonLines)),
+        LogFormat::Text if text => observers.push(Box::new(events::Progress::new())),
+        LogFormat::Text => {}
+    }
     let resume_args = started.resume_args();
     let outcome = engine::run_study(
         &engine::Study { plan: &plan, inventory: inventory.as_ref(), schedule: &schedule },
@@ -469,16 +492,29 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     } else {
         true
     };
-    eprintln!(
-        "{} runs stored ({} kept from before), {} failed",
-        outcome.complete,
-        outcome.skipped,
-        outcome.failed.len()
-    );
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "{} runs stored ({} kept from before), {} failed",
+            outcome.complete,
+            outcome.skipped,
+            outcome.failed.len()
+        );
+    }
     for f in &outcome.failed {
         eprintln!("failed: {f}");
     }
-    print_out(&format!("{}\n", dir.root().display()))?;
+    if args.log_format == LogFormat::Json {
+        let last = serde_json::json!({
+            "results": dir.root(),
+            "runs_stored": outcome.complete,
+            "runs_kept": outcome.skipped,
+            "runs_failed": outcome.failed,
+            "usable": usable,
+        });
+        print_out(&format!("{last}\n"))?;
+    } else {
+        print_out(&format!("{}\n", dir.root().display()))?;
+    }
     if outcome.failed.is_empty() && usable {
         Ok(())
     } else {
@@ -494,9 +530,19 @@ fn open_locked(dir: &Path) -> Result<(orchestrator::results::ResultsDir, orchest
 }
 
 /// Analyse (the caller holds the lock), print the headline and every problem.
+/// `run --quiet` or `--log-format json`: no progress lines on stderr.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A progress line on stderr, unless quiet.
+fn progress(line: std::fmt::Arguments<'_>) {
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("{line}");
+    }
+}
+
 fn analyze_dir(rd: &orchestrator::results::ResultsDir) -> Result<orchestrator::analysis::summary::Summary, Failure> {
     let summary = orchestrator::analysis::analyze_and_write(rd)?;
-    eprintln!("analysis: {}", rd.root().join("summary.json").display());
+    progress(format_args!("analysis: {}", rd.root().join("summary.json").display()));
     print_headline(&summary);
     Ok(summary)
 }
@@ -505,14 +551,14 @@ fn print_headline(summary: &orchestrator::analysis::summary::Summary) {
     for (name, p) in &summary.programs {
         let q = |k: &str| p.latency_ns.get(k).copied().unwrap_or(f64::NAN);
         let modes = if p.modes.len() > 1 { format!(" ({} modes)", p.modes.len()) } else { String::new() };
-        eprintln!(
+        progress(format_args!(
             "  {name:<16} median {:>6.1} ns [{:.1}, {:.1}]  p5 {:>6.1}  p99 {:>6.1}{modes}",
             q("p50"),
             p.median_ci95_ns[0],
             p.median_ci95_ns[1],
             q("p5"),
             q("p99")
-        );
+        ));
     }
     for problem in &summary.health.problems {
         eprintln!("problem: {problem}");
@@ -546,7 +592,7 @@ fn report_dir(
     let written = orchestrator::report::render(summary, formats, spec.template.as_deref(), rd.root())
         .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
     for w in written {
-        eprintln!("report: {}", w.display());
+        progress(format_args!("report: {}", w.display()));
     }
     Ok(())
 }

@@ -101,10 +101,25 @@ pub struct Log {
 }
 
 impl Log {
-    /// Append to `path`.
-    pub fn open(path: &Path) -> Self {
+    /// Append to `path`; session-level lines on stderr too when it is not a terminal and
+    /// `stderr_lines`.
+    pub fn open(path: &Path, stderr_lines: bool) -> Self {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
-        Log { file, stderr_lines: !std::io::stderr().is_terminal() }
+        Log { file, stderr_lines: stderr_lines && !std::io::stderr().is_terminal() }
+    }
+}
+
+/// Every event as a line of JSON on stdout, exactly as the journal writes it (`t` in ms since the
+/// epoch, `event` and its fields), for CI systems that follow a study.
+pub struct JsonLines;
+
+impl Observer for JsonLines {
+    fn event(&mut self, e: &Event) {
+        if let Ok(line) = serde_json::to_string(&crate::results::event::Entry::now(e.clone())) {
+            let mut out = std::io::stdout().lock();
+            // A reader that went away stops nothing: the journal has every event.
+            let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+        }
     }
 }
 

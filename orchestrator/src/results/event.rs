@@ -16,6 +16,14 @@ pub struct Entry {
     pub event: Event,
 }
 
+impl Entry {
+    /// `event`, stamped now.
+    pub fn now(event: Event) -> Entry {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+        Entry { t, event }
+    }
+}
+
 /// Copy counts of one run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {

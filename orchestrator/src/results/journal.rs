@@ -35,9 +35,11 @@ impl Journal {
 
     /// Append one event with the current time, and fsync.
     pub fn append(&mut self, event: &Event) -> Result<(), ResultsError> {
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-        let mut line = serde_json::to_string(&Entry { t, event: event.clone() })
-            .map_err(|source| ResultsError::Json { path: self.path.clone(), what: "journal event".into(), source })?;
+        let mut line = serde_json::to_string(&Entry::now(event.clone())).map_err(|source| ResultsError::Json {
+            path: self.path.clone(),
+            what: "journal event".into(),
+            source,
+        })?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io_err(&self.path))?;
         self.file.sync_data().map_err(io_err(&self.path))

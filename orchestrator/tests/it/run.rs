@@ -556,3 +556,33 @@ fn a_report_recomputes_a_summary_older_than_its_data() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn json_progress_is_the_journal_on_stdout_and_quiet_leaves_stderr_empty() {
+    let dir = tmp("json-log");
+    let o = run(&dir, &["--log-format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stderr.is_empty(), "no bars or lines: {}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    // Every line but the last is a journal entry, the same events in the same order.
+    let (last, events) = lines.split_last().unwrap();
+    let printed: Vec<Event> = events.iter().map(|l| serde_json::from_str::<Entry>(l).unwrap().event).collect();
+    let journaled: Vec<Event> = journal(&dir).into_iter().map(|e| e.event).collect();
+    assert_eq!(printed, journaled);
+    assert!(matches!(printed.first(), Some(Event::StudyStarted { .. })));
+    let last: serde_json::Value = serde_json::from_str(last).unwrap();
+    assert_eq!(last["results"], dir.to_str().unwrap());
+    assert_eq!(
+        last["runs_stored"].as_u64(),
+        Some(printed.iter().filter(|e| matches!(e, Event::RunFinished { .. })).count() as u64)
+    );
+    assert_eq!(last["usable"], true);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let o = run(&dir, &["--quiet"]);
+    assert!(o.status.success());
+    assert!(o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8(o.stdout).unwrap(), format!("{}\n", dir.display()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
