@@ -25,6 +25,7 @@ packages=(
   "libclang-dev:bindgen for the DPDK bindings"
   "shellcheck:every rendered host command is checked"
   "groff-base:the manual pages are rendered"
+  "python3-venv:DuckDB, pyarrow and pandas read a results folder in a test"
 )
 
 missing=()
@@ -55,6 +56,15 @@ fi
 echo "--- Rust components"
 rustup component add rustfmt clippy >/dev/null
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
+
+# Other tools reading our results: DuckDB, pyarrow and pandas from PyPI, in a virtual environment.
+venv=${LATENCY_TEST_VENV:-/opt/latency-test-venv}
+if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas" 2>/dev/null; then
+  echo "--- Python readers (DuckDB, pyarrow, pandas) into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q duckdb pyarrow pandas
+fi
+export LATENCY_TEST_PYTHON="$venv/bin/python"
 
 echo "--- tests: make test"
 exec make test

@@ -24,4 +24,4 @@ pub use capture::{CaptureOptions, CaptureSetup, MacAddr, PortRings};
 pub use control::{AgentCommand, AgentEvent, CommandError, RunCounters, TscInfo};
 pub use eal::EalConfig;
 pub use probe::ProbeFormat;
-pub use schema::{Port, RecordBuilder, record_schema};
+pub use schema::{Port, RecordBuilder, record_schema, run_file_schema};

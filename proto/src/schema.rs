@@ -12,6 +12,11 @@
 //! | `hw_ns`     | Int64 (null)   | reflect mode: sender adapter hardware-clock stamp in ns |
 //!
 //! TSC stamps are converted to ns with the TSC rate recorded in the run's provenance.
+//!
+//! A results folder's run files ([`run_file_schema`]) add the run number as a last column, `run`
+//! (UInt32, the same in every row): their path names the program and session as hive partitions
+//! (`program=…/session=…/run=R.parquet`), and a file name is no partition, so readers such as
+//! DuckDB, pyarrow datasets and Spark see the run only as a column.
 
 use std::sync::{Arc, OnceLock};
 
@@ -38,6 +43,8 @@ pub mod col {
     pub const FRAME_LEN: &str = "frame_len";
     /// Reflect-mode hardware-clock stamp column.
     pub const HW_NS: &str = "hw_ns";
+    /// Run number column of run files.
+    pub const RUN: &str = "run";
 }
 
 /// Which receiver port a packet copy arrived on.
@@ -59,6 +66,19 @@ impl Port {
             _ => None,
         }
     }
+}
+
+/// The schema of a results folder's run files: the record schema and the run number.
+pub fn run_file_schema() -> SchemaRef {
+    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            let records = record_schema();
+            let mut fields: Vec<Field> = records.fields().iter().map(|f| f.as_ref().clone()).collect();
+            fields.push(Field::new(col::RUN, DataType::UInt32, false));
+            Arc::new(Schema::new(fields).with_metadata(records.metadata().clone()))
+        })
+        .clone()
 }
 
 /// The record schema (shared, built once).

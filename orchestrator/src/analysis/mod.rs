@@ -269,9 +269,10 @@ pub fn summarize(
         let lo = sessions.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
         let hi = sessions.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
         let offset_ns = grid_median(&mut pooled, grid_of(gi));
+        let offset_raw_ns = median(&mut pooled);
         nulls.insert(
             g.trace.clone(),
-            (gi, NullSummary { group: g.program.clone(), offset_ns, sessions, spread_ns: hi - lo }),
+            (gi, NullSummary { group: g.program.clone(), offset_ns, offset_raw_ns, sessions, spread_ns: hi - lo }),
         );
     }
 

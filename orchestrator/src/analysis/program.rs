@@ -86,10 +86,11 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let fractions: Vec<f64> = levels.iter().map(|l| l / 100.0).collect();
     for c in &split.clusters {
         let members: Vec<usize> = order[c.clone()].to_vec();
-        // Raw: the paper's per-session estimates, pooled.
+        // Raw: the paper's per-session estimates, pooled, less the paper's δ̂.
         let mut values: Vec<f64> = members.iter().flat_map(|&i| calibrated[i].iter().map(|e| e.1)).collect();
         values.sort_unstable_by(f64::total_cmp);
-        let raw = keyed(levels, fractions.iter().map(|&p| quantile_sorted(&values, p)));
+        let paper_shift = delta - null.offset_raw_ns;
+        let raw = keyed(levels, fractions.iter().map(|&p| quantile_sorted(&values, p) + paper_shift));
         // Corrected: per-probe estimates over all the mode's runs, less the noise left in them.
         let mut raw_medians: Vec<f64> = members.iter().map(|&i| sessions[i].raw_median_ns).collect();
         let common = median(&mut raw_medians);

@@ -168,8 +168,11 @@ pub struct SessionSummary {
 pub struct NullSummary {
     /// The null session group (`null-<trace>`).
     pub group: String,
-    /// Pooled δ̂: median of all null per-probe estimates (ns).
+    /// Pooled δ̂: median of all null per-probe estimates, read on their grid (ns).
     pub offset_ns: f64,
+    /// The same median as the paper reads it (type 7), which the raw quantiles subtract (ns).
+    #[serde(default)]
+    pub offset_raw_ns: f64,
     /// δ̂ of each null session: (session, ns).
     pub sessions: Vec<(u32, f64)>,
     /// Range of the session offsets (ns).

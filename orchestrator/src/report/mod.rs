@@ -198,7 +198,7 @@ mod tests {
             programs: [("p".to_string(), program)].into(),
             nulls: [(
                 "t".to_string(),
-                NullSummary { group: "g".into(), offset_ns: nan, sessions: vec![], spread_ns: nan },
+                NullSummary { group: "g".into(), offset_ns: nan, offset_raw_ns: nan, sessions: vec![], spread_ns: nan },
             )]
             .into(),
             health: Health { pacing_pps: [nan; 3], ..Health::default() },

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{RecordBatch, UInt32Array};
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
@@ -92,8 +92,8 @@ run_metadata! {
     source_sha256 = meta::SOURCE_SHA256,
 }
 
-/// Write a run's records to `path` atomically (never over an existing file). `metadata` goes into
-/// the Parquet footer.
+/// Write a run's records to `path` atomically (never over an existing file), with the run number
+/// as a last column ([`latency_proto::run_file_schema`]). `metadata` goes into the Parquet footer.
 pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Result<(), ResultsError> {
     let fmt = |e: parquet::errors::ParquetError| std::io::Error::other(e.to_string());
     let props = WriterProperties::builder()
@@ -104,10 +104,14 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Re
         .set_max_row_group_row_count(Some(1 << 20))
         .set_key_value_metadata(Some(metadata.to_kv()))
         .build();
+    let schema = latency_proto::run_file_schema();
     write_atomic(path, false, |f| {
-        let mut w = ArrowWriter::try_new(f, latency_proto::record_schema(), Some(props)).map_err(fmt)?;
+        let mut w = ArrowWriter::try_new(f, Arc::clone(&schema), Some(props)).map_err(fmt)?;
         for b in batches {
-            w.write(b).map_err(fmt)?;
+            let mut columns = b.columns().to_vec();
+            columns.push(Arc::new(UInt32Array::from(vec![metadata.run; b.num_rows()])));
+            let b = RecordBatch::try_new(Arc::clone(&schema), columns).map_err(|e| fmt(e.into()))?;
+            w.write(&b).map_err(fmt)?;
         }
         w.close().map_err(fmt)?;
         Ok(())
@@ -117,7 +121,8 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Re
 /// A run file's records and its metadata.
 pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 
-/// Read a run file back: its batches (in the record schema) and its metadata.
+/// Read a run file back: its batches (in the record schema: the run column, or a file written
+/// before it existed, gives the same) and its metadata.
 pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let fmt = |e: &dyn std::fmt::Display| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() };
     let parquet = |source| ResultsError::Parquet { path: path.to_path_buf(), source };
@@ -129,13 +134,16 @@ pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
             .map_err(|m| fmt(&m))?;
         let schema = builder.schema().clone();
         let expected = latency_proto::record_schema();
-        if schema.fields() != expected.fields() {
+        let with_run = schema.fields() == latency_proto::run_file_schema().fields();
+        if !with_run && schema.fields() != expected.fields() {
             return Err(fmt(&format!("unexpected schema {schema:?}")));
         }
         let reader = builder.with_batch_size(1 << 16).build().map_err(parquet)?;
+        let records: Vec<usize> = (0..expected.fields().len()).collect();
         let mut batches = Vec::new();
         for b in reader {
             let b = b.map_err(arrow)?;
+            let b = if with_run { b.project(&records).map_err(arrow)? } else { b };
             batches.push(b.with_schema(Arc::clone(&expected)).map_err(arrow)?);
         }
         Ok((batches, meta))

@@ -1,7 +1,7 @@
 //! Black-box tests of `orchestrate import`, `analyze`, `report` and `compare`.
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use crate::common::{orchestrate, tmp};
 use orchestrator::analysis::summary::Summary;
@@ -155,4 +155,51 @@ fn analyze_and_report_rerun_on_an_existing_folder() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/results is not a results folder"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The Python with DuckDB, pyarrow and pandas that `scripts/test.sh` installs.
+fn readers_python() -> std::path::PathBuf {
+    let python = std::env::var_os("LATENCY_TEST_PYTHON")
+        .map_or_else(|| std::path::PathBuf::from("/opt/latency-test-venv/bin/python"), std::path::PathBuf::from);
+    assert!(
+        python.is_file(),
+        "{} not found: scripts/test.sh installs DuckDB, pyarrow and pandas there (or set LATENCY_TEST_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+#[test]
+fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_medians() {
+    let out = tmp("readers");
+    let o = orchestrate(&["run", "../plans/smoke.yaml", "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&out);
+    // Every mode of every program, with the null group that calibrates it.
+    let mut expected = std::collections::BTreeMap::new();
+    let mut args = vec![
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/readers/paper_medians.py").to_string(),
+        out.display().to_string(),
+        s.tsc_hz.to_string(),
+    ];
+    for (name, p) in &s.programs {
+        let null = &s.nulls[p.null_trace.as_ref().unwrap_or(&p.trace)].group;
+        for m in &p.modes {
+            let sessions = m.sessions.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+            args.push(format!("{name}:{sessions}:{null}"));
+            expected.insert(format!("{name}:{sessions}"), m.latency_raw_ns["p50"]);
+        }
+    }
+    let o = Command::new(readers_python()).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>> =
+        serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got.keys().collect::<Vec<_>>(), ["duckdb", "pandas", "pyarrow"]);
+    for (reader, medians) in &got {
+        assert_eq!(medians.len(), expected.len(), "{reader}");
+        for (k, want) in &expected {
+            assert!((medians[k] - want).abs() < 1e-9, "{reader} {k}: {} vs orchestrate's {want}", medians[k]);
+        }
+    }
+    std::fs::remove_dir_all(&out).unwrap();
 }

@@ -200,6 +200,7 @@ fn summary() -> Summary {
             NullSummary {
                 group: "null-imix".into(),
                 offset_ns: 18.2,
+                offset_raw_ns: 18.2,
                 sessions: vec![(1, 18.0), (2, 18.6), (3, 17.9)],
                 spread_ns: 0.7,
             },
@@ -209,6 +210,7 @@ fn summary() -> Summary {
             NullSummary {
                 group: "null-udp64".into(),
                 offset_ns: 26.0,
+                offset_raw_ns: 26.0,
                 sessions: vec![(1, 25.8), (2, 26.3), (3, 26.1), (4, 25.6), (5, 26.0)],
                 spread_ns: 0.7,
             },
