@@ -8,6 +8,7 @@ pub mod defaults;
 pub mod digest;
 pub mod engine;
 pub mod exit;
+pub mod export;
 pub mod import;
 pub mod pcap;
 pub mod plan;

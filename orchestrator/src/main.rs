@@ -115,6 +115,17 @@ enum Command {
         #[arg(long, default_value_t = 20_000)]
         probes: u64,
     },
+    /// Write a results folder in another tool's layout (exit 1 when a run could not be used).
+    Export {
+        /// Results folder.
+        dir: PathBuf,
+        /// Layout: latencylab-csv (data/tsc/{programs,null}/<TAG>_s<n>/f_run<NN>.csv).
+        #[arg(long, value_enum)]
+        format: orchestrator::export::Format,
+        /// Folder to write into (existing files are never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Probe traces: generate pcaps, or inspect and verify one.
     Trace {
         #[command(subcommand)]
@@ -273,6 +284,7 @@ fn main() -> ExitCode {
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
         Command::Trace { op } => trace(op),
+        Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "orchestrate", &mut out);
@@ -563,6 +575,17 @@ fn print_headline(summary: &orchestrator::analysis::summary::Summary) {
     for problem in &summary.health.problems {
         eprintln!("problem: {problem}");
     }
+}
+
+fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
+    let rd = orchestrator::results::ResultsDir::open(dir)?;
+    let e = orchestrator::export::latencylab_csv(&rd, out)?;
+    eprintln!("exported {} runs ({} rows) to {}", e.files.len(), e.rows, out.display());
+    for why in &e.skipped {
+        eprintln!("problem: {why}");
+    }
+    print_out(&format!("{}\n", out.display()))?;
+    if e.skipped.is_empty() { Ok(()) } else { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) }
 }
 
 fn analyze(dir: &Path) -> Result<(), Failure> {

@@ -325,3 +325,67 @@ fn a_header_only_csv_or_missing_null_data_is_invalid_input_and_leaves_nothing() 
     std::fs::remove_dir_all(&src).unwrap();
     std::fs::remove_dir_all(&src2).unwrap();
 }
+
+#[test]
+fn an_imported_sample_exports_back_to_latencylabs_rows() {
+    let imported = tmp("export-src");
+    import_latencylab(Path::new(FIXTURE), &imported, 20_000).unwrap();
+    let out = tmp("export-out");
+    let o = crate::common::orchestrate(&[
+        "export",
+        imported.to_str().unwrap(),
+        "--format",
+        "latencylab-csv",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Rows whose diff column differs from rx1 − rx2 in the original (counted with Python's csv
+    // module over the sound rows): 6,621 (Forward) and 7,233 (null).
+    for (rel, rounded_apart) in [(FWD_CSV, 6_621), (NULL_CSV, 7_233)] {
+        let text = std::fs::read_to_string(out.join(rel)).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(HEADER), "{rel}");
+        let exported: Vec<Row> = lines
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                assert_eq!(
+                    (f[1], f[4], f[5]),
+                    ("0", "0", "0"),
+                    "{rel}: tx and latency columns as LatencyLab writes them"
+                );
+                (f[0].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap(), f[6].parse().unwrap())
+            })
+            .collect();
+        // The original rows minus what the import removed (ids outside the trace: 900; ids read
+        // with one digit too many: 100), stamps identical; LatencyLab's diff column was rounded
+        // apart from its stamps (by at most 1 ns), the export's is rx1 − rx2.
+        let original = sound(&csv_rows(rel));
+        assert_eq!(original.len(), 13_900, "{rel}");
+        assert_eq!(exported.len(), original.len(), "{rel}");
+        let mut rounded = 0;
+        for (e, o) in exported.iter().zip(&original) {
+            assert_eq!((e.0, e.1, e.2), (o.0, o.1, o.2), "{rel}");
+            assert_eq!(e.3, e.1 as i64 - e.2 as i64);
+            assert!((e.3 - o.3).abs() <= 1, "{rel}: {e:?} vs {o:?}");
+            rounded += usize::from(e.3 != o.3);
+        }
+        assert_eq!(rounded, rounded_apart, "{rel}");
+    }
+    // Nothing is overwritten: a second export into the same folder is refused (invalid input,
+    // naming the file) and leaves the files.
+    let before = std::fs::read(out.join(FWD_CSV)).unwrap();
+    let o = crate::common::orchestrate(&[
+        "export",
+        imported.to_str().unwrap(),
+        "--format",
+        "latencylab-csv",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exists and is never overwritten"));
+    assert_eq!(std::fs::read(out.join(FWD_CSV)).unwrap(), before);
+    std::fs::remove_dir_all(&imported).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+}
