@@ -73,6 +73,10 @@ bench-analysis: build
 	  read wall rss < $$out.time; \
 	  echo "bench-analysis: try $$i: $$(find $$out/data -name '*.parquet' | wc -l) run files, $$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc) records: wall $$wall s (target <= 1 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB)"; \
 	done; \
+	py=$${LATENCY_TEST_PYTHON:-/opt/latency-test-venv/bin/python}; \
+	if [ -x "$$py" ]; then \
+	  for i in 1 2; do echo "bench-analysis: the paper's estimator side by side: $$($$py orchestrator/tests/readers/bench_duckdb.py $$out 2.89e9) s"; done; \
+	else echo "bench-analysis: no DuckDB to compare with ($$py; scripts/test.sh installs it)"; fi; \
 	rm -rf $$(dirname $$out)
 
 ## The agent: per-packet record path (cargo bench) and sustained zero-loss capture rate on veth

@@ -119,7 +119,7 @@ enum Command {
     Export {
         /// Results folder.
         dir: PathBuf,
-        /// Layout: latencylab-csv (data/tsc/{programs,null}/<TAG>_s<n>/f_run<NN>.csv).
+        /// Layout: latencylab-csv (`data/tsc/{programs,null}/<TAG>_s<n>/f_run<NN>.csv`).
         #[arg(long, value_enum)]
         format: orchestrator::export::Format,
         /// Folder to write into (existing files are never overwritten).

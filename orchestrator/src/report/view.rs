@@ -22,6 +22,8 @@ pub(super) struct View {
     traces: Vec<Item>,
     /// Traces replayed as stand-ins of absent published files, in plain words.
     stand_ins: Vec<String>,
+    /// Commands that reproduce the study, with the versions they need.
+    reproduce: Vec<String>,
     quantile_columns: Vec<String>,
     table: Vec<Row>,
     has_hw: bool,
@@ -200,6 +202,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             .flat_map(|p| &p.traces)
             .filter_map(|(n, t)| crate::plan::stand_in_note(n, t))
             .collect(),
+        reproduce: reproduce(s),
         quantile_columns: s.quantile_levels.iter().map(|&l| level_key(l)).collect(),
         has_hw: s.programs.values().any(|p| p.hw_check.is_some()),
         has_multi_mode: s.programs.values().any(|p| p.modes.len() > 1),
@@ -368,6 +371,51 @@ fn show(v: &Value) -> String {
     }
 }
 
+/// The commands that make the study again: the tool's commit, then the run (or the import) with
+/// the testbed and seed it had.
+fn reproduce(s: &Summary) -> Vec<String> {
+    let Some(p) = &s.provenance else {
+        return vec![format!(
+            "# no provenance.json: the study's commands are unknown (orchestrate {})",
+            s.tool_version
+        )];
+    };
+    let mut out = vec![format!("# orchestrate {}, plan sha256 {}", p.tool_version, p.plan_hash)];
+    match p.git_commit.strip_suffix("-dirty") {
+        Some(commit) => out.push(format!("git checkout {commit}   # the study ran with local changes on top of it")),
+        None if !p.git_commit.is_empty() => out.push(format!("git checkout {}", p.git_commit)),
+        None => {}
+    }
+    match &p.import {
+        Some(i) => {
+            out.push(format!("orchestrate import latencylab {} --out DIR --probes {}", i.source.display(), i.probes))
+        }
+        None => {
+            let plan = p.plan_file.as_ref().map_or_else(|| "plan.yaml".to_string(), |f| f.display().to_string());
+            let testbed = if p.testbed.name == "sim" {
+                "sim".to_string()
+            } else {
+                format!("INVENTORY   # testbed {}", p.testbed.name)
+            };
+            out.push(format!("orchestrate run {plan} --seed {} --out DIR --testbed {testbed}", p.seed));
+        }
+    }
+    out
+}
+
+/// A fact as rows `a.b.c = value`: nested objects spelled out key by key, so that a model's
+/// parameters read as a table rather than one line of JSON.
+fn flatten(key: &str, v: &Value, out: &mut Vec<Item>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, v) in m {
+                flatten(&format!("{key}.{k}"), v, out);
+            }
+        }
+        other => out.push(Item::new(key, show(other), false)),
+    }
+}
+
 /// Text or the placeholder.
 fn text(s: &str) -> String {
     if s.is_empty() { NONE.to_string() } else { s.to_string() }
@@ -399,7 +447,10 @@ fn provenance(s: &Summary) -> ProvenanceParts {
     ];
     let Some(p) = p else { return (items, Vec::new(), Vec::new(), Vec::new()) };
     items.push(Item::new("Sessions / runs planned", format!("{} / {}", p.sessions, p.runs), false));
-    let facts = p.testbed.facts.iter().map(|(k, v)| Item::new(k, show(v), false)).collect();
+    let mut facts = Vec::new();
+    for (k, v) in &p.testbed.facts {
+        flatten(k, v, &mut facts);
+    }
     let bitstreams = p
         .bitstreams
         .iter()
@@ -414,24 +465,13 @@ fn provenance(s: &Summary) -> ProvenanceParts {
         .map(|(name, t)| match t {
             TraceSource::Pcap { sha256: Some(h), .. } => Item::new(name, h.clone(), true),
             TraceSource::Pcap { path, sha256: None } => Item::new(name, path.display().to_string(), false),
-            TraceSource::Generate(g) => Item::new(name, generated(g), false),
+            TraceSource::Generate(g) => Item::new(name, format!("generated: {}", g.describe()), false),
             TraceSource::StandIn { pcap, generate, .. } => {
-                Item::new(name, format!("STAND-IN for {} (not found): {}", pcap.display(), generated(generate)), false)
+                Item::new(name, format!("stand-in for {} (not here): {}", pcap.display(), generate.describe()), false)
             }
         })
         .collect();
     (items, facts, bitstreams, traces)
-}
-
-/// How a generated trace was made, in words.
-fn generated(g: &crate::plan::Generated) -> String {
-    let tag = g.vlan.map_or_else(|| "untagged".to_owned(), |v| format!("VLAN {v}"));
-    format!(
-        "generated: template {}, {} probes, {} B frames, {tag}",
-        crate::trace::template_name(g.template),
-        g.count,
-        g.frame_len
-    )
 }
 
 #[cfg(test)]

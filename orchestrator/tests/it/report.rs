@@ -393,10 +393,9 @@ fn html_override_is_autoescaped() {
     assert_eq!(read(&dir.join("report.html")), "<p>&lt;b&gt;&amp;&lt;&#x2f;b&gt;</p>");
 }
 
-/// Render the HTML in headless Chromium: it must load without console errors and paint a
-/// screenshot. Needs the `chromium` package; skipped without it unless `CI` is set.
-#[test]
-fn chromium_renders_html_without_console_errors() {
+/// Headless Chromium with a throw-away profile on `page` and `args`: its exit status and stderr,
+/// or none when Chromium is not installed (an error when `CI` is set).
+fn chromium(dir: &Path, page: &Path, args: &[String]) -> Option<(std::process::ExitStatus, String)> {
     let chromium = Path::new("/usr/bin/chromium");
     if !chromium.exists() {
         assert!(
@@ -404,14 +403,10 @@ fn chromium_renders_html_without_console_errors() {
             "CI is set but /usr/bin/chromium is missing (apt-get install chromium)"
         );
         eprintln!("notice: /usr/bin/chromium not found; skipping the headless render test");
-        return;
+        return None;
     }
-    let dir = tmp_dir("chromium");
-    render(&summary(), &both(), None, &dir).unwrap();
     let profile = dir.join("profile");
     std::fs::create_dir_all(&profile).unwrap();
-    let shot = dir.join("shot.png");
-    let html = dir.join("report.html").canonicalize().unwrap();
     let mut child = Command::new(chromium)
         .args([
             "--headless",
@@ -425,10 +420,9 @@ fn chromium_renders_html_without_console_errors() {
             &format!("--user-data-dir={}", profile.display()),
             "--enable-logging=stderr",
             "--v=0",
-            &format!("--screenshot={}", shot.display()),
-            "--window-size=1280,2400",
-            &format!("file://{}", html.display()),
         ])
+        .args(args)
+        .arg(format!("file://{}", page.canonicalize().unwrap().display()))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -455,6 +449,18 @@ fn chromium_renders_html_without_console_errors() {
     let stderr = reader.join().unwrap();
     let _ = std::fs::remove_dir_all(&profile);
     assert!(status.success(), "chromium failed ({status}):\n{stderr}");
+    Some((status, stderr))
+}
+
+/// Render the HTML in headless Chromium: it must load without console errors and paint a
+/// screenshot. Needs the `chromium` package; skipped without it unless `CI` is set.
+#[test]
+fn chromium_renders_html_without_console_errors() {
+    let dir = tmp_dir("chromium");
+    render(&summary(), &both(), None, &dir).unwrap();
+    let shot = dir.join("shot.png");
+    let args = [format!("--screenshot={}", shot.display()), "--window-size=1280,2400".to_string()];
+    let Some((_, stderr)) = chromium(&dir, &dir.join("report.html"), &args) else { return };
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "screenshot is not a PNG");
     // A blank page of this size compresses to about 14 kB; the report (text, tables, figures)
@@ -465,4 +471,26 @@ fn chromium_renders_html_without_console_errors() {
     // included), so for a page that runs no script any console line is a problem.
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Print the HTML to PDF with headless Chromium (A4 by default): a handful of pages, the facts
+/// table printed although collapsed on screen.
+#[test]
+fn the_html_report_prints_to_a_few_pages() {
+    let dir = tmp_dir("print");
+    render(&summary(), &both(), None, &dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<details class=\"facts\">") && html.contains("class=\"print-only\""));
+    let pdf = dir.join("report.pdf");
+    let args = [format!("--print-to-pdf={}", pdf.display()), "--no-pdf-header-footer".to_string()];
+    if chromium(&dir, &dir.join("report.html"), &args).is_none() {
+        return;
+    }
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(bytes.starts_with(b"%PDF"), "not a PDF");
+    let text = String::from_utf8_lossy(&bytes);
+    let pages = text.matches("/Type /Page").count() - text.matches("/Type /Pages").count();
+    assert!((2..=12).contains(&pages), "{pages} pages");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
