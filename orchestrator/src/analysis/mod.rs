@@ -110,14 +110,76 @@ pub fn pair_batches(
 /// whether every estimate is the median of an odd number of runs (then it lies on the TSC's grid,
 /// else on a grid of half a tick).
 fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
-    let mut by_id: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-    for r in runs {
-        for &(id, d) in &r.diffs {
-            by_id.entry(id).or_default().push(d);
-        }
+    let lists: Vec<(&[(u64, f64)], f64)> = runs.iter().map(|r| (r.diffs.as_slice(), 0.0)).collect();
+    let mut groups = ByProbe::new(&lists);
+    let mut odd = true;
+    let mut out = Vec::with_capacity(groups.ids.len());
+    for (id, v) in groups.iter_mut() {
+        odd &= v.len() % 2 == 1;
+        out.push((id, median(v)));
     }
-    let odd = by_id.values().all(|v| v.len() % 2 == 1);
-    (by_id.into_iter().map(|(id, mut v)| (id, median(&mut v))).collect(), odd)
+    (out, odd)
+}
+
+/// Values grouped by probe id, in id order, each group in input order: lists of `(id, value)`,
+/// each list's values less its shift. Built by counting (no allocation per probe).
+pub(crate) struct ByProbe {
+    ids: Vec<u64>,
+    /// Group k is `values[starts[k]..starts[k + 1]]`.
+    starts: Vec<usize>,
+    values: Vec<f64>,
+}
+
+impl ByProbe {
+    pub(crate) fn new(lists: &[(&[(u64, f64)], f64)]) -> ByProbe {
+        let all = || lists.iter().flat_map(|&(l, shift)| l.iter().map(move |&(id, v)| (id, v - shift)));
+        let max_id = all().map(|(id, _)| id).max().unwrap_or(0);
+        if max_id >= 1 << 22 {
+            // Sparse ids: sort (stable, so each group keeps input order).
+            let mut pairs: Vec<(u64, f64)> = all().collect();
+            pairs.sort_by_key(|p| p.0);
+            let mut g = ByProbe { ids: Vec::new(), starts: Vec::new(), values: Vec::with_capacity(pairs.len()) };
+            for (k, (id, v)) in pairs.into_iter().enumerate() {
+                if g.ids.last() != Some(&id) {
+                    g.ids.push(id);
+                    g.starts.push(k);
+                }
+                g.values.push(v);
+            }
+            g.starts.push(g.values.len());
+            return g;
+        }
+        let mut count = vec![0usize; max_id as usize + 2];
+        for (id, _) in all() {
+            count[id as usize + 1] += 1;
+        }
+        for k in 1..count.len() {
+            count[k] += count[k - 1];
+        }
+        let mut cursor = count.clone();
+        let mut values = vec![0.0; count[count.len() - 1]];
+        for (id, v) in all() {
+            values[cursor[id as usize]] = v;
+            cursor[id as usize] += 1;
+        }
+        let ids: Vec<u64> = (0..=max_id).filter(|&id| count[id as usize + 1] > count[id as usize]).collect();
+        let mut starts: Vec<usize> = ids.iter().map(|&id| count[id as usize]).collect();
+        starts.push(values.len());
+        ByProbe { ids, starts, values }
+    }
+
+    /// Each probe id with its values.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut [f64])> {
+        let mut rest: &mut [f64] = &mut self.values;
+        let mut at = 0;
+        self.ids.iter().zip(self.starts.windows(2)).map(move |(&id, w)| {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - at);
+            rest = tail;
+            at = w[1];
+            debug_assert_eq!(w[0] + head.len(), w[1]);
+            (id, head)
+        })
+    }
 }
 
 /// The grid per-probe estimates lie on: the TSC tick when each is the median of an odd number of

@@ -156,27 +156,12 @@ fn normal_cdf(z: f64) -> f64 {
 /// of each probe's odd and even runs (for probes seen in at least two runs), and whether every
 /// estimate is the median of an odd number of runs.
 pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> (Vec<(u64, f64)>, Vec<f64>, bool) {
-    let max_id = sessions.iter().flat_map(|(rs, _)| rs.iter().filter_map(|r| r.diffs.last())).map(|d| d.0).max();
-    let Some(max_id) = max_id else { return (Vec::new(), Vec::new(), true) };
-    let mut by_id: std::collections::BTreeMap<u64, Vec<f64>> = std::collections::BTreeMap::new();
-    let dense = max_id < 1 << 21;
-    let mut table: Vec<Vec<f64>> = if dense { vec![Vec::new(); max_id as usize + 1] } else { Vec::new() };
-    for (runs, shift) in sessions {
-        for r in runs.iter() {
-            for &(id, d) in &r.diffs {
-                let slot = if dense { &mut table[id as usize] } else { by_id.entry(id).or_default() };
-                slot.push(d - shift);
-            }
-        }
-    }
-    let lists: Box<dyn Iterator<Item = (u64, Vec<f64>)>> = if dense {
-        Box::new(table.into_iter().enumerate().map(|(id, v)| (id as u64, v)))
-    } else {
-        Box::new(by_id.into_iter())
-    };
+    let lists: Vec<(&[(u64, f64)], f64)> =
+        sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| (r.diffs.as_slice(), shift))).collect();
+    let mut groups = super::ByProbe::new(&lists);
     let (mut estimates, mut halves, mut odd_only) = (Vec::new(), Vec::new(), true);
     let (mut odd, mut even) = (Vec::new(), Vec::new());
-    for (id, mut v) in lists.filter(|(_, v)| !v.is_empty()) {
+    for (id, v) in groups.iter_mut() {
         if v.len() >= 2 {
             odd.clear();
             even.clear();
@@ -186,7 +171,7 @@ pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> (Vec<(u64, f64)>, V
             halves.push((median(&mut odd) - median(&mut even)) / 2.0);
         }
         odd_only &= v.len() % 2 == 1;
-        estimates.push((id, median(&mut v)));
+        estimates.push((id, median(v)));
     }
     (estimates, halves, odd_only)
 }

@@ -162,24 +162,28 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let null_simex = Simex::new(&null_sorted, None, input.null_grid);
     let half = (2.0 * grid).max(0.5 * noise_of[main].unwrap_or(1.0));
     let headline = [0.5, 0.99];
-    let terms: Vec<Vec<uncertainty::Linear>> = headline
-        .iter()
-        .map(|&p| {
-            let mut terms = Vec::new();
-            if let Some(sx) = &simex_of[main] {
-                let weights: &[f64] = if sx.blurs() { &noise::WEIGHTS } else { &[1.0] };
-                for (k, &coef) in weights.iter().enumerate() {
-                    terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, coef, half));
-                }
+    // The terms of each headline estimate: its corrected quantile's parts, then the null offset
+    // (one term shared by both).
+    let mut terms = Vec::new();
+    let mut estimates: Vec<Vec<usize>> = Vec::new();
+    for &p in &headline {
+        let mut mine = Vec::new();
+        if let Some(sx) = &simex_of[main] {
+            let weights: &[f64] = if sx.blurs() { &noise::WEIGHTS } else { &[1.0] };
+            for (k, &coef) in weights.iter().enumerate() {
+                mine.push(terms.len());
+                terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, coef, half));
             }
-            if let Some(nx) = &null_simex {
-                terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
-            }
-            terms
-        })
-        .collect();
+        }
+        estimates.push(mine);
+    }
+    if let Some(nx) = &null_simex {
+        let null = terms.len();
+        terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
+        estimates.iter_mut().for_each(|e| e.push(null));
+    }
     let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
-    let se = uncertainty::probe_se(&terms, &masses, probes, a.bootstrap_resamples, rng);
+    let se = uncertainty::probe_se(&terms, &estimates, &masses, probes, a.bootstrap_resamples, rng);
     let mut intervals = Vec::new();
     for (&p, se) in headline.iter().zip(se) {
         let estimate = latency_ns[&level_key(p * 100.0)];

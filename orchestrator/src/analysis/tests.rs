@@ -302,3 +302,19 @@ fn simulator_medians_and_modes_are_recovered_for_20_seeds() {
     }
     eprintln!("largest error over 20 seeds: {worst:.3} ns");
 }
+
+#[test]
+fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
+    let a = [(3, 1.0), (1, 2.0), (3, 3.0)];
+    let b = [(1, 10.0), (3, 20.0)];
+    let mut g = super::ByProbe::new(&[(&a, 0.0), (&b, 1.0)]);
+    let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
+    assert_eq!(got, [(1, vec![2.0, 9.0]), (3, vec![1.0, 3.0, 19.0])]);
+    // Ids beyond the dense table take the sorting path and group the same way.
+    let big = 1u64 << 40;
+    let c = [(big + 3, 1.0), (big + 1, 2.0), (big + 3, 3.0)];
+    let mut g = super::ByProbe::new(&[(&c, 0.0)]);
+    let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
+    assert_eq!(got, [(big + 1, vec![2.0]), (big + 3, vec![1.0, 3.0])]);
+    assert_eq!(super::ByProbe::new(&[]).iter_mut().count(), 0);
+}

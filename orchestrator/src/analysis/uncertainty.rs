@@ -69,36 +69,37 @@ pub fn linear(
     Linear { a, mass, x, f, p, coef }
 }
 
-/// Standard error of each estimate `Σ coef · quantile` (one list of terms per estimate) over
-/// `resamples` cluster resamples of the probes: Poisson(1) weights, one per probe, shared by every
-/// term of every estimate.
+/// Standard error of each estimate `Σ coef · quantile` (a list of indices into `terms` per
+/// estimate; a term may serve several) over `resamples` cluster resamples of the probes: Poisson(1)
+/// weights, one per probe, shared by every term of every estimate.
 pub fn probe_se(
-    estimates: &[Vec<Linear>],
+    terms: &[Linear],
+    estimates: &[Vec<usize>],
     masses: &[Vec<f32>],
     probes: usize,
     resamples: u32,
     rng: &mut ChaCha8Rng,
 ) -> Vec<f64> {
-    let estimates: Vec<Vec<&Linear>> =
-        estimates.iter().map(|e| e.iter().filter(|t| t.f > 0.0 && t.f.is_finite()).collect()).collect();
     if resamples < 2 || probes == 0 {
         return vec![0.0; estimates.len()];
     }
+    let usable = |t: &Linear| t.f > 0.0 && t.f.is_finite();
     let mut w = vec![0f32; probes];
+    let mut value = vec![0f64; terms.len()];
     let mut draws = vec![Vec::with_capacity(resamples as usize); estimates.len()];
     for _ in 0..resamples {
         poisson_weights(&mut w, rng);
         let total: Vec<f64> = masses.iter().map(|m| f64::from(dot(&w, m)).max(1.0)).collect();
-        for (terms, d) in estimates.iter().zip(&mut draws) {
-            d.push(
-                terms
-                    .iter()
-                    .map(|t| {
-                        let cdf = f64::from(dot(&w, &t.a)) / total[t.mass];
-                        t.coef * (t.x + (t.p - cdf) / t.f)
-                    })
-                    .sum(),
-            );
+        for (t, v) in terms.iter().zip(&mut value) {
+            *v = if usable(t) {
+                let cdf = f64::from(dot(&w, &t.a)) / total[t.mass];
+                t.coef * (t.x + (t.p - cdf) / t.f)
+            } else {
+                0.0
+            };
+        }
+        for (e, d) in estimates.iter().zip(&mut draws) {
+            d.push(e.iter().map(|&k| value[k]).sum());
         }
     }
     draws.iter().map(|d| sd(d)).collect()
@@ -117,17 +118,20 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-/// Fill `w` with Poisson(1) draws, two from each 32-bit uniform (inversion of 16 bits each:
-/// probabilities to 1/65,536, counts capped at 8).
+/// Fill `w` with Poisson(1) draws, two from each 32-bit uniform: 16 bits each, looked up in a
+/// table of the inverse distribution function (probabilities to 1/65,536, counts capped at 8).
 fn poisson_weights(w: &mut [f32], rng: &mut ChaCha8Rng) {
-    // P(X ≤ k) × 2¹⁶, k = 0..7.
-    const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
-    let draw = |u: u32| CDF.iter().position(|&c| u < c).map_or(8.0, |k| k as f32);
+    static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        // P(X ≤ k) × 2¹⁶, k = 0..7.
+        const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
+        (0..1u32 << 16).map(|u| CDF.iter().position(|&c| u < c).map_or(8, |k| k as u8)).collect()
+    });
     for pair in w.chunks_mut(2) {
         let u: u32 = rng.random();
-        pair[0] = draw(u & 0xffff);
+        pair[0] = f32::from(table[(u & 0xffff) as usize]);
         if let Some(second) = pair.get_mut(1) {
-            *second = draw(u >> 16);
+            *second = f32::from(table[(u >> 16) as usize]);
         }
     }
 }
@@ -332,9 +336,8 @@ mod tests {
         let zeros: Vec<(u32, f64)> = (0..n as u32).map(|i| (i, 0.0)).collect();
         let null = Simex::new(&[0.0; 4000], None, 0.01).unwrap();
         let masses = [masses(&values, n), masses(&zeros, n)];
-        let terms =
-            vec![linear(&values, 0, n, &simex, 0, 0.5, 1.0, 1.0), linear(&zeros, 1, n, &null, 0, 0.5, -1.0, 0.01)];
-        let se = probe_se(&[terms], &masses, n, 2000, &mut rng)[0];
+        let terms = [linear(&values, 0, n, &simex, 0, 0.5, 1.0, 1.0), linear(&zeros, 1, n, &null, 0, 0.5, -1.0, 0.01)];
+        let se = probe_se(&terms, &[vec![0, 1]], &masses, n, 2000, &mut rng)[0];
         let want = 1.2533 * 10.0 / (n as f64).sqrt();
         assert!((se - want).abs() < 0.12 * want, "{se} vs {want}");
     }
