@@ -125,7 +125,10 @@ fn study(plan: &orchestrator::plan::Plan, model: &SimModel, seed: u64) -> Vec<Ou
                     (l, m.latency_ns[&k], raw.get(&k).copied().unwrap_or(f64::NAN), t)
                 })
                 .collect();
-            let cis = if is_headline { vec![(50.0, p.median_ci95_ns), (99.0, p.p99_ci95_ns)] } else { Vec::new() };
+            let cis = [(50.0, m.median_ci95_ns), (99.0, m.p99_ci95_ns)]
+                .into_iter()
+                .filter_map(|(l, ci)| ci.map(|ci| (l, ci)))
+                .collect();
             out.push(Outcome {
                 program: name.clone(),
                 headline: is_headline,
@@ -191,13 +194,25 @@ fn report(seeds: u64, outcomes: &[(u64, Outcome)], apart: Option<f64>) {
         let others: Vec<&Outcome> = all.iter().copied().filter(|o| !o.headline).collect();
         if !others.is_empty() {
             let err = |k: usize| mean(&others.iter().map(|o| o.quantiles[k].1 - o.quantiles[k].3).collect::<Vec<_>>());
+            let cover = |k: usize, level: f64| {
+                let hits: Vec<bool> = others
+                    .iter()
+                    .filter_map(|o| {
+                        let t = o.quantiles[k].3;
+                        o.cis.iter().find(|c| c.0 == level).map(|(_, [lo, hi])| *lo <= t && t <= *hi)
+                    })
+                    .collect();
+                100.0 * hits.iter().filter(|h| **h).count() as f64 / hits.len().max(1) as f64
+            };
             println!(
-                "{:<14} other modes ({} in all, fewer sessions): mean err p5 {:.3}, p50 {:.3}, p99 {:.3}",
+                "{:<14} other modes ({} in all, fewer sessions): mean err p5 {:.3}, p50 {:.3}, p99 {:.3}; ci cover p50 {:.0} %, p99 {:.0} %",
                 name,
                 others.len(),
                 err(0),
                 err(1),
-                err(2)
+                err(2),
+                cover(1, 50.0),
+                cover(2, 99.0)
             );
         }
         let seeds_right = os.iter().filter(|o| o.modes_right).count();

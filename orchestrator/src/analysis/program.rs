@@ -123,7 +123,15 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             let ns = sorted_medians[c.start] - sorted_medians[c.start - 1];
             Gap { ns, sigmas: split.within_sd_ns.filter(|s| *s > 0.0).map(|s| ns / s) }
         });
-        modes.push(Mode { sessions: ss, latency_ns: corrected, margins, latency_raw_ns: raw, gap_below });
+        modes.push(Mode {
+            sessions: ss,
+            latency_ns: corrected,
+            margins,
+            latency_raw_ns: raw,
+            gap_below,
+            median_ci95_ns: None,
+            p99_ci95_ns: None,
+        });
         members_of.push(members);
         pooled_of.push(pooled);
         noise_of.push(noise_sd);
@@ -152,49 +160,18 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         }
     });
 
-    // Confidence intervals of the headline mode's median and p99: probes resampled as clusters
-    // through the estimate (every quantile it is made of, and the null offset), bring-ups from the
-    // spread of the sessions.
-    let mode_sessions: Vec<&[(u64, f64)]> = members_of[main].iter().map(|&i| calibrated[i].as_slice()).collect();
-    let (program_values, null_values, probes) = dense_probes(&pooled_of[main], &input.null_sessions);
-    let mut null_sorted: Vec<f64> = null_values.iter().map(|v| v.1).collect();
-    null_sorted.sort_unstable_by(f64::total_cmp);
-    let null_simex = Simex::new(&null_sorted, None, input.null_grid);
-    let half = (2.0 * grid).max(0.5 * noise_of[main].unwrap_or(1.0));
-    let headline = [0.5, 0.99];
-    // The terms of each headline estimate: its corrected quantile's parts, then the null offset
-    // (one term shared by both).
-    let mut terms = Vec::new();
-    let mut estimates: Vec<Vec<usize>> = Vec::new();
-    for &p in &headline {
-        let mut mine = Vec::new();
-        if let Some(sx) = &simex_of[main] {
-            let weights: &[f64] = if sx.blurs() { &noise::WEIGHTS } else { &[1.0] };
-            for (k, &coef) in weights.iter().enumerate() {
-                mine.push(terms.len());
-                terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, coef, half));
-            }
-        }
-        estimates.push(mine);
-    }
-    if let Some(nx) = &null_simex {
-        let null = terms.len();
-        terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
-        estimates.iter_mut().for_each(|e| e.push(null));
-    }
-    let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
-    let se = uncertainty::probe_se(&terms, &estimates, &masses, probes, a.bootstrap_resamples, rng);
+    // Confidence intervals of every mode's median and p99 (the headline's are the program's).
     let mut intervals = Vec::new();
-    for (&p, se) in headline.iter().zip(se) {
-        let estimate = latency_ns[&level_key(p * 100.0)];
-        let mut per_session: Vec<Vec<f64>> = mode_sessions.iter().map(|s| s.iter().map(|e| e.1).collect()).collect();
-        let program_q = uncertainty::per_session_quantiles(&mut per_session, p, grid);
-        let bring_up = uncertainty::session_variance(&program_q, &null_medians);
-        intervals.push((
-            uncertainty::interval(estimate, se, bring_up, input.tick_ns),
-            uncertainty::interval(estimate, se, None, input.tick_ns),
-        ));
+    for (m, members) in members_of.iter().enumerate() {
+        let sessions: Vec<&[(u64, f64)]> = members.iter().map(|&i| calibrated[i].as_slice()).collect();
+        let mode =
+            ModeData { pooled: &pooled_of[m], simex: simex_of[m].as_ref(), sessions: &sessions, noise: noise_of[m] };
+        let found = mode_intervals(input, &mode, &modes[m].latency_ns, &null_medians, rng);
+        modes[m].median_ci95_ns = Some(found[0].0);
+        modes[m].p99_ci95_ns = Some(found[1].0);
+        intervals.push(found);
     }
+    let intervals = &intervals[main];
     let hw: Vec<(f64, f64)> = input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
     let hw_check =
         (a.hw_clock_check || !hw.is_empty()).then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, rng)).flatten();
@@ -223,6 +200,70 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         sessions,
         histogram: super::histogram(&all),
     })
+}
+
+/// What the intervals of one mode are computed from.
+struct ModeData<'a> {
+    /// Per-probe estimates over all the mode's runs.
+    pooled: &'a [(u64, f64)],
+    /// Their distributions for the noise correction.
+    simex: Option<&'a Simex>,
+    /// The mode's sessions' calibrated per-probe estimates.
+    sessions: &'a [&'a [(u64, f64)]],
+    /// The noise left in `pooled`.
+    noise: Option<f64>,
+}
+
+/// 95 % intervals of a mode's median and p99, each for a new bring-up and for these sessions:
+/// probes resampled as clusters through the estimate (every quantile it is made of, and the null
+/// offset), bring-ups from the spread of the sessions.
+fn mode_intervals(
+    input: &Input<'_>,
+    mode: &ModeData<'_>,
+    corrected: &Quantiles,
+    null_medians: &[f64],
+    rng: &mut ChaCha8Rng,
+) -> [([f64; 2], [f64; 2]); 2] {
+    let (program_values, null_values, probes) = dense_probes(mode.pooled, &input.null_sessions);
+    let mut null_sorted: Vec<f64> = null_values.iter().map(|v| v.1).collect();
+    null_sorted.sort_unstable_by(f64::total_cmp);
+    let null_simex = Simex::new(&null_sorted, None, input.null_grid);
+    let half = (2.0 * input.grid).max(0.5 * mode.noise.unwrap_or(1.0));
+    let levels = [0.5, 0.99];
+    // The terms of each estimate: its corrected quantile's parts, then the null offset (one term
+    // shared by both).
+    let mut terms = Vec::new();
+    let mut estimates: Vec<Vec<usize>> = Vec::new();
+    for &p in &levels {
+        let mut mine = Vec::new();
+        if let Some(sx) = mode.simex {
+            let weights: &[f64] = if sx.blurs() { &noise::WEIGHTS } else { &[1.0] };
+            for (k, &coef) in weights.iter().enumerate() {
+                mine.push(terms.len());
+                terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, coef, half));
+            }
+        }
+        estimates.push(mine);
+    }
+    if let Some(nx) = &null_simex {
+        let null = terms.len();
+        terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
+        estimates.iter_mut().for_each(|e| e.push(null));
+    }
+    let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
+    let se = uncertainty::probe_se(&terms, &estimates, &masses, probes, input.analysis.bootstrap_resamples, rng);
+    let interval = |k: usize| {
+        let p = levels[k];
+        let estimate = corrected[&level_key(p * 100.0)];
+        let mut per_session: Vec<Vec<f64>> = mode.sessions.iter().map(|s| s.iter().map(|e| e.1).collect()).collect();
+        let program_q = uncertainty::per_session_quantiles(&mut per_session, p, input.grid);
+        let bring_up = uncertainty::session_variance(&program_q, null_medians);
+        (
+            uncertainty::interval(estimate, se[k], bring_up, input.tick_ns),
+            uncertainty::interval(estimate, se[k], None, input.tick_ns),
+        )
+    };
+    [interval(0), interval(1)]
 }
 
 /// Values with their dense probe index.

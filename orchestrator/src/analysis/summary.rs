@@ -107,6 +107,12 @@ pub struct Mode {
     /// The gap of this mode's lowest session median above the mode below (none for the lowest).
     #[serde(default)]
     pub gap_below: Option<Gap>,
+    /// 95 % interval of this mode's median for a new bring-up (as the program's).
+    #[serde(default)]
+    pub median_ci95_ns: Option<[f64; 2]>,
+    /// 95 % interval of this mode's p99.
+    #[serde(default)]
+    pub p99_ci95_ns: Option<[f64; 2]>,
 }
 
 /// The support of a split between two modes.

@@ -125,6 +125,13 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     let worst = p.vendor_bound.as_ref().unwrap().worst_mode.unwrap();
     assert!(approx(worst.median_cycles, 55.0 - 138.25 / 4.0), "{worst:?}");
     assert!(approx(p.reproducibility_ns, 1.0), "{}", p.reproducibility_ns);
+    // Every mode has its own intervals around its own quantiles; the headline's are the program's.
+    for m in &p.modes {
+        let [lo, hi] = m.median_ci95_ns.unwrap();
+        assert!(lo <= m.latency_ns["p50"] && m.latency_ns["p50"] <= hi && hi - lo >= 1.0 - 1e-9, "{m:?}");
+        assert!(m.p99_ci95_ns.is_some());
+    }
+    assert_eq!(p.modes[0].median_ci95_ns, Some(p.median_ci95_ns));
     // Disabling mode detection gives one mode.
     let mut a = Analysis::default();
     a.modes.enabled = false;

@@ -111,6 +111,8 @@ fn summary() -> Summary {
                 margins: Some(Margins { median_cycles: 18.75, p99_cycles: 13.25 }),
                 latency_raw_ns: Default::default(),
                 gap_below: None,
+                median_ci95_ns: None,
+                p99_ci95_ns: None,
             },
             Mode {
                 sessions: vec![1, 3],
@@ -118,6 +120,8 @@ fn summary() -> Summary {
                 margins: Some(Margins { median_cycles: 26.25, p99_cycles: 21.25 }),
                 latency_raw_ns: Default::default(),
                 gap_below: None,
+                median_ci95_ns: None,
+                p99_ci95_ns: None,
             },
         ],
         sessions: vec![session(1, 125.3, 107.1), session(2, 155.2, 137.0), session(3, 124.9, 106.7)],
@@ -167,6 +171,8 @@ fn summary() -> Summary {
             margins: Some(Margins { median_cycles: 109.0 - 91.0, p99_cycles: 109.0 - 95.25 }),
             latency_raw_ns: Default::default(),
             gap_below: None,
+            median_ci95_ns: None,
+            p99_ci95_ns: None,
         }],
         sessions: vec![
             session(1, 390.1, 364.2),
