@@ -1,0 +1,222 @@
+//! The command line: every subcommand and option, as clap reads them (completions and manual
+//! pages are generated from this too).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use orchestrator::exit::ExitStatus;
+use orchestrator::plan;
+
+/// Declarative orchestrator for FPGA SmartNIC latency studies.
+#[derive(Parser)]
+#[command(name = "orchestrate", version, after_help = ExitStatus::help())]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct RunArgs {
+    /// Plan file.
+    pub(crate) plan: PathBuf,
+    /// `sim` or an inventory file (overrides the plan's `testbed`).
+    #[arg(long)]
+    pub(crate) testbed: Option<String>,
+    /// Results folder (default: results/STUDY/UTCTIME-PLANHASH/).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Continue the study in --out: keep verified runs, redo the rest.
+    #[arg(long, requires = "out")]
+    pub(crate) resume: bool,
+    /// Seed of the simulator and resampling (default: the plan's).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Simulated testbed: YAML file overriding model parameters.
+    #[arg(long)]
+    pub(crate) sim_model: Option<PathBuf>,
+    /// Simulated testbed: take the modelled wall time of every step and replay.
+    #[arg(long)]
+    pub(crate) realtime: bool,
+    /// Progress as text on stderr (bars on a terminal, lines otherwise), or `json`: the journal's
+    /// events as JSON lines on stdout, bars off, and a last line naming the results.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub(crate) log_format: LogFormat,
+    /// No progress on stderr: warnings and errors only.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+/// How `run` shows its progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Bars and lines on stderr.
+    Text,
+    /// JSON lines on stdout.
+    Json,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Run a study (`orchestrate PLAN` is the same).
+    Run(RunArgs),
+    /// Check plans (and everything they reference), inventories and bitstream manifests, each
+    /// told apart by its keys; report every problem at once.
+    Validate {
+        /// Plan, inventory or bitstream manifest files.
+        #[arg(required = true)]
+        plans: Vec<PathBuf>,
+    },
+    /// Statistical pipeline over a results folder; writes RESULTS_DIR/summary.json.
+    Analyze {
+        /// Results folder.
+        dir: PathBuf,
+    },
+    /// Reports (HTML, Markdown) from a results folder (analysed first if needed).
+    Report {
+        /// Results folder.
+        dir: PathBuf,
+        /// Formats, comma-separated (default: the plan's).
+        #[arg(long, value_delimiter = ',', value_enum)]
+        format: Vec<orchestrator::plan::ReportFormat>,
+    },
+    /// Regression check of CANDIDATE against BASELINE (results folders); exit 1 on regression.
+    Compare {
+        /// Baseline results folder.
+        baseline: PathBuf,
+        /// Candidate results folder.
+        candidate: PathBuf,
+        /// Write JUnit XML here (one test case per program).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Largest accepted median shift, ns (default: the candidate plan's, else 3).
+        #[arg(long, value_parser = non_negative)]
+        median_shift_ns: Option<f64>,
+        /// Largest accepted p99 shift, ns (default: the candidate plan's, else 10).
+        #[arg(long, value_parser = non_negative)]
+        p99_shift_ns: Option<f64>,
+        /// Largest accepted Kolmogorov–Smirnov distance (default: the candidate plan's, else 0.1).
+        #[arg(long, value_parser = non_negative)]
+        ks: Option<f64>,
+    },
+    /// Convert published data into a results folder.
+    Import {
+        /// Source format.
+        #[arg(value_parser = ["latencylab"])]
+        format: String,
+        /// Source folder (the LatencyLab repository, containing data/tsc/).
+        src: PathBuf,
+        /// Results folder to create.
+        #[arg(long)]
+        out: PathBuf,
+        /// Probes per trace (ids outside 1..=N are invalid).
+        #[arg(long, default_value_t = 20_000)]
+        probes: u64,
+    },
+    /// Write a results folder in another tool's layout (exit 1 when a run could not be used).
+    Export {
+        /// Results folder.
+        dir: PathBuf,
+        /// Layout: latencylab-csv (`data/tsc/{programs,null}/<TAG>_s<n>/f_run<NN>.csv`).
+        #[arg(long, value_enum)]
+        format: orchestrator::export::Format,
+        /// Folder to write into (existing files are never overwritten).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Probe traces: generate pcaps, or inspect and verify one.
+    Trace {
+        #[command(subcommand)]
+        op: TraceOp,
+    },
+    /// Shell completions on stdout (`make install` installs them for bash, zsh and fish).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Manual pages: orchestrate(1) and one per subcommand (orchestrate-run(1), …), written
+    /// into a folder (`make install` installs them).
+    Man {
+        /// Folder for the pages (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Dry run: every session, step and run with its rendered command, and the predicted duration.
+    Plan {
+        /// Plan file.
+        plan: PathBuf,
+        /// `sim` or an inventory file (overrides the plan's `testbed`).
+        #[arg(long)]
+        testbed: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum TraceOp {
+    /// Generate a probe trace.
+    Generate {
+        /// Header template: forward, five_tuple, remove_header, checksum.
+        #[arg(long)]
+        template: String,
+        /// Number of probes (ids 1..=N), at least 1.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_PROBES)))]
+        count: u32,
+        /// Probe id format: latencylab (ASCII marker) or compact (binary).
+        #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
+        probe_id: plan::ProbeFormat,
+        /// Bytes of every frame without FCS, a VLAN tag included (default 128, 132 tagged).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_FRAME_LEN)))]
+        frame_size: Option<u32>,
+        /// VLAN id every frame is tagged with, or `none` (default: the template's tagging, VLAN
+        /// 100 for remove_header, none for the others).
+        #[arg(long, value_parser = parse_vlan)]
+        vlan: Option<Vlan>,
+        /// Output pcap (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Generate every generated trace of a plan, and the stand-in of every absent pcap, into a
+    /// folder (`<trace>.pcap`).
+    Plan {
+        /// Plan file.
+        plan: PathBuf,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Count and check the probes of a pcap (exit 1 when it has problems, 2 when it is no
+    /// readable pcap).
+    Inspect {
+        /// The pcap.
+        file: PathBuf,
+        /// Probe id format.
+        #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
+        probe_id: plan::ProbeFormat,
+    },
+}
+
+/// `--vlan`: an id (1..=4094) or `none`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Vlan(pub(crate) Option<u16>);
+
+fn parse_vlan(s: &str) -> Result<Vlan, String> {
+    match s {
+        "none" => Ok(Vlan(None)),
+        _ => match s.parse::<u16>() {
+            Ok(v @ 1..=4094) => Ok(Vlan(Some(v))),
+            _ => Err(format!("`{s}` is no VLAN id (1..=4094) nor `none`")),
+        },
+    }
+}
+
+/// A threshold: a finite number ≥ 0 (NaN would silently disable a check).
+fn non_negative(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err(format!("`{text}` must be a finite number ≥ 0")),
+        Err(e) => Err(format!("`{text}`: {e}")),
+    }
+}

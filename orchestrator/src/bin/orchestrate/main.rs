@@ -1,0 +1,326 @@
+//! `orchestrate`: command-line entry point. Argument parsing and exit codes only.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use orchestrator::exit::ExitStatus;
+use orchestrator::plan::{self, yaml::Diagnostic};
+use orchestrator::schedule::{self, Schedule};
+
+mod cli;
+mod run;
+
+use cli::{Cli, Command, TraceOp, Vlan};
+
+enum Failure {
+    Invalid(Vec<Diagnostic>),
+    Usage(String),
+    Exit(ExitStatus, String),
+}
+
+/// One JSON line.
+fn json_line(v: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string(v).map(|s| s + "\n").map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))
+}
+
+/// Write to stdout; a reader that went away (`| head`) ends the output quietly.
+fn print_out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Exit(ExitStatus::Results, format!("standard output: {e}"))),
+    }
+}
+
+impl From<orchestrator::results::ResultsError> for Failure {
+    fn from(e: orchestrator::results::ResultsError) -> Failure {
+        Failure::Exit((&e).into(), e.to_string())
+    }
+}
+
+impl From<orchestrator::analysis::AnalysisError> for Failure {
+    fn from(e: orchestrator::analysis::AnalysisError) -> Failure {
+        Failure::Exit((&e).into(), e.to_string())
+    }
+}
+
+/// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
+fn args() -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = <Cli as clap::CommandFactory>::command();
+    let known = |name: &str| name == "help" || cli.get_subcommands().any(|c| c.get_name() == name);
+    if let Some(first) = args.get(1).and_then(|a| a.to_str())
+        && !first.starts_with('-')
+        && !known(first)
+    {
+        args.insert(1, "run".into());
+    }
+    args
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse_from(args());
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Validate { plans } => validate(&plans),
+        Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
+        Command::Analyze { dir } => analyze(&dir),
+        Command::Report { dir, format } => report(&dir, &format),
+        Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
+            compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
+        }
+        Command::Import { src, out, probes, .. } => import(&src, &out, probes),
+        Command::Trace { op } => trace(op),
+        Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "orchestrate", &mut out);
+            print_out(&String::from_utf8_lossy(&out))
+        }
+        Command::Man { out } => std::fs::create_dir_all(&out)
+            .and_then(|()| clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &out))
+            .map_err(|e| Failure::Exit(ExitStatus::Results, format!("{}: {e}", out.display()))),
+    };
+    let status = match result {
+        Ok(()) => ExitStatus::Success,
+        Err(Failure::Exit(status, msg)) => {
+            if !msg.is_empty() {
+                eprintln!("error: {msg}");
+            }
+            status
+        }
+        Err(Failure::Invalid(diags)) => {
+            print_diagnostics(&diags);
+            ExitStatus::Invalid
+        }
+        Err(Failure::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            ExitStatus::Invalid
+        }
+    };
+    ExitCode::from(status.code())
+}
+
+fn print_diagnostics(diags: &[Diagnostic]) {
+    let snippets = std::io::stderr().is_terminal();
+    for d in diags {
+        let text = match snippets.then(|| std::fs::read_to_string(&d.file).ok()).flatten() {
+            Some(src) => d.with_snippet(&src),
+            None => d.to_string(),
+        };
+        eprintln!("{text}");
+    }
+    eprintln!("{} problem{} found", diags.len(), if diags.len() == 1 { "" } else { "s" });
+}
+
+fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
+    let mut all = Vec::new();
+    for p in plans {
+        match plan::load_any(p) {
+            Ok(doc) => {
+                eprintln!("{}: ok ({})", p.display(), doc.summary());
+                if let plan::Document::Plan(plan, Some(inv)) = &doc {
+                    for d in plan::stand_ins_refused(plan, inv) {
+                        eprintln!("warning: {d}; `run` refuses without it");
+                    }
+                }
+            }
+            Err(plan::Invalid(mut d)) => all.append(&mut d),
+        }
+    }
+    if all.is_empty() { Ok(()) } else { Err(Failure::Invalid(all)) }
+}
+
+fn load_schedule(path: &Path, testbed: Option<&str>) -> Result<Schedule, Failure> {
+    let (plan, inventory) = plan::load(path, testbed).map_err(|e| Failure::Invalid(e.0))?;
+    schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)
+}
+
+fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failure> {
+    let s = load_schedule(path, testbed)?;
+    if json {
+        let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+        print_out(&(text + "\n"))
+    } else {
+        print_out(&orchestrator::schedule::describe(&s))
+    }
+}
+
+/// Open a results folder and take its lock.
+fn open_locked(dir: &Path) -> Result<(orchestrator::results::ResultsDir, orchestrator::results::lock::Lock), Failure> {
+    let rd = orchestrator::results::ResultsDir::open(dir)?;
+    let lock = rd.lock(&run::command_line())?;
+    Ok((rd, lock))
+}
+
+/// `run --quiet` or `--log-format json`: no progress lines on stderr.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A progress line on stderr, unless quiet.
+fn progress(line: std::fmt::Arguments<'_>) {
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("{line}");
+    }
+}
+
+/// Analyse (the caller holds the lock), print the headline and every problem.
+fn analyze_dir(rd: &orchestrator::results::ResultsDir) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+    let summary = orchestrator::analysis::analyze_and_write(rd)?;
+    progress(format_args!("analysis: {}", rd.root().join("summary.json").display()));
+    print_headline(&summary);
+    Ok(summary)
+}
+
+fn print_headline(summary: &orchestrator::analysis::summary::Summary) {
+    for (name, p) in &summary.programs {
+        let q = |k: &str| p.latency_ns.get(k).copied().unwrap_or(f64::NAN);
+        let modes = if p.modes.len() > 1 { format!(" ({} modes)", p.modes.len()) } else { String::new() };
+        progress(format_args!(
+            "  {name:<16} median {:>6.1} ns [{:.1}, {:.1}]  p5 {:>6.1}  p99 {:>6.1}{modes}",
+            q("p50"),
+            p.median_ci95_ns[0],
+            p.median_ci95_ns[1],
+            q("p5"),
+            q("p99")
+        ));
+    }
+    for problem in &summary.health.problems {
+        eprintln!("problem: {problem}");
+    }
+}
+
+fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
+    let rd = orchestrator::results::ResultsDir::open(dir)?;
+    let e = orchestrator::export::latencylab_csv(&rd, out)?;
+    eprintln!("exported {} runs ({} rows) to {}", e.files.len(), e.rows, out.display());
+    for why in &e.skipped {
+        eprintln!("problem: {why}");
+    }
+    print_out(&format!("{}\n", out.display()))?;
+    if e.skipped.is_empty() { Ok(()) } else { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) }
+}
+
+fn analyze(dir: &Path) -> Result<(), Failure> {
+    let (rd, _lock) = open_locked(dir)?;
+    let summary = analyze_dir(&rd)?;
+    if summary.health.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
+    }
+}
+
+/// The current summary of a folder (recomputed when its inputs changed), under its lock.
+fn load_summary(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+    let (rd, _lock) = open_locked(dir)?;
+    Ok(orchestrator::analysis::current_summary(&rd)?)
+}
+
+/// Write the reports of an analysed folder (the caller holds the lock).
+fn report_dir(
+    rd: &orchestrator::results::ResultsDir,
+    summary: &orchestrator::analysis::summary::Summary,
+    formats: &[orchestrator::plan::ReportFormat],
+) -> Result<(), Failure> {
+    let spec = summary.provenance.as_ref().map(|p| p.report.clone()).unwrap_or_default();
+    let formats = if formats.is_empty() { &spec.formats[..] } else { formats };
+    let written = orchestrator::report::render(summary, formats, spec.template.as_deref(), rd.root())
+        .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+    for w in written {
+        progress(format_args!("report: {}", w.display()));
+    }
+    Ok(())
+}
+
+fn report(dir: &Path, formats: &[orchestrator::plan::ReportFormat]) -> Result<(), Failure> {
+    let (rd, _lock) = open_locked(dir)?;
+    let summary = orchestrator::analysis::current_summary(&rd)?;
+    report_dir(&rd, &summary, formats)
+}
+
+fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
+    use orchestrator::compare::{self, Thresholds};
+    let b = load_summary(baseline)?;
+    let c = load_summary(candidate)?;
+    let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
+    let cmp = compare::compare(&b, &c, t);
+    print_out(&compare::markdown(&cmp))?;
+    if let Some(path) = junit {
+        let xml = compare::junit(&cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+        orchestrator::results::write_file(path, xml.as_bytes(), true)?;
+    }
+    if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
+}
+
+fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
+    let report = orchestrator::import::import_latencylab(src, dest, probes)
+        .map_err(|e| Failure::Exit((&e).into(), e.to_string()))?;
+    eprint!("{report}");
+    let (rd, _lock) = open_locked(dest)?;
+    let summary = analyze_dir(&rd)?;
+    report_dir(&rd, &summary, &[])?;
+    print_out(&format!("{}\n", dest.display()))?;
+    if summary.health.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
+    }
+}
+
+fn trace(op: TraceOp) -> Result<(), Failure> {
+    use orchestrator::trace;
+    let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
+    match op {
+        TraceOp::Generate { template, count, probe_id, frame_size, vlan, out } => {
+            let t = trace::template_by_name(&template).ok_or_else(|| {
+                Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
+            })?;
+            let mut spec = plan::Generated::new(t, count, probe_id);
+            if let Some(Vlan(v)) = vlan {
+                spec = plan::Generated { vlan: v, frame_len: trace::default_frame_len(v.is_some()), ..spec };
+            }
+            if let Some(f) = frame_size {
+                let shortest = trace::shortest_frame(spec.vlan.is_some(), probe_id, count);
+                if (f as usize) < shortest {
+                    return Err(Failure::Usage(format!(
+                        "--frame-size {f}: a frame must hold the headers and the probe ids, at least {shortest} B"
+                    )));
+                }
+                spec.frame_len = f;
+            }
+            let info = trace::generate(&spec, &out).map_err(|e| match e {
+                trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
+                e => failed(e),
+            })?;
+            print_out(&json_line(&info)?)?;
+            Ok(())
+        }
+        TraceOp::Plan { plan: path, out } => {
+            let (plan, _) = plan::load(&path, Some("sim")).map_err(|e| Failure::Invalid(e.0))?;
+            for t in &plan.traces {
+                if let Some(spec) = t.source.generated() {
+                    let info = trace::generate(spec, &out.join(t.file_name())).map_err(failed)?;
+                    print_out(&json_line(&info)?)?;
+                }
+            }
+            Ok(())
+        }
+        TraceOp::Inspect { file, probe_id } => {
+            // A file that is no readable pcap is invalid input.
+            let report = trace::inspect(&file, probe_id).map_err(|e| Failure::Usage(e.to_string()))?;
+            let text =
+                serde_json::to_string_pretty(&report).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+            print_out(&(text + "\n"))?;
+            let problems = report.problems();
+            for p in &problems {
+                eprintln!("{}: {p}", file.display());
+            }
+            if problems.is_empty() { Ok(()) } else { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! `orchestrate run`: a study from plan to reports, resumable.
+
+use std::path::Path;
+
+use orchestrator::exit::ExitStatus;
+use orchestrator::{plan, schedule};
+
+use super::cli::{LogFormat, RunArgs};
+use super::{Failure, QUIET, analyze_dir, print_out, report_dir};
+
+/// A word for a shell command line (quoted when it needs to be).
+pub(crate) fn shell_word(w: &str) -> String {
+    if !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@+".contains(&b)) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// This process's command line, for the lock's holder message.
+pub(crate) fn command_line() -> String {
+    std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" ")
+}
+
+pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
+    use orchestrator::engine::{self, Options, StartedWith, events};
+    use orchestrator::results::{self, ResultsDir, journal, provenance::TOOL_VERSION};
+    use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
+
+    let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
+    // Traces a real testbed cannot replay stop the study before anything is written (on resume,
+    // once it is known that the folder's study is this one).
+    let refused = inventory.as_ref().map(|inv| plan::stand_ins_refused(&plan, inv)).unwrap_or_default();
+    if !refused.is_empty() && !args.resume {
+        return Err(Failure::Invalid(refused));
+    }
+    let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)?;
+    for note in &schedule.stand_ins {
+        eprintln!("stand-in: {note}");
+    }
+    let seed = args.seed.unwrap_or(plan.protocol.seed);
+    let model = match (&inventory, &args.sim_model) {
+        (None, Some(p)) => {
+            let mut diags = Vec::new();
+            Some(plan::load_file(p, &mut diags, model::decode).ok_or(Failure::Invalid(diags))?)
+        }
+        (None, None) => Some(model::SimModel::default()),
+        (Some(_), _) => None,
+    };
+    let started = StartedWith {
+        plan_hash: plan.hash.clone(),
+        seed,
+        testbed: inventory.as_ref().map_or_else(|| "sim".to_string(), |i| i.name.clone()),
+        testbed_arg: args.testbed.clone(),
+        sim_model: args.sim_model.as_ref().map(|p| p.display().to_string()),
+        tool_version: TOOL_VERSION.into(),
+    };
+    // Every check before a byte is written: the folder, its lock and, on resume, the study in it.
+    let dir = match &args.out {
+        Some(out) if args.resume => ResultsDir::open(out)?,
+        Some(out) => ResultsDir::create(out, true)?,
+        None => {
+            let name = format!("{}-{}", results::utc(results::now_secs()).replace(':', ""), &plan.hash[..12]);
+            ResultsDir::create(&Path::new("results").join(&plan.study).join(name), true)?
+        }
+    };
+    let _lock = dir.lock(&command_line())?;
+    if args.resume
+        && let Some(original) = StartedWith::from_journal(&journal::read(&dir.journal_path())?)
+    {
+        let differences = original.differences(&started);
+        if !differences.is_empty() {
+            return Err(Failure::Usage(format!(
+                "cannot resume {}: it was started otherwise (nothing was changed)\n  {}",
+                dir.root().display(),
+                differences.join("\n  ")
+            )));
+        }
+    }
+    if !refused.is_empty() {
+        return Err(Failure::Invalid(refused));
+    }
+    if !args.resume {
+        results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false)?;
+    }
+    let mut testbed: Box<dyn Testbed> = match (&inventory, model) {
+        (None, Some(model)) => Box::new(SimTestbed::new(&plan, model, args.realtime).with_seed(seed)),
+        (Some(inv), _) => {
+            let testbed_err =
+                |e| Failure::Exit(ExitStatus::Testbed, format!("{e}\nresults so far: {}", dir.root().display()));
+            let tb = SshTestbed::connect(inv, dir.root(), &plan.hash).map_err(testbed_err)?;
+            if let Err(e) = tb.stage(&plan, dir.root()) {
+                let mut tb = tb;
+                tb.cleanup();
+                return Err(testbed_err(e));
+            }
+            Box::new(tb)
+        }
+        (None, None) => return Err(Failure::Usage("no testbed".into())),
+    };
+    engine::provenance::write_start(&dir, &plan, &schedule, testbed.as_ref(), seed)?;
+
+    let cancel = Cancel::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while stopping exits at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, cancel.flag());
+        let _ = signal_hook::flag::register(sig, cancel.flag());
+    }
+    let text = args.log_format == LogFormat::Text && !args.quiet;
+    QUIET.store(!text, std::sync::atomic::Ordering::Relaxed);
+    let mut observers: Vec<Box<dyn events::Observer>> =
+        vec![Box::new(events::Log::open(&dir.root().join("orchestrate.log"), text))];
+    match args.log_format {
+        LogFormat::Json => observers.push(Box::new(events::JsonLines)),
+        LogFormat::Text if text => observers.push(Box::new(events::Progress::new())),
+        LogFormat::Text => {}
+    }
+    let resume_args = started.resume_args();
+    let outcome = engine::run_study(
+        &engine::Study { plan: &plan, inventory: inventory.as_ref(), schedule: &schedule },
+        testbed.as_mut(),
+        &dir,
+        &Options { resume: args.resume, started },
+        &cancel,
+        &mut observers,
+    )
+    .map_err(|e| {
+        let status = ExitStatus::from(&e);
+        match status {
+            ExitStatus::Testbed => Failure::Exit(status, format!("{e}\nresults so far: {}", dir.root().display())),
+            _ => Failure::Exit(status, e.to_string()),
+        }
+    })?;
+    if outcome.interrupted {
+        let mut hint = vec![
+            "orchestrate".to_string(),
+            "run".into(),
+            args.plan.display().to_string(),
+            "--out".into(),
+            dir.root().display().to_string(),
+            "--resume".into(),
+        ];
+        hint.extend(resume_args);
+        eprintln!("interrupted; continue with: {}", hint.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" "));
+        print_out(&format!("{}\n", dir.root().display()))?;
+        return Err(Failure::Exit(ExitStatus::Interrupted, String::new()));
+    }
+    engine::provenance::write_end(&dir, testbed.as_ref())?;
+    let usable = if outcome.complete > 0 {
+        let summary = analyze_dir(&dir)?;
+        report_dir(&dir, &summary, &[])?;
+        summary.health.problems.is_empty()
+    } else {
+        true
+    };
+    if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "{} runs stored ({} kept from before), {} failed",
+            outcome.complete,
+            outcome.skipped,
+            outcome.failed.len()
+        );
+    }
+    for f in &outcome.failed {
+        eprintln!("failed: {f}");
+    }
+    if args.log_format == LogFormat::Json {
+        let last = serde_json::json!({
+            "results": dir.root(),
+            "runs_stored": outcome.complete,
+            "runs_kept": outcome.skipped,
+            "runs_failed": outcome.failed,
+            "usable": usable,
+        });
+        print_out(&format!("{last}\n"))?;
+    } else {
+        print_out(&format!("{}\n", dir.root().display()))?;
+    }
+    if outcome.failed.is_empty() && usable {
+        Ok(())
+    } else {
+        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
+    }
+}
