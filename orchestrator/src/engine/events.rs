@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use crate::results::event::Event;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -107,6 +107,22 @@ impl Log {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
         Log { file, stderr_lines: stderr_lines && !std::io::stderr().is_terminal() }
     }
+}
+
+/// The last line `run --log-format json` prints after the events: where the results are and how
+/// the study ended.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Finished {
+    /// The results folder.
+    pub results: PathBuf,
+    /// Runs stored, those kept from earlier attempts included.
+    pub runs_stored: usize,
+    /// Runs kept from earlier attempts.
+    pub runs_kept: usize,
+    /// Runs that failed all their attempts, each with its reason.
+    pub runs_failed: Vec<String>,
+    /// Whether the analysis could use every run, file and program.
+    pub usable: bool,
 }
 
 /// Every event as a line of JSON on stdout, exactly as the journal writes it (`t` in ms since the

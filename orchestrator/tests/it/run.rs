@@ -571,13 +571,10 @@ fn json_progress_is_the_journal_on_stdout_and_quiet_leaves_stderr_empty() {
     let journaled: Vec<Event> = journal(&dir).into_iter().map(|e| e.event).collect();
     assert_eq!(printed, journaled);
     assert!(matches!(printed.first(), Some(Event::StudyStarted { .. })));
-    let last: serde_json::Value = serde_json::from_str(last).unwrap();
-    assert_eq!(last["results"], dir.to_str().unwrap());
-    assert_eq!(
-        last["runs_stored"].as_u64(),
-        Some(printed.iter().filter(|e| matches!(e, Event::RunFinished { .. })).count() as u64)
-    );
-    assert_eq!(last["usable"], true);
+    let last: orchestrator::engine::events::Finished = serde_json::from_str(last).unwrap();
+    assert_eq!(last.results, dir);
+    assert_eq!(last.runs_stored, printed.iter().filter(|e| matches!(e, Event::RunFinished { .. })).count());
+    assert_eq!((last.runs_kept, last.runs_failed.len(), last.usable), (0, 0, true));
     std::fs::remove_dir_all(&dir).unwrap();
 
     let o = run(&dir, &["--quiet"]);

@@ -6,7 +6,7 @@ use orchestrator::exit::ExitStatus;
 use orchestrator::{plan, schedule};
 
 use super::cli::{LogFormat, RunArgs};
-use super::{Failure, QUIET, analyze_dir, print_out, report_dir};
+use super::{Failure, QUIET, analyze_dir, json_line, print_out, report_dir};
 
 /// A word for a shell command line (quoted when it needs to be).
 pub(crate) fn shell_word(w: &str) -> String {
@@ -165,14 +165,14 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
         eprintln!("failed: {f}");
     }
     if args.log_format == LogFormat::Json {
-        let last = serde_json::json!({
-            "results": dir.root(),
-            "runs_stored": outcome.complete,
-            "runs_kept": outcome.skipped,
-            "runs_failed": outcome.failed,
-            "usable": usable,
-        });
-        print_out(&format!("{last}\n"))?;
+        let last = events::Finished {
+            results: dir.root().to_path_buf(),
+            runs_stored: outcome.complete,
+            runs_kept: outcome.skipped,
+            runs_failed: outcome.failed.clone(),
+            usable,
+        };
+        print_out(&json_line(&last)?)?;
     } else {
         print_out(&format!("{}\n", dir.root().display()))?;
     }
