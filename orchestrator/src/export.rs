@@ -42,27 +42,9 @@ pub struct Exported {
     pub skipped: Vec<String>,
 }
 
-/// LatencyLab's tag of a group: its program's, or for a null group its trace's.
+/// LatencyLab's tag of a group (see [`crate::import::tag_of`]), else the group's name.
 pub fn tag(group: &Group) -> String {
-    let by_name = |name: &str| match name {
-        "forward" => Some("FWD"),
-        "five_tuple" => Some("FT"),
-        "remove_header" => Some("RH"),
-        "checksum" => Some("CS"),
-        _ => None,
-    };
-    let null_by_trace = |trace: &str| match trace.trim_end_matches("_untagged") {
-        "forward_20k" => Some("NF"),
-        "five_tuple_20k" => Some("NT"),
-        "remove_header_20k" => Some("NR"),
-        "checksum_20k" => Some("NC"),
-        _ => None,
-    };
-    let known = match group.kind {
-        SessionKind::Program => by_name(&group.program),
-        SessionKind::Null => null_by_trace(&group.trace),
-    };
-    known.map_or_else(|| group.program.clone(), str::to_owned)
+    crate::import::tag_of(group.kind, &group.program, &group.trace).map_or_else(|| group.program.clone(), str::to_owned)
 }
 
 /// Export the results folder `dir` as LatencyLab CSV files under `out` (created; files that exist

@@ -46,6 +46,20 @@ pub(super) const TAGS: [Tag; 8] = [
     null("NC", "null-checksum_20k", "checksum_20k"),
 ];
 
+/// LatencyLab's tag of a session group: a program by its name, a null calibration by the trace
+/// it replays or the program trace it calibrates (the Forward null runs replayed an untagged copy).
+pub(crate) fn tag_of(kind: SessionKind, program: &str, trace: &str) -> Option<&'static str> {
+    match kind {
+        SessionKind::Program => TAGS.iter().find(|t| t.kind == kind && t.program == program).map(|t| t.tag),
+        SessionKind::Null => {
+            let calibrated =
+                TAGS.iter().find(|t| t.kind == SessionKind::Program && (t.trace == trace || t.null_trace == trace));
+            let replayed = calibrated.map_or(trace, |t| t.null_trace);
+            TAGS.iter().find(|t| t.kind == kind && t.trace == replayed).map(|t| t.tag)
+        }
+    }
+}
+
 /// One run CSV found in the source folder.
 pub(super) struct Input {
     pub(super) path: PathBuf,

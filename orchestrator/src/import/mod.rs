@@ -50,6 +50,7 @@ use crate::results::runfile::{self, RunMetadata};
 use crate::results::{ResultsDir, ResultsError, now_secs, utc};
 use crate::schedule::SessionKind;
 pub use csv::{Filtered, Row, filter, monotonic_chain, parse_csv, records};
+pub(crate) use layout::tag_of;
 use layout::{Input, TAGS, discover};
 
 /// Study (and testbed) name of an imported results folder.
