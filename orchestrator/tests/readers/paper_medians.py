@@ -20,12 +20,11 @@ import duckdb
 import pandas as pd
 import pyarrow.dataset as ds
 
-results, tsc_hz = sys.argv[1], float(sys.argv[2])
-groups = [(p, [int(x) for x in s.split(",")], n) for p, s, n in (a.split(":") for a in sys.argv[3:])]
-ns = 1e9 / tsc_hz
-files = f"{results}/data/**/*.parquet"
 
-ESTIMATES = f"""
+def estimates_query(results, ns):
+    """The per-probe estimates (program, session, probe_id, estimate) as one DuckDB query."""
+    files = f"{results}/data/**/*.parquet"
+    return f"""
 WITH records AS (
   SELECT program, session, run, probe_id, port, tsc
   FROM read_parquet('{files}', hive_partitioning = true)
@@ -44,7 +43,7 @@ SELECT program, session, probe_id, quantile_cont(d, 0.5) AS estimate FROM d GROU
 """
 
 
-def medians(estimates):
+def medians(estimates, groups):
     """estimates: DataFrame program, session, probe_id, estimate."""
     out = {}
     for program, sessions, null_group in groups:
@@ -54,28 +53,28 @@ def medians(estimates):
     return out
 
 
-def duckdb_estimates():
-    return duckdb.sql(ESTIMATES).df()
+def duckdb_estimates(results, ns):
+    return duckdb.sql(estimates_query(results, ns)).df()
 
 
-def pyarrow_estimates():
+def pyarrow_estimates(results, ns):
     table = ds.dataset(f"{results}/data", format="parquet", partitioning="hive").to_table(
         columns=["program", "session", "run", "probe_id", "port", "tsc"]
     )
-    return from_records(table.to_pandas())
+    return from_records(table.to_pandas(), ns)
 
 
-def pandas_estimates():
+def pandas_estimates(results, ns):
     frames = []
     for path in glob.glob(f"{results}/data/program=*/session=*/*.parquet"):
         m = re.search(r"program=([^/]+)/session=(\d+)/", path)
         f = pd.read_parquet(path, columns=["run", "probe_id", "port", "tsc"])
         f["program"], f["session"] = m.group(1), int(m.group(2))
         frames.append(f)
-    return from_records(pd.concat(frames))
+    return from_records(pd.concat(frames), ns)
 
 
-def from_records(r):
+def from_records(r, ns):
     r = r.astype({"program": str, "session": int, "run": int})
     keys = ["program", "session", "run"]
     first = r.groupby(keys + ["probe_id", "port"], as_index=False).tsc.min()
@@ -88,8 +87,12 @@ def from_records(r):
     return d.groupby(["program", "session", "probe_id"], as_index=False).d.median().rename(columns={"d": "estimate"})
 
 
-print(json.dumps({
-    "duckdb": medians(duckdb_estimates()),
-    "pyarrow": medians(pyarrow_estimates()),
-    "pandas": medians(pandas_estimates()),
-}))
+if __name__ == "__main__":
+    results, tsc_hz = sys.argv[1], float(sys.argv[2])
+    groups = [(p, [int(x) for x in s.split(",")], n) for p, s, n in (a.split(":") for a in sys.argv[3:])]
+    ns = 1e9 / tsc_hz
+    print(json.dumps({
+        "duckdb": medians(duckdb_estimates(results, ns), groups),
+        "pyarrow": medians(pyarrow_estimates(results, ns), groups),
+        "pandas": medians(pandas_estimates(results, ns), groups),
+    }))
