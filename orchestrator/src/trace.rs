@@ -187,6 +187,30 @@ impl Generated {
         Generated { template, count, probe_id, frame_len: default_frame_len(vlan.is_some()), vlan }
     }
 
+    /// Probes 1..=`count` of `template` in `format`, tagged with `vlan` (none: the template's
+    /// tagging) and `frame_len` bytes long (none: the default for the tagging). Too short a frame
+    /// is refused with the shortest that holds the headers and ids.
+    pub fn with(
+        template: TraceTemplate,
+        count: u32,
+        probe_id: ProbeFormat,
+        vlan: Option<Option<u16>>,
+        frame_len: Option<u32>,
+    ) -> Result<Generated, usize> {
+        let vlan = vlan.unwrap_or_else(|| default_vlan(template));
+        let shortest = shortest_frame(vlan.is_some(), probe_id, count);
+        match frame_len {
+            Some(f) if (f as usize) < shortest => Err(shortest),
+            f => Ok(Generated {
+                template,
+                count,
+                probe_id,
+                frame_len: f.unwrap_or(default_frame_len(vlan.is_some())),
+                vlan,
+            }),
+        }
+    }
+
     /// In words: `template forward, 20000 probes, 212 B frames, VLAN 100`.
     pub fn describe(&self) -> String {
         let tag = self.vlan.map_or_else(|| "untagged".to_owned(), |v| format!("VLAN {v}"));

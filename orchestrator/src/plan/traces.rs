@@ -96,25 +96,24 @@ fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
         gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)).map(|f| (f, v.pos)));
     gm.done(d);
     let (template, count, probe_id) = (template?, count?, probe_id?);
-    let vlan = vlan?.unwrap_or_else(|| crate::trace::default_vlan(template));
-    let shortest = crate::trace::shortest_frame(vlan.is_some(), probe_id, count);
-    let frame_len = match frame_size? {
-        Some((f, at)) if (f as usize) < shortest => {
+    let (vlan, frame_size) = (vlan?, frame_size?);
+    match Generated::with(template, count, probe_id, vlan, frame_size.map(|(f, _)| f)) {
+        Ok(g) => Some(g),
+        Err(shortest) => {
+            let tagged = vlan.unwrap_or_else(|| crate::trace::default_vlan(template)).is_some();
+            let (f, at) = frame_size?;
             d.error(
                 at,
                 format!(
                     "a frame of {f} B is too short: at least {shortest} B hold the headers{}, a {} probe id up to \
                      {count} and Ethernet's 60 B minimum",
-                    if vlan.is_some() { " with the VLAN tag" } else { "" },
+                    if tagged { " with the VLAN tag" } else { "" },
                     probe_id.name()
                 ),
             );
-            return None;
+            None
         }
-        Some((f, _)) => f,
-        None => crate::trace::default_frame_len(vlan.is_some()),
-    };
-    Some(Generated { template, count, probe_id, frame_len, vlan })
+    }
 }
 
 /// Read the pcap at `path` as a study would replay it and report, at the `pcap:` node `at`, what

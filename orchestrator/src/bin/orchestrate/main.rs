@@ -280,19 +280,13 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
             let t = trace::template_by_name(&template).ok_or_else(|| {
                 Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
             })?;
-            let mut spec = plan::Generated::new(t, count, probe_id);
-            if let Some(Vlan(v)) = vlan {
-                spec = plan::Generated { vlan: v, frame_len: trace::default_frame_len(v.is_some()), ..spec };
-            }
-            if let Some(f) = frame_size {
-                let shortest = trace::shortest_frame(spec.vlan.is_some(), probe_id, count);
-                if (f as usize) < shortest {
-                    return Err(Failure::Usage(format!(
-                        "--frame-size {f}: a frame must hold the headers and the probe ids, at least {shortest} B"
-                    )));
-                }
-                spec.frame_len = f;
-            }
+            let spec =
+                plan::Generated::with(t, count, probe_id, vlan.map(|Vlan(v)| v), frame_size).map_err(|shortest| {
+                    Failure::Usage(format!(
+                        "--frame-size {}: a frame must hold the headers and the probe ids, at least {shortest} B",
+                        frame_size.unwrap_or_default()
+                    ))
+                })?;
             let info = trace::generate(&spec, &out).map_err(|e| match e {
                 trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
                 e => failed(e),
