@@ -252,11 +252,19 @@ fn mode_intervals(
     }
     let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
     let se = uncertainty::probe_se(&terms, &estimates, &masses, probes, input.analysis.bootstrap_resamples, rng);
+    let per_session: Vec<Vec<f64>> = mode
+        .sessions
+        .iter()
+        .map(|s| {
+            let mut v: Vec<f64> = s.iter().map(|e| e.1).collect();
+            v.sort_unstable_by(f64::total_cmp);
+            v
+        })
+        .collect();
     let interval = |k: usize| {
         let p = levels[k];
         let estimate = corrected[&level_key(p * 100.0)];
-        let mut per_session: Vec<Vec<f64>> = mode.sessions.iter().map(|s| s.iter().map(|e| e.1).collect()).collect();
-        let program_q = uncertainty::per_session_quantiles(&mut per_session, p, input.grid);
+        let program_q = uncertainty::per_session_quantiles(&per_session, p, input.grid);
         let bring_up = uncertainty::session_variance(&program_q, null_medians);
         (
             uncertainty::interval(estimate, se[k], bring_up, input.tick_ns),
