@@ -24,7 +24,12 @@ const HEADER: &str = "pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency
 type Row = (u64, u64, u64, i64);
 
 fn csv_rows(rel: &str) -> Vec<Row> {
-    let text = std::fs::read_to_string(Path::new(FIXTURE).join(rel)).unwrap();
+    rows_in(&Path::new(FIXTURE).join(rel))
+}
+
+/// The rows of a LatencyLab CSV file, after checking its header.
+fn rows_in(path: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some(HEADER));
     lines
@@ -331,32 +336,22 @@ fn an_imported_sample_exports_back_to_latencylabs_rows() {
     let imported = tmp("export-src");
     import_latencylab(Path::new(FIXTURE), &imported, 20_000).unwrap();
     let out = tmp("export-out");
-    let o = crate::common::orchestrate(&[
-        "export",
-        imported.to_str().unwrap(),
-        "--format",
-        "latencylab-csv",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let export = || {
+        let (src, dest) = (imported.to_str().unwrap(), out.to_str().unwrap());
+        crate::common::orchestrate(&["export", src, "--format", "latencylab-csv", "--out", dest])
+    };
+    let o = export();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Rows whose diff column differs from rx1 − rx2 in the original (counted with Python's csv
     // module over the sound rows): 6,621 (Forward) and 7,233 (null).
     for (rel, rounded_apart) in [(FWD_CSV, 6_621), (NULL_CSV, 7_233)] {
         let text = std::fs::read_to_string(out.join(rel)).unwrap();
-        let mut lines = text.lines();
-        assert_eq!(lines.next(), Some(HEADER), "{rel}");
-        let exported: Vec<Row> = lines
-            .map(|l| {
-                let f: Vec<&str> = l.split(',').collect();
-                assert_eq!(
-                    (f[1], f[4], f[5]),
-                    ("0", "0", "0"),
-                    "{rel}: tx and latency columns as LatencyLab writes them"
-                );
-                (f[0].parse().unwrap(), f[2].parse().unwrap(), f[3].parse().unwrap(), f[6].parse().unwrap())
-            })
-            .collect();
+        let constant = text.lines().skip(1).all(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[1], f[4], f[5]) == ("0", "0", "0")
+        });
+        assert!(constant, "{rel}: tx and latency columns as LatencyLab writes them");
+        let exported = rows_in(&out.join(rel));
         // The original rows minus what the import removed (ids outside the trace: 900; ids read
         // with one digit too many: 100), stamps identical; LatencyLab's diff column was rounded
         // apart from its stamps (by at most 1 ns), the export's is rx1 − rx2.
@@ -375,14 +370,7 @@ fn an_imported_sample_exports_back_to_latencylabs_rows() {
     // Nothing is overwritten: a second export into the same folder is refused (invalid input,
     // naming the file) and leaves the files.
     let before = std::fs::read(out.join(FWD_CSV)).unwrap();
-    let o = crate::common::orchestrate(&[
-        "export",
-        imported.to_str().unwrap(),
-        "--format",
-        "latencylab-csv",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = export();
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("exists and is never overwritten"));
     assert_eq!(std::fs::read(out.join(FWD_CSV)).unwrap(), before);
