@@ -42,7 +42,7 @@ pub struct Exported {
     pub skipped: Vec<String>,
 }
 
-/// LatencyLab's tag of a group (see [`crate::import::tag_of`]), else the group's name.
+/// LatencyLab's tag of a group (the import's tag table), else the group's name.
 pub fn tag(group: &Group) -> String {
     crate::import::tag_of(group.kind, &group.program, &group.trace).map_or_else(|| group.program.clone(), str::to_owned)
 }
