@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -17,6 +17,10 @@ install: build
 	./target/release/orchestrate completions bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/orchestrate
 	./target/release/orchestrate completions zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_orchestrate
 	./target/release/orchestrate completions fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/orchestrate.fish
+
+## The JSON Schemas of plans, inventories and manifests, regenerated from the decoders.
+schemas: build
+	./target/release/orchestrate schema --out schemas
 
 ## Everything CI checks: formatting, lints (warnings are errors), docs, then the tests.
 test: fmt-check clippy doc no-dpdk unit

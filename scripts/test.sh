@@ -25,7 +25,7 @@ packages=(
   "libclang-dev:bindgen for the DPDK bindings"
   "shellcheck:every rendered host command is checked"
   "groff-base:the manual pages are rendered"
-  "python3-venv:DuckDB, pyarrow and pandas read a results folder in a test"
+  "python3-venv:DuckDB, pyarrow and pandas read a results folder, check-jsonschema the YAML files, in tests"
 )
 
 missing=()
@@ -57,12 +57,13 @@ echo "--- Rust components"
 rustup component add rustfmt clippy >/dev/null
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 
-# Other tools reading our results: DuckDB, pyarrow and pandas from PyPI, in a virtual environment.
+# Other tools reading our files: DuckDB, pyarrow and pandas (results) and check-jsonschema (plans,
+# inventories and manifests against schemas/) from PyPI, in a virtual environment.
 venv=${LATENCY_TEST_VENV:-/opt/latency-test-venv}
-if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas" 2>/dev/null; then
-  echo "--- Python readers (DuckDB, pyarrow, pandas) into $venv"
+if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema" 2>/dev/null; then
+  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema) into $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q duckdb pyarrow pandas
+  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema
 fi
 export LATENCY_TEST_PYTHON="$venv/bin/python"
 

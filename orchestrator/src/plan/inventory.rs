@@ -20,7 +20,7 @@ use pci::Bdf;
 
 use super::steps::{StepPolicy, decode_steps, default_policy};
 use super::template::{Template, TemplateValue, Vars};
-use super::yaml::{self, Decoder, Node, Pos};
+use super::yaml::{self, Decoder, Node};
 
 /// How a host is reached over SSH.
 #[derive(Clone, Debug, Serialize)]
@@ -317,22 +317,13 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     })
 }
 
-fn action_key(d: &mut Decoder, pos: Pos, key: &str) -> Option<Action> {
-    let a = Action::from_name(key);
-    if a.is_none() {
-        let names: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
-        let hint = yaml::closest(key, &names).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
-        d.error(pos, format!("unknown action `{key}`{hint}"));
-    }
-    a
-}
-
 fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template>> {
     let mut m = d.map(n, "actions")?;
+    let (entries, mut ok) = m.among(d, &Action::names(), "action");
     let mut out = BTreeMap::new();
-    let mut ok = true;
-    for (pos, key, v) in m.entries() {
-        let (Some(a), Some(src)) = (action_key(d, *pos, key), d.string(v)) else {
+    for (i, v) in entries {
+        let (a, key) = (Action::ALL[i], Action::ALL[i].name());
+        let Some(src) = d.string(v) else {
             ok = false;
             continue;
         };
@@ -364,14 +355,14 @@ fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template
 
 fn decode_estimates(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, f64>> {
     let mut m = d.map(n, "estimates_s")?;
+    let (entries, mut ok) = m.among(d, &Action::names(), "action");
     let mut out = BTreeMap::new();
-    let mut ok = true;
-    for (pos, key, v) in m.entries() {
-        match (action_key(d, *pos, key), d.number(v, 0.0..=86_400.0)) {
-            (Some(a), Some(s)) => {
-                out.insert(a, s);
+    for (i, v) in entries {
+        match d.number(v, 0.0..=86_400.0) {
+            Some(s) => {
+                out.insert(Action::ALL[i], s);
             }
-            _ => ok = false,
+            None => ok = false,
         }
     }
     ok.then_some(out)
@@ -399,7 +390,8 @@ mod tests {
         let root = yaml::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
         let mut d = Decoder::new(path);
         let mut m = d.map(&root, "inventory").unwrap();
-        let actions = decode_actions(&mut d, m.get("actions").unwrap()).unwrap();
+        let node = m.get(&mut d, "actions").unwrap();
+        let actions = decode_actions(&mut d, node).unwrap();
         assert!(d.diags.is_empty(), "{:?}", d.diags);
         assert!(actions.len() > 10);
     }

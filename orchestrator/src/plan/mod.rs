@@ -1,17 +1,20 @@
 //! The plan language: a study's YAML plan, the bitstream manifests and the testbed inventory it
 //! names, decoded into validated values. Nothing here touches a host.
 //!
-//! Decoding is done in one pass that reports every problem at once (see [`yaml`]); a plan is only
-//! returned when all of its files are valid. Each section has its decoder: [`protocol`], `traces`
+//! Decoding is done in one pass that reports every problem at once (see [`decoder`]); a plan is only
+//! returned when all of its files are valid. The same decoders describe the files as JSON Schemas
+//! ([`schema`]). Each section has its decoder: [`protocol`], `traces`
 //! (which reads every pcap trace through), `programs` and `analysis` (analysis, report,
 //! regression).
 
 mod analysis;
 pub mod bitstream;
+pub mod decoder;
 pub mod inventory;
 pub mod layout;
 mod programs;
 pub mod protocol;
+pub mod schema;
 pub mod steps;
 pub mod template;
 mod traces;

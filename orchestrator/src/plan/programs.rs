@@ -97,7 +97,7 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     // The paper runs the null image with the program's trace; LatencyLab's Forward null runs
     // replayed an untagged copy of it (`null_trace: <trace>` says so).
     let null_trace = m.optional(d, "null_trace", |d, v| trace_index(d, v, traces));
-    let null_node = m.get("null");
+    let null_node = m.get(d, "null");
     let null = match null_node {
         Some(v) => load_manifest(d, v).and_then(|b| {
             if b.null {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::inventory::Action;
-use super::yaml::{self, Decoder, Node};
+use super::yaml::{Decoder, Node};
 
 /// Timeout and retries of one kind of step.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -41,22 +41,15 @@ fn decode_step_policy(d: &mut Decoder, n: &Node, base: StepPolicy) -> Option<Ste
 /// Decode a `steps:` mapping of action name → policy.
 pub fn decode_steps(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, StepPolicy>> {
     let mut m = d.map(n, "steps")?;
+    let (entries, mut ok) = m.among(d, &Action::names(), "action");
     let mut out = BTreeMap::new();
-    let mut ok = true;
-    for (pos, key, v) in m.entries() {
-        match Action::from_name(key) {
-            Some(a) => match decode_step_policy(d, v, default_policy(a)) {
-                Some(p) => {
-                    out.insert(a, p);
-                }
-                None => ok = false,
-            },
-            None => {
-                let names: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
-                let hint = yaml::closest(key, &names).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
-                d.error(*pos, format!("unknown action `{key}`{hint}"));
-                ok = false;
+    for (i, v) in entries {
+        let a = Action::ALL[i];
+        match decode_step_policy(d, v, default_policy(a)) {
+            Some(p) => {
+                out.insert(a, p);
             }
+            None => ok = false,
         }
     }
     ok.then_some(out)

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::yaml::{self, Decoder, Node, Value};
+use super::yaml::{self, Decoder, Node};
 use super::{Generated, ProbeFormat, TraceSource, bitstream};
 use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, TEMPLATES};
 
@@ -13,16 +13,8 @@ use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, TEMPLATES};
 pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Option<TraceSource>, yaml::Pos)>> {
     let mut m = d.map(n, "traces by name")?;
     let mut out = Vec::new();
-    for (pos, name, v) in m.entries() {
-        if !yaml::is_safe_ident(name) {
-            d.error(
-                *pos,
-                format!(
-                    "`{name}` is not a safe name: use letters, digits, `_` and `-`, starting with a letter (at most 64)"
-                ),
-            );
-        }
-        out.push((name.clone(), decode_trace(d, v), v.pos));
+    for (name, v) in m.names(d) {
+        out.push((name.to_string(), decode_trace(d, v), v.pos));
     }
     if out.is_empty() {
         d.error(n.pos, "at least one trace is needed");
@@ -33,51 +25,51 @@ pub(super) fn decode_traces(d: &mut Decoder, n: &Node) -> Option<Vec<(String, Op
 
 fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
     let mut m = d.map(n, "trace: `pcap` or `generate`")?;
-    let pcap = m.get("pcap");
-    let generate = m.get("generate");
-    let stand_in = m.get("stand_in");
-    let out = match (pcap, generate) {
-        (Some(p), None) => {
-            let sha = m.optional(d, "sha256", bitstream::sha256_field);
-            let stand_in = stand_in.map(|g| decode_generated(d, g));
-            // A published trace may be absent when the plan declares its stand-in.
-            let path = d.path(p, stand_in.is_none());
-            match (path, stand_in) {
-                (Some(path), Some(generate)) if !path.exists() => {
-                    Some(TraceSource::StandIn { pcap: path, sha256: sha?, generate: generate? })
-                }
-                (path, _) => {
-                    if let Some(path) = &path {
-                        // A file that is not the one the plan names is not worth reading further.
-                        let expected = match &sha {
-                            Some(Some(sha)) => bitstream::check_sha256(d, p, path, sha),
-                            _ => true,
-                        };
-                        if expected {
-                            check_pcap(d, p, path);
-                        }
+    // A published trace may be absent when the plan declares its stand-in.
+    let must_exist = m.at("stand_in").is_none();
+    let pcap = m.optional(d, "pcap", |d, v| d.path(v, must_exist).map(|path| (path, v)));
+    let sha = m.optional(d, "sha256", bitstream::sha256_field);
+    let stand_in = m.optional(d, "stand_in", decode_generated);
+    let generate = m.optional(d, "generate", decode_generated);
+    let (at_pcap, at_sha, at_stand_in) = (m.at("pcap"), m.at("sha256"), m.at("stand_in"));
+    let given_generate = m.at("generate").is_some();
+    m.done(d);
+    match (at_pcap.is_some(), given_generate) {
+        (true, false) => {
+            let (path, p) = pcap??;
+            match stand_in? {
+                Some(generate) if !path.exists() => Some(TraceSource::StandIn { pcap: path, sha256: sha?, generate }),
+                _ => {
+                    // A file that is not the one the plan names is not worth reading further.
+                    let expected = match &sha {
+                        Some(Some(sha)) => bitstream::check_sha256(d, p, &path, sha),
+                        _ => true,
+                    };
+                    if expected {
+                        check_pcap(d, p, &path);
                     }
-                    Some(TraceSource::Pcap { path: path?, sha256: sha? })
+                    Some(TraceSource::Pcap { path, sha256: sha? })
                 }
             }
         }
-        (None, Some(g)) => {
-            if let Some(s) = stand_in {
-                d.error(s.pos, "`stand_in` replaces an absent `pcap`; a generated trace needs none");
+        (false, true) => {
+            if let Some(at) = at_stand_in {
+                d.error(at, "`stand_in` replaces an absent `pcap`; a generated trace needs none");
             }
-            decode_generated(d, g).map(TraceSource::Generate)
+            if let Some(at) = at_sha {
+                d.error(at, "`sha256` checks a `pcap` file; a generated trace has none");
+            }
+            generate?.map(TraceSource::Generate).filter(|_| at_stand_in.is_none() && at_sha.is_none())
         }
-        (Some(_), Some(_)) => {
+        (true, true) => {
             d.error(n.pos, "a trace has either `pcap` or `generate`, not both");
             None
         }
-        (None, None) => {
+        (false, false) => {
             d.error(n.pos, "a trace needs `pcap: <file>` or `generate: {template, count, probe_id}`");
             None
         }
-    };
-    m.finish(d, &["pcap", "sha256", "stand_in", "generate"]);
-    out
+    }
 }
 
 /// A generation spec: `{template, count, probe_id, frame_size, vlan}`.
@@ -88,10 +80,8 @@ fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
     let probe_id =
         gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| d.choice(v, &ProbeFormat::ALL.map(|f| (f.name(), f))));
     // `vlan: <id>` tags every frame, `vlan: none` none; absent: as the template's traffic is.
-    let vlan = gm.optional(d, "vlan", |d, v| match &v.value {
-        Value::Str(s) if s == "none" => Some(None),
-        _ => d.uint(v, 1..=4094).map(Some),
-    });
+    let vlan =
+        gm.optional(d, "vlan", |d, v| if d.is_word(v, "none") { Some(None) } else { d.uint(v, 1..=4094).map(Some) });
     let frame_size =
         gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)).map(|f| (f, v.pos)));
     gm.done(d);

@@ -157,7 +157,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
     let mut out = SimModel::default();
     let mut m = d.map(root, "simulator model")?;
     let num = |d: &mut Decoder, m: &mut crate::plan::yaml::MapReader<'_>, key: &str, target: &mut f64, max: f64| {
-        if let Some(v) = m.get(key).and_then(|v| d.number(v, 0.0..=max)) {
+        if let Some(v) = m.get(d, key).and_then(|v| d.number(v, 0.0..=max)) {
             *target = v;
         }
     };
@@ -169,13 +169,13 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
     num(d, &mut m, "session_delta_spread_ns", &mut out.session_delta_spread_ns, 1e6);
     num(d, &mut m, "pacing_jitter_ns", &mut out.pacing_jitter_ns, 1e9);
     num(d, &mut m, "reflect_channel_ns", &mut out.reflect_channel_ns, 1e6);
-    if let Some(v) = m.get("pacing_error").and_then(|v| d.number(v, -0.9..=10.0)) {
+    if let Some(v) = m.get(d, "pacing_error").and_then(|v| d.number(v, -0.9..=10.0)) {
         out.pacing_error = v;
     }
     num(d, &mut m, "mode_change_prob", &mut out.mode_change_prob, 1.0);
     num(d, &mut m, "step_failure_prob", &mut out.step_failure_prob, 1.0);
     for (key, target) in [("outlier_ns", &mut out.outlier_ns), ("first_probe_ns", &mut out.first_probe_ns)] {
-        if let Some(v) = m.get(key) {
+        if let Some(v) = m.get(d, key) {
             if let Some(pair) = number_list(d, v).filter(|l| l.len() == 2 && l[0] <= l[1]) {
                 *target = [pair[0], pair[1]];
             } else {
@@ -183,21 +183,21 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             }
         }
     }
-    if let Some(v) = m.get("delta_ns")
+    if let Some(v) = m.get(d, "delta_ns")
         && let Some(mut dm) = d.map(v, "δ per trace template")
     {
-        for (_, k, x) in dm.entries() {
+        for (k, x) in dm.names(d) {
             if let Some(x) = d.number(x, -1e6..=1e6) {
-                out.delta_ns.insert(k.clone(), x);
+                out.delta_ns.insert(k.to_string(), x);
             }
         }
     }
-    if let Some(v) = m.get("programs")
+    if let Some(v) = m.get(d, "programs")
         && let Some(mut pm) = d.map(v, "models per bitstream")
     {
-        for (_, k, x) in pm.entries() {
+        for (k, x) in pm.names(d) {
             if let Some(modes) = decode_modes(d, x) {
-                out.programs.insert(k.clone(), ProgramModel { modes });
+                out.programs.insert(k.to_string(), ProgramModel { modes });
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{orchestrate, tmp};
+use crate::common::{orchestrate, test_python, tmp};
 use orchestrator::analysis::summary::Summary;
 
 fn summary(dir: &Path) -> Summary {
@@ -157,18 +157,6 @@ fn analyze_and_report_rerun_on_an_existing_folder() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The Python with DuckDB, pyarrow and pandas that `scripts/test.sh` installs.
-fn readers_python() -> std::path::PathBuf {
-    let python = std::env::var_os("LATENCY_TEST_PYTHON")
-        .map_or_else(|| std::path::PathBuf::from("/opt/latency-test-venv/bin/python"), std::path::PathBuf::from);
-    assert!(
-        python.is_file(),
-        "{} not found: scripts/test.sh installs DuckDB, pyarrow and pandas there (or set LATENCY_TEST_PYTHON)",
-        python.display()
-    );
-    python
-}
-
 #[test]
 fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_medians() {
     let out = tmp("readers");
@@ -190,7 +178,7 @@ fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_media
             expected.insert(format!("{name}:{sessions}"), m.latency_raw_ns["p50"]);
         }
     }
-    let o = Command::new(readers_python()).args(&args).output().unwrap();
+    let o = Command::new(test_python()).args(&args).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let got: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>> =
         serde_json::from_slice(&o.stdout).unwrap();

@@ -1,6 +1,6 @@
 //! The orchestrator's integration tests, one binary: the CLI's diagnostics and dry runs (`cli`),
 //! studies on the simulator (`run`), import, analysis, reports and comparison (`import`,
-//! `analysis`, `report`), probe traces and their stand-ins (`trace`, `stand_in`), completions and
+//! `analysis`, `report`), the JSON Schemas of the YAML files (`schemas`), probe traces and their stand-ins (`trace`, `stand_in`), completions and
 //! manual pages (`shell`) and, with the `failpoints` feature, the study
 //! end to end on the emulated testbed (`e2e`); `common` holds their shared helpers.
 
@@ -14,6 +14,7 @@ mod e2e;
 mod import;
 mod report;
 mod run;
+mod schemas;
 mod shell;
 mod stand_in;
 mod trace;

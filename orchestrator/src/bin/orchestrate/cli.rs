@@ -141,6 +141,16 @@ pub(crate) enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// JSON Schemas of plans, inventories and bitstream manifests, generated from their decoders
+    /// (for editors: yaml-language-server reads the `# yaml-language-server: $schema=…` line).
+    Schema {
+        /// The schema printed; without it, every schema is written with `--out`.
+        #[arg(value_enum, required_unless_present = "out")]
+        kind: Option<orchestrator::plan::schema::DocKind>,
+        /// Folder for every schema (`<kind>.schema.json`), created if missing.
+        #[arg(long, conflicts_with = "kind")]
+        out: Option<PathBuf>,
+    },
     /// Dry run: every session, step and run with its rendered command, and the predicted duration.
     Plan {
         /// Plan file.

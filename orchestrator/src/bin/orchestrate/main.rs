@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use orchestrator::exit::ExitStatus;
-use orchestrator::plan::{self, yaml::Diagnostic};
+use orchestrator::plan::{self, schema, yaml::Diagnostic};
 use orchestrator::schedule::{self, Schedule};
 
 mod cli;
@@ -82,6 +82,8 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "orchestrate", &mut out);
             print_out(&String::from_utf8_lossy(&out))
         }
+        Command::Schema { kind: Some(kind), .. } => print_out(&schema::text(kind)),
+        Command::Schema { kind: None, out } => write_schemas(&out.unwrap_or_default()),
         Command::Man { out } => std::fs::create_dir_all(&out)
             .and_then(|()| clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &out))
             .map_err(|e| Failure::Exit(ExitStatus::Results, format!("{}: {e}", out.display()))),
@@ -104,6 +106,16 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status.code())
+}
+
+/// Every schema into `dir`.
+fn write_schemas(dir: &Path) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::Exit(ExitStatus::Results, format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    for kind in schema::DocKind::ALL {
+        std::fs::write(dir.join(kind.file_name()), schema::text(kind)).map_err(fail)?;
+    }
+    Ok(())
 }
 
 fn print_diagnostics(diags: &[Diagnostic]) {

@@ -129,6 +129,11 @@ impl Action {
         }
     }
 
+    /// Every action's name, in the order of [`Action::ALL`].
+    pub fn names() -> [&'static str; 17] {
+        Action::ALL.map(Action::name)
+    }
+
     /// The action called `name`.
     pub fn from_name(name: &str) -> Option<Action> {
         Action::ALL.into_iter().find(|a| a.name() == name)

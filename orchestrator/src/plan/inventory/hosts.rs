@@ -44,26 +44,49 @@ fn ssh_word(d: &mut Decoder, n: &Node, what: &str) -> Option<String> {
 
 fn decode_ssh(d: &mut Decoder, n: &Node) -> Option<SshTarget> {
     let mut m = d.map(n, "ssh: `alias`, or `host` + `user`")?;
-    let out = if let Some(a) = m.get("alias") {
-        let config = m.optional(d, "config", |d, v| d.path(v, true));
-        let alias = ssh_word(d, a, "alias");
-        Some(SshTarget::Alias { alias: alias?, config: config? })
+    let alias = m.optional(d, "alias", |d, v| ssh_word(d, v, "alias"));
+    let config = m.optional(d, "config", |d, v| d.path(v, true));
+    let host = m.optional(d, "host", |d, v| ssh_word(d, v, "host"));
+    let user = m.optional(d, "user", |d, v| ssh_word(d, v, "user"));
+    let port = m.optional(d, "port", |d, v| d.uint(v, 1..=65535));
+    let identity = m.optional(d, "identity", |d, v| d.path(v, true));
+    let known_hosts = m.optional(d, "known_hosts", |d, v| d.path(v, true));
+    // An alias names a `Host` of an ssh config, which says everything else.
+    let (given, missing) = if m.at("alias").is_some() {
+        (&["host", "user", "port", "identity", "known_hosts"][..], &[][..])
     } else {
-        let host = m.required(d, "host", |d, v| ssh_word(d, v, "host"));
-        let user = m.required(d, "user", |d, v| ssh_word(d, v, "user"));
-        let port = m.or(d, "port", 22, |d, v| d.uint(v, 1..=65535));
-        let identity = m.optional(d, "identity", |d, v| d.path(v, true));
-        let known_hosts = m.optional(d, "known_hosts", |d, v| d.path(v, true));
-        Some(SshTarget::Direct {
-            host: host?,
-            user: user?,
-            port: port?,
+        (&["config"][..], &["host", "user"][..])
+    };
+    let mut ok = true;
+    for key in given {
+        if let Some(pos) = m.at(key) {
+            let why = if *key == "config" {
+                "is used only with `alias`"
+            } else {
+                "is not used with `alias`: the ssh config's Host entry gives it"
+            };
+            d.error(pos, format!("`{key}` {why}"));
+            ok = false;
+        }
+    }
+    for key in missing.iter().filter(|k| m.at(k).is_none()) {
+        d.error(m.pos, format!("missing key `{key}` (or give `alias`)"));
+        ok = false;
+    }
+    m.done(d);
+    if !ok {
+        return None;
+    }
+    match alias? {
+        Some(alias) => Some(SshTarget::Alias { alias, config: config? }),
+        None => Some(SshTarget::Direct {
+            host: host??,
+            user: user??,
+            port: port?.unwrap_or(22),
             identity: identity?,
             known_hosts: known_hosts?,
-        })
-    };
-    m.finish(d, &["alias", "config", "host", "user", "port", "identity", "known_hosts"]);
-    out
+        }),
+    }
 }
 
 /// Why `name` cannot be a Linux network interface name (`dev_valid_name`): at most 15 bytes, not
@@ -145,7 +168,7 @@ pub(super) fn decode_sender(d: &mut Decoder, n: &Node) -> Option<Sender> {
     let interface = m.required(d, "interface", iface);
     let replay_core = m.required(d, "replay_core", |d, v| d.uint(v, 0..=4095));
     let capture_tstamp = m.or(d, "capture_tstamp", "adapter_unsynced".to_string(), Decoder::string);
-    let capture_iface = match m.get("capture_iface") {
+    let capture_iface = match m.get(d, "capture_iface") {
         Some(v) => iface(d, v),
         None => interface.clone(),
     };
@@ -189,7 +212,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let numa = m.or(d, "numa_node", 0, |d, v| d.uint(v, 0..=64));
     let main_core = m.optional(d, "main_core", |d, v| d.uint(v, 0..=4095));
     let drivers = m.or(d, "dpdk_drivers", Vec::new(), |d, v| list(d, v, Decoder::string));
-    let eal = m.get("eal_args").map(|v| list(d, v, Decoder::string));
+    let eal = m.get(d, "eal_args").map(|v| list(d, v, Decoder::string));
     let reflect = m.optional(d, "reflect_pci", |d, v| pci_list(d, v).and_then(|l| l.into_iter().next()));
     let memory_channels = m.optional(d, "memory_channels", |d, v| d.uint(v, 1..=16));
     let defaults = latency_proto::capture::CaptureOptions::default();
@@ -253,4 +276,41 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
             reflect_dst_mac: reflect_dst_mac?,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::yaml::parse;
+
+    fn ssh_problems(src: &str) -> Vec<String> {
+        let path = std::path::Path::new("i.yaml");
+        let root = parse(path, src).unwrap();
+        let mut d = Decoder::new(path);
+        let target = decode_ssh(&mut d, &root);
+        assert!(target.is_some() || !d.diags.is_empty(), "{src}");
+        d.diags.sort();
+        d.diags.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn ssh_takes_an_alias_or_a_host_and_user_and_says_which_key_belongs_to_which() {
+        assert_eq!(ssh_problems("{alias: a}"), Vec::<String>::new());
+        assert_eq!(ssh_problems("{host: h, user: u, port: 2222}"), Vec::<String>::new());
+        assert_eq!(
+            ssh_problems("{alias: a, host: h, port: 22}"),
+            [
+                "i.yaml:1:18: `host` is not used with `alias`: the ssh config's Host entry gives it",
+                "i.yaml:1:27: `port` is not used with `alias`: the ssh config's Host entry gives it"
+            ]
+        );
+        assert_eq!(
+            ssh_problems("{config: /dev/null, user: u}"),
+            ["i.yaml:1:1: missing key `host` (or give `alias`)", "i.yaml:1:10: `config` is used only with `alias`"]
+        );
+        assert_eq!(
+            ssh_problems("{alias: a, aliass: b}"),
+            ["i.yaml:1:12: unknown key `aliass` (did you mean `alias`?)"]
+        );
+    }
 }
