@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -58,6 +58,17 @@ bench-sim: build
 	records=$$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc); \
 	echo "bench-sim: plans/paper.yaml on sim: $$records records in $$(ls -R $$out/data | grep -c parquet) run files"; \
 	echo "bench-sim: wall $$wall s (target <= 15 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB), $$(du -sh $$out/data | cut -f1) of Parquet"; \
+	rm -rf $$(dirname $$out)
+
+## A study with factors at scale: plans/load-sweep.yaml (20 levels × the paper's 5 × 10 × 20,000
+## probes, with its null calibrations) run, analysed and reported on sim; wall time and peak memory.
+bench-sweep: build
+	@out=$$(mktemp -d)/results; \
+	/usr/bin/time -f '%e %M' -o $$out.time ./target/release/orchestrate run plans/load-sweep.yaml --testbed sim --out $$out >/dev/null 2>&1 || { cat $$out.time; exit 1; }; \
+	read wall rss < $$out.time; \
+	records=$$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc); \
+	echo "bench-sweep: plans/load-sweep.yaml on sim: $$(grep -c '"null_level":' $$out/summary.json) levels in summary.json, $$records records in $$(find $$out/data -name '*.parquet' | wc -l) run files"; \
+	echo "bench-sweep: wall $$wall s (target <= 60 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB)"; \
 	rm -rf $$(dirname $$out)
 
 ## The estimators against the simulator's truth: 40 seeds of the paper plan, per program the bias,

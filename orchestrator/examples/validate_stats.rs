@@ -87,6 +87,7 @@ fn study(plan: &orchestrator::plan::Plan, model: &SimModel, seed: u64) -> Vec<Ou
     let index = Index {
         study: "validate".into(),
         groups,
+        levels: Vec::new(),
         analysis: plan.analysis.clone(),
         report: plan.report.clone(),
         tsc_hz: model.tsc_hz,

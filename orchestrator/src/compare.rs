@@ -1,7 +1,8 @@
 //! Regression check between two analysed studies (nightly jobs): per program, the median shift
 //! with a confidence interval, quantile shifts, distribution distances (Kolmogorov–Smirnov and
 //! Wasserstein-1 on the per-probe estimates' histograms) and mode changes, judged against
-//! thresholds; rendered as Markdown and JUnit XML.
+//! thresholds; rendered as Markdown and JUnit XML. A study with factors is judged level by level
+//! (`forward at pacing_pps=500/frame_size=128`).
 
 use serde::Serialize;
 
@@ -121,17 +122,33 @@ fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thres
     }
 }
 
+/// What is judged of a study: each program, or each level of a program in a study with factors.
+fn judged(s: &Summary) -> Vec<(String, &ProgramSummary)> {
+    s.programs
+        .iter()
+        .flat_map(|(name, p)| {
+            let levels = p
+                .levels
+                .iter()
+                .map(move |l| (format!("{name} at {}", l.summary.level.as_deref().unwrap_or_default()), &l.summary));
+            let whole = p.levels.is_empty().then(|| (name.clone(), p));
+            whole.into_iter().chain(levels)
+        })
+        .collect()
+}
+
 /// Compare a candidate study against a baseline.
 pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) -> Comparison {
     let mut programs = Vec::new();
     let mut unmatched = Vec::new();
-    for (name, b) in &baseline.programs {
-        match candidate.programs.get(name) {
-            Some(c) => programs.push(compare_program(name, b, c, &thresholds)),
+    let (base, cand) = (judged(baseline), judged(candidate));
+    for (name, b) in &base {
+        match cand.iter().find(|(n, _)| n == name) {
+            Some((_, c)) => programs.push(compare_program(name, b, c, &thresholds)),
             None => unmatched.push(format!("{name}: missing from the candidate")),
         }
     }
-    for name in candidate.programs.keys().filter(|n| !baseline.programs.contains_key(*n)) {
+    for (name, _) in cand.iter().filter(|(n, _)| !base.iter().any(|(b, _)| b == n)) {
         unmatched.push(format!("{name}: not in the baseline"));
     }
     Comparison { baseline: baseline.study.clone(), candidate: candidate.study.clone(), thresholds, programs, unmatched }
@@ -215,6 +232,8 @@ mod tests {
             q.insert("p99".into(), v);
         }
         ProgramSummary {
+            level: None,
+            levels: Vec::new(),
             trace: "t".into(),
             null_trace: None,
             bitstream: "b".into(),
@@ -289,5 +308,45 @@ mod tests {
         let xml = junit(&cmp).unwrap();
         assert!(xml.contains("tests=\"3\"") && xml.contains("failures=\"2\""), "{xml}");
         assert!(xml.contains("<testcase name=\"slow\" classname=\"c\">"), "{xml}");
+    }
+    #[test]
+    fn a_study_with_factors_is_judged_level_by_level() {
+        use crate::analysis::summary::LevelSummary;
+        let level = |name: &str, p50: f64| {
+            let mut summary = program(p50, Some(169.0), [p50 - 0.2, p50 + 0.2]);
+            summary.level = Some(name.to_string());
+            LevelSummary {
+                factors: Default::default(),
+                null_calibration: "shared".into(),
+                null_level: String::new(),
+                summary,
+            }
+        };
+        let study = |slow: f64, extra: bool| {
+            let mut p = program(149.0, Some(169.0), [148.8, 149.2]);
+            p.levels = vec![level("pacing_pps=500", 149.0), level("pacing_pps=1000000", slow)];
+            if extra {
+                p.levels.push(level("pacing_pps=2000000", 200.0));
+            }
+            Summary {
+                study: "s".into(),
+                title: String::new(),
+                tool_version: String::new(),
+                tsc_hz: 1e9,
+                quantile_levels: vec![50.0, 99.0],
+                quantile_definition: String::new(),
+                programs: [("forward".to_string(), p)].into(),
+                nulls: Default::default(),
+                health: Default::default(),
+                provenance: None,
+                inputs_sha256: String::new(),
+            }
+        };
+        let c = compare(&study(160.0, false), &study(170.0, true), T);
+        let names: Vec<&str> = c.programs.iter().map(|p| p.program.as_str()).collect();
+        assert_eq!(names, ["forward at pacing_pps=500", "forward at pacing_pps=1000000"]);
+        assert!(c.programs[0].failures.is_empty());
+        assert!(c.programs[1].failures[0].starts_with("median moved +10.0 ns"), "{:?}", c.programs[1].failures);
+        assert_eq!(c.unmatched, ["forward at pacing_pps=2000000: not in the baseline"]);
     }
 }

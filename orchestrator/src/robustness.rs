@@ -188,6 +188,7 @@ proptest! {
             group: 0,
             session: 1,
             run: 2,
+            level: None,
             path: bad,
             rel: "data/program=p/session=1/run=2.parquet".into(),
             sha256: crate::digest::sha256_hex(&bytes),
@@ -207,6 +208,7 @@ proptest! {
         let index = Index {
             study: "fuzz".into(),
             groups: vec![group("p", SessionKind::Program), group("null-t", SessionKind::Null)],
+            levels: Vec::new(),
             analysis: Analysis::default(),
             report: Default::default(),
             tsc_hz,
@@ -258,6 +260,7 @@ fn meta() -> RunMetadata {
         seed: 1,
         tsc_hz: 1e9,
         tool_version: "0".into(),
+        level: None,
         source: None,
         source_sha256: None,
     }

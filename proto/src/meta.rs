@@ -48,6 +48,8 @@ keys! {
     TSC_HZ = "tsc_hz";
     /// Version of the tool that wrote the file.
     TOOL_VERSION = "tool_version";
+    /// Studies with factors: the run's level (`pacing_pps=500/frame_size=128`).
+    LEVEL = "level";
     /// Imported runs: the source file, relative to the imported folder.
     SOURCE = "source";
     /// Imported runs: SHA-256 of the source file.

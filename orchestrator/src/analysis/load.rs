@@ -32,6 +32,8 @@ pub struct RunFile {
     pub session: u32,
     /// Run number.
     pub run: u32,
+    /// The run's factor level (studies with factors).
+    pub level: Option<String>,
     /// Absolute path.
     pub path: PathBuf,
     /// Path relative to the results folder (for messages).
@@ -56,7 +58,7 @@ pub fn run_files(
             problems.push(format!("{}: run of `{program}`, which is not a group of this study; not analysed", c.path));
             continue;
         };
-        let expected = ResultsDir::run_rel_path(&program, session, run);
+        let expected = ResultsDir::run_rel_path(&program, c.level.as_deref(), session, run);
         if Path::new(&c.path) != expected {
             problems.push(format!(
                 "{}: the journal records run {run} of {program} session {session} at this path, not at {}; not analysed",
@@ -69,6 +71,7 @@ pub fn run_files(
             group,
             session,
             run,
+            level: c.level,
             path: dir.root().join(&expected),
             rel: c.path,
             sha256: c.sha256,
@@ -114,6 +117,14 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
         return Err(bad(&format!(
             "its metadata says program {} session {} run {}, its place says program {} session {} run {}",
             meta.program, meta.session, meta.run, group.program, r.session, r.run
+        )));
+    }
+    if meta.level != r.level {
+        let say = |l: &Option<String>| l.clone().unwrap_or_else(|| "none".into());
+        return Err(bad(&format!(
+            "its metadata says level {}, its place says level {}",
+            say(&meta.level),
+            say(&r.level)
         )));
     }
     let schema = builder.schema().clone();
@@ -232,6 +243,7 @@ mod tests {
             group: 0,
             session: 1,
             run: 1,
+            level: None,
             path: path.clone(),
             rel: "data/program=p/session=1/run=1.parquet".into(),
             sha256: digest::sha256_hex(&bytes),

@@ -176,6 +176,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let hw_check =
         (a.hw_clock_check || !hw.is_empty()).then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, rng)).flatten();
     Some(ProgramSummary {
+        level: None,
+        levels: Vec::new(),
         trace: g.trace.clone(),
         null_trace: g.null_trace.clone(),
         bitstream: g.bitstream.clone(),

@@ -48,6 +48,13 @@ pub struct Summary {
 /// Results of one program.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ProgramSummary {
+    /// The factor level these figures are of: in a study with factors, the first level's (each
+    /// level's are in `levels`); absent without factors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+    /// Each factor level's results, in plan order (studies with factors).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<LevelSummary>,
     /// Trace name.
     pub trace: String,
     /// The trace of the null calibration differenced out, when it is not `trace` (the plan's
@@ -89,6 +96,22 @@ pub struct ProgramSummary {
     pub excluded: u64,
     /// Histogram of the calibrated per-probe estimates (for figures and distribution distances).
     pub histogram: Histogram,
+}
+
+/// One factor level of a program: computed exactly like a study without factors, from the
+/// program's runs at the level and the null calibration's at its calibration level.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LevelSummary {
+    /// Each factor's value.
+    pub factors: BTreeMap<String, u32>,
+    /// `per_level` when the level changes the probes (frame size), so the null calibration is
+    /// measured at it; `shared` when one calibration serves every level.
+    pub null_calibration: String,
+    /// The level of the null calibration differenced out.
+    pub null_level: String,
+    /// The results (with `level` set).
+    #[serde(flatten)]
+    pub summary: ProgramSummary,
 }
 
 /// A reset mode.

@@ -14,6 +14,7 @@ fn index(analysis: Analysis) -> Index {
     Index {
         study: "hand".into(),
         groups: vec![group("p", SessionKind::Program, Some(55)), group("null-t", SessionKind::Null, None)],
+        levels: Vec::new(),
         analysis,
         report: Default::default(),
         tsc_hz: 1e9,
@@ -245,6 +246,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
     let index = Index {
         study: "sim".into(),
         groups: groups.clone(),
+        levels: Vec::new(),
         analysis: plan.analysis.clone(),
         report: plan.report.clone(),
         tsc_hz: model.tsc_hz,

@@ -128,11 +128,11 @@ impl Engine<'_> {
 
     /// Why a run is not acceptable, if it is not: copies missing or duplicated, packets the
     /// sender could not send, reflections not captured or looping back, or pacing off the plan.
-    fn check_run(&self, s: &Session, paired: &Paired, data: &RunData, pacing: &Pacing) -> Option<String> {
+    fn check_run(&self, s: &Session, r: &Run, paired: &Paired, data: &RunData, pacing: &Pacing) -> Option<String> {
         let checks = &self.plan.protocol.run_checks;
         let c = &paired.counts;
-        if let Some(r) = data.replay.filter(|r| r.failed > 0) {
-            return Some(format!("the sender failed to send {} of {} packets", r.failed, r.packets));
+        if let Some(rep) = data.replay.filter(|rep| rep.failed > 0) {
+            return Some(format!("the sender failed to send {} of {} packets", rep.failed, rep.packets));
         }
         let frac = checks.min_matched_fraction;
         let bypass = c.matched + c.bypass_only;
@@ -166,7 +166,7 @@ impl Engine<'_> {
                 frac * 100.0
             ));
         }
-        pacing.check(f64::from(self.plan.protocol.pacing_pps), checks.pacing_tolerance)
+        pacing.check(f64::from(r.pacing_pps), checks.pacing_tolerance)
     }
 
     fn run_metadata(&self, s: &Session, r: &Run, attempt: u32, tb: &dyn Testbed, seed: u64) -> RunMetadata {
@@ -188,12 +188,13 @@ impl Engine<'_> {
             attempt,
             bitstream: s.bitstream.clone(),
             bitstream_sha256,
-            trace: s.trace.clone(),
+            trace: r.trace.clone(),
             probes: s.probes,
             testbed: tb.name(),
             seed,
             tsc_hz: tb.tsc_hz(),
             tool_version: TOOL_VERSION.into(),
+            level: r.level.as_ref().map(crate::plan::Level::name),
             source: None,
             source_sha256: None,
         }
@@ -229,14 +230,15 @@ impl Engine<'_> {
             let paired = pairs::pair(&data.batches);
             let pacing =
                 Pacing { sender_pps: data.replay.and_then(|r| r.pps()), receiver_pps: paired.bypass_pps(tb.tsc_hz()) };
-            if let Some(why) = self.check_run(s, &paired, &data, &pacing) {
+            if let Some(why) = self.check_run(s, r, &paired, &data, &pacing) {
                 reason = why;
                 if attempt < max {
                     self.emit(Event::RunRetried { index: s.index, run: r.run, attempt, reason: reason.clone() })?;
                 }
                 continue;
             }
-            let rel = ResultsDir::run_rel_path(&s.program, s.session, r.run);
+            let level = r.level.as_ref().map(crate::plan::Level::name);
+            let rel = ResultsDir::run_rel_path(&s.program, level.as_deref(), s.session, r.run);
             let path = self.dir.root().join(&rel);
             runfile::write(&path, &data.batches, &self.run_metadata(s, r, attempt, tb, seed))?;
             let sha256 = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
@@ -246,6 +248,7 @@ impl Engine<'_> {
                 program: s.program.clone(),
                 session: s.session,
                 run: r.run,
+                level,
                 attempt,
                 path: rel.to_string_lossy().into_owned(),
                 sha256,
@@ -282,8 +285,9 @@ fn prepare_resume(
     let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
     for s in &schedule.sessions {
         for r in &s.runs {
-            expected
-                .insert(ResultsDir::run_rel_path(&s.program, s.session, r.run), (s.program.clone(), s.session, r.run));
+            let level = r.level.as_ref().map(crate::plan::Level::name);
+            let rel = ResultsDir::run_rel_path(&s.program, level.as_deref(), s.session, r.run);
+            expected.insert(rel, (s.program.clone(), s.session, r.run));
         }
     }
     let mut verified = BTreeMap::new();
@@ -364,6 +368,7 @@ fn walk(
         testbed_arg: options.started.testbed_arg.clone(),
         sim_model: options.started.sim_model.clone(),
         tool_version: options.started.tool_version.clone(),
+        levels: options.started.levels.clone(),
         sessions: schedule.sessions.len(),
         runs: total_runs,
         complete: done.len(),
@@ -444,6 +449,7 @@ mod tests {
             testbed_arg: Some("sim".into()),
             sim_model: None,
             tool_version: "0.1.0".into(),
+            levels: Vec::new(),
         }
     }
 
@@ -458,11 +464,13 @@ mod tests {
             testbed_arg: None,
             sim_model: Some("m.yaml".into()),
             tool_version: "0.2.0".into(),
+            levels: vec!["pacing_pps=500".into()],
         };
         assert_eq!(
             original.differences(&now),
             [
                 "plan: started with a plan of hash aaaaaaaaaaaa, this one has bbbbbbbbbbbb; resume with the same plan file",
+                "factor levels: started with 0 levels, this plan has 1; added: pacing_pps=500; removed: none",
                 "seed: started with --seed 11, this resume uses 12",
                 "testbed: started on `sim` (--testbed sim), this resume would run on `oct-u280`",
                 "simulator model: started with the built-in model, this resume uses m.yaml",
@@ -481,7 +489,8 @@ mod tests {
                 session: 1,
                 run,
                 attempt: 1,
-                path: ResultsDir::run_rel_path(program, 1, run).to_string_lossy().into_owned(),
+                level: None,
+                path: ResultsDir::run_rel_path(program, None, 1, run).to_string_lossy().into_owned(),
                 sha256: sha256.into(),
                 records: 10,
                 counts: Counts::default(),
@@ -503,6 +512,7 @@ mod tests {
                 testbed_arg: Some("sim".into()),
                 sim_model: None,
                 tool_version: "0.1.0".into(),
+                levels: Vec::new(),
                 sessions: 1,
                 runs: 2,
                 complete: 0,

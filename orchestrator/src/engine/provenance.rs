@@ -42,6 +42,7 @@ pub fn write_start(
         bitstreams,
         traces,
         groups: groups(plan, schedule),
+        levels: crate::results::index::StudyLevel::of(plan),
         analysis: plan.analysis.clone(),
         report: plan.report.clone(),
         regression: plan.regression.clone(),

@@ -18,13 +18,15 @@ pub struct StartedWith {
     pub sim_model: Option<String>,
     /// Tool version.
     pub tool_version: String,
+    /// The plan's factor levels, in order.
+    pub levels: Vec<String>,
 }
 
 impl StartedWith {
     /// The first `study_started` of a journal.
     pub fn from_journal(entries: &[Entry]) -> Option<StartedWith> {
         entries.iter().find_map(|e| match &e.event {
-            Event::StudyStarted { plan_hash, seed, testbed, testbed_arg, sim_model, tool_version, .. } => {
+            Event::StudyStarted { plan_hash, seed, testbed, testbed_arg, sim_model, tool_version, levels, .. } => {
                 Some(StartedWith {
                     plan_hash: plan_hash.clone(),
                     seed: *seed,
@@ -32,6 +34,7 @@ impl StartedWith {
                     testbed_arg: testbed_arg.clone(),
                     sim_model: sim_model.clone(),
                     tool_version: tool_version.clone(),
+                    levels: levels.clone(),
                 })
             }
             _ => None,
@@ -46,6 +49,20 @@ impl StartedWith {
                 "plan: started with a plan of hash {}, this one has {}; resume with the same plan file",
                 short(&self.plan_hash),
                 short(&now.plan_hash)
+            ));
+        }
+        if self.levels != now.levels {
+            let added: Vec<&str> = now.levels.iter().filter(|l| !self.levels.contains(l)).map(String::as_str).collect();
+            let removed: Vec<&str> =
+                self.levels.iter().filter(|l| !now.levels.contains(l)).map(String::as_str).collect();
+            let list = |v: &[&str]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+            out.push(format!(
+                "factor levels: started with {} levels, this plan has {}; added: {}; removed: {}{}",
+                self.levels.len(),
+                now.levels.len(),
+                list(&added),
+                list(&removed),
+                if added.is_empty() && removed.is_empty() { " (the order changed)" } else { "" }
             ));
         }
         if self.seed != now.seed {

@@ -10,6 +10,7 @@
 mod analysis;
 pub mod bitstream;
 pub mod decoder;
+pub mod factors;
 pub mod inventory;
 pub mod layout;
 mod programs;
@@ -26,8 +27,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use bitstream::Bitstream;
+pub use factors::{FactorName, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
 pub use steps::{StepPolicy, decode_steps, default_policy};
+pub use traces::stand_ins_refused;
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -50,6 +53,8 @@ pub struct Plan {
     pub testbed: TestbedRef,
     /// Sessions, runs and pacing.
     pub protocol: Protocol,
+    /// Factors varied within the study (none: one level, as the protocol says).
+    pub factors: Factors,
     /// Probe traces, by name.
     pub traces: Vec<Trace>,
     /// Programs under test, in plan order.
@@ -500,6 +505,9 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
     let traces: Option<Vec<Trace>> = named_traces.and_then(|ts| {
         ts.into_iter().map(|(name, source, at)| source.map(|source| Trace { name, source, at })).collect()
     });
+    let factor_list = m.optional(d, "factors", factors::decode_factors);
+    let design = m.or(d, "design", factors::Design::Cross, |d, v| d.choice(v, &factors::DESIGNS));
+    let order = m.or(d, "order", factors::Order::SessionLevelRun, |d, v| d.choice(v, &factors::ORDERS));
     let analysis = m.or(d, "analysis", Analysis::default(), analysis::decode_analysis);
     let report = m.or(d, "report", ReportSpec::default(), analysis::decode_report);
     let regression = m.optional(d, "regression", analysis::decode_regression);
@@ -510,8 +518,20 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
     {
         d.error(root.pos, "`analysis.hw_clock_check` needs `protocol.reflect: true`");
     }
+    let factor_list = factor_list.flatten().unwrap_or_default();
+    let zip_ok = design != Some(factors::Design::Zip) || factors::check_zip(d, &factor_list);
+    let sized = match (&traces, &programs, factor_list.iter().find(|f| f.name == FactorName::FrameSize)) {
+        (Some(traces), Some(progs), Some(f)) => factors::sized_traces(d, traces, progs, f),
+        _ => Some(Vec::new()),
+    };
+    let factors = Factors { factors: factor_list, design: design?, order: order? };
+    let mut traces = traces?;
+    traces.extend(sized?);
+    if !zip_ok {
+        return None;
+    }
     if let (Some(p), Some(progs), Some(at)) = (&protocol, &programs, protocol_node) {
-        check_size(d, at, p, progs);
+        check_size(d, at, p, progs, factors.levels().len().max(1));
     }
     Some(Plan {
         path: d.file().to_path_buf(),
@@ -521,7 +541,8 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         description: description?,
         testbed: testbed?,
         protocol: protocol?,
-        traces: traces?,
+        factors,
+        traces,
         programs: programs?,
         analysis: analysis?,
         report: report?,
@@ -530,49 +551,25 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
 }
 
 /// Report, at `protocol:`, a schedule larger than [`MAX_RUNS`].
-fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program]) {
+fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program], levels: usize) {
     let mut traces: Vec<usize> = programs.iter().map(|p| p.null_trace).collect();
     traces.sort_unstable();
     traces.dedup();
     // One session group per program, and one per null trace for its calibration.
     let groups = (programs.len() + traces.len()) as u64;
-    let runs = groups * u64::from(p.sessions) * u64::from(p.runs);
+    let runs = groups * u64::from(p.sessions) * u64::from(p.runs) * levels as u64;
     if runs > MAX_RUNS {
         d.error(
             at.pos,
             format!(
                 "schedule of {runs} runs exceeds the limit of {MAX_RUNS}: {groups} session groups (programs and null \
-                 calibrations) × {} sessions × {} runs",
-                p.sessions, p.runs
+                 calibrations) × {} sessions × {} runs{}",
+                p.sessions,
+                p.runs,
+                if levels > 1 { format!(" × {levels} levels") } else { String::new() }
             ),
         );
     }
-}
-
-/// Stand-in traces replay only on testbeds that are not the real hardware: on the others the
-/// plan's pcap must be there before a study starts. One diagnostic per trace replayed as a stand-in
-/// on `inv`, at the trace in the plan.
-pub fn stand_ins_refused(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
-    if inv.stand_in_traces {
-        return Vec::new();
-    }
-    plan.traces
-        .iter()
-        .filter_map(|t| match &t.source {
-            TraceSource::StandIn { pcap, .. } => Some(Diagnostic {
-                file: plan.path.clone(),
-                pos: t.at,
-                message: format!(
-                    "trace `{}`: file not found: {}; testbed `{}` replays published traces only, never a stand-in \
-                     (put the file there)",
-                    t.name,
-                    pcap.display(),
-                    inv.name
-                ),
-            }),
-            _ => None,
-        })
-        .collect()
 }
 
 /// A plan that reflects needs a receiver that can.

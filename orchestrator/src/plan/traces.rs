@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use super::yaml::{self, Decoder, Node};
-use super::{Generated, ProbeFormat, TraceSource, bitstream};
+use super::yaml::{self, Decoder, Diagnostic, Node};
+use super::{Generated, Inventory, Plan, ProbeFormat, TraceSource, bitstream};
 use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, TEMPLATES};
 
 /// Decode `traces:`; every name is returned (so that references can be checked) with its source
@@ -117,4 +117,30 @@ fn check_pcap(d: &mut Decoder, at: &Node, path: &Path) {
             }
         }
     }
+}
+
+/// Stand-in traces replay only on testbeds that are not the real hardware: on the others the
+/// plan's pcap must be there before a study starts. One diagnostic per trace replayed as a stand-in
+/// on `inv`, at the trace in the plan.
+pub fn stand_ins_refused(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
+    if inv.stand_in_traces {
+        return Vec::new();
+    }
+    plan.traces
+        .iter()
+        .filter_map(|t| match &t.source {
+            TraceSource::StandIn { pcap, .. } => Some(Diagnostic {
+                file: plan.path.clone(),
+                pos: t.at,
+                message: format!(
+                    "trace `{}`: file not found: {}; testbed `{}` replays published traces only, never a stand-in \
+                     (put the file there)",
+                    t.name,
+                    pcap.display(),
+                    inv.name
+                ),
+            }),
+            _ => None,
+        })
+        .collect()
 }

@@ -32,7 +32,10 @@ impl Figure {
 
 /// All figures the summary has data for, in report order.
 pub(crate) fn all(s: &Summary) -> Vec<Figure> {
-    [latency_distribution(s), hw_check(s), session_medians(s), null_offsets(s)].into_iter().flatten().collect()
+    let mut out: Vec<Figure> =
+        [latency_distribution(s), hw_check(s), session_medians(s), null_offsets(s)].into_iter().flatten().collect();
+    out.extend(super::levels::figures(s));
+    out
 }
 
 /// Columns of a grid of `n` panels.
@@ -272,6 +275,7 @@ fn hw_check(s: &Summary) -> Option<Figure> {
                 y_title: Some("R quantile (ns)"),
                 x_labels: true,
                 x_categories: Some(cats),
+                ..Decor::default()
             },
         );
         let pts = |f: fn(&crate::analysis::summary::HwLevel) -> f64| -> Vec<(f64, f64)> {

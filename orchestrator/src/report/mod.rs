@@ -26,6 +26,7 @@
 
 mod figures;
 mod format;
+mod levels;
 mod svg;
 mod view;
 
@@ -170,6 +171,8 @@ mod tests {
         use crate::analysis::summary::{Health, Histogram, HwCheck, NullSummary, ProgramSummary};
         let nan = f64::NAN;
         let program = ProgramSummary {
+            level: None,
+            levels: Vec::new(),
             trace: String::new(),
             null_trace: None,
             bitstream: String::new(),

@@ -230,6 +230,12 @@ impl Axis {
         Axis { lo: f64::from(lo) - 0.5, hi: f64::from(hi) + 0.5, ticks, step: every as f64 }
     }
 
+    /// Decades `lo..=hi` of a log axis (positions are exponents).
+    pub(super) fn decades(lo: i32, hi: i32) -> Axis {
+        let hi = hi.max(lo + 1);
+        Axis { lo: f64::from(lo), hi: f64::from(hi), ticks: (lo..=hi).map(f64::from).collect(), step: 1.0 }
+    }
+
     /// `n` categories at positions `0..n`, half a unit of room on each side (labels supplied by
     /// [`Decor::x_categories`]).
     pub(super) fn categories(n: usize) -> Axis {
@@ -287,6 +293,8 @@ pub(super) struct Decor<'a> {
     pub(super) x_labels: bool,
     /// Replace the x tick labels (categorical axes): (position, label).
     pub(super) x_categories: Option<Vec<(f64, String)>>,
+    /// Replace the y tick labels (decades of a log axis): (position, label).
+    pub(super) y_categories: Option<Vec<(f64, String)>>,
 }
 
 impl Frame {
@@ -304,11 +312,15 @@ impl Frame {
     pub(super) fn draw(&self, svg: &mut Svg, decor: &Decor<'_>) {
         let bottom = self.top + self.height;
         let right = self.left + self.width;
-        for &t in &self.y.ticks {
-            let y = self.py(t);
+        let y_ticks: Vec<(f64, String)> = match &decor.y_categories {
+            Some(c) => c.clone(),
+            None => self.y.ticks.iter().map(|&t| (t, self.y.tick_label(t))).collect(),
+        };
+        for (t, label) in &y_ticks {
+            let y = self.py(*t);
             svg.line(self.left, y, right, y, GRID, 1.0, None);
             svg.line(self.left - 4.0, y, self.left, y, MUTED, 1.0, None);
-            svg.text(self.left - 7.0, y + 4.5, &self.y.tick_label(t), 13.0, Anchor::End, INK, false);
+            svg.text(self.left - 7.0, y + 4.5, label, 13.0, Anchor::End, INK, false);
         }
         let x_ticks: Vec<(f64, String)> = match &decor.x_categories {
             Some(c) => c.clone(),
@@ -331,7 +343,7 @@ impl Frame {
             svg.text(self.left + self.width / 2.0, bottom + 38.0, t, 14.0, Anchor::Middle, INK, false);
         }
         if let Some(t) = decor.y_title {
-            let widest = self.y.ticks.iter().map(|&v| text_width(&self.y.tick_label(v), 13.0)).fold(0.0, f64::max);
+            let widest = y_ticks.iter().map(|(_, l)| text_width(l, 13.0)).fold(0.0, f64::max);
             svg.vtext(self.left - 16.0 - widest, self.top + self.height / 2.0, t, 14.0);
         }
     }

@@ -29,6 +29,8 @@ pub(super) struct View {
     has_hw: bool,
     has_multi_mode: bool,
     figures: Vec<FigureView>,
+    /// Studies with factors: each program's results at every level.
+    levels: Vec<super::levels::LevelRow>,
     health: Vec<Item>,
     programs: Vec<ProgramView>,
     nulls: Vec<NullView>,
@@ -219,6 +221,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
                 file: format!("figures/{}.svg", f.id),
             })
             .collect(),
+        levels: super::levels::rows(s),
         health,
         programs,
         nulls,

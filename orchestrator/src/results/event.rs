@@ -71,6 +71,9 @@ pub enum Event {
         sim_model: Option<String>,
         /// Version of the tool.
         tool_version: String,
+        /// The factor levels of a study with factors, in plan order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        levels: Vec<String>,
         /// Sessions in the schedule.
         sessions: usize,
         /// Runs in the schedule.
@@ -167,6 +170,9 @@ pub enum Event {
         session: u32,
         /// Run number.
         run: u32,
+        /// The run's factor level (studies with factors).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<String>,
         /// Attempt that succeeded.
         attempt: u32,
         /// Data file, relative to the results folder.
@@ -249,6 +255,7 @@ mod tests {
                 testbed_arg: Some("sim".into()),
                 sim_model: None,
                 tool_version: "0.1.0".into(),
+                levels: Vec::new(),
                 sessions: 2,
                 runs: 4,
                 complete: 1,
@@ -267,6 +274,7 @@ mod tests {
                 program: "p".into(),
                 session: 1,
                 run: 1,
+                level: None,
                 attempt: 2,
                 path: "data/program=p/session=1/run=1.parquet".into(),
                 sha256: "cd".into(),

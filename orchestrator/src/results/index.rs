@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::provenance::Provenance;
-use crate::plan::{Analysis, Plan, ReportSpec};
+use crate::plan::{Analysis, Level, Plan, ReportSpec};
 use crate::schedule::{Schedule, SessionKind};
 
 /// One program or null calibration group of a study.
@@ -30,6 +30,27 @@ pub struct Group {
     pub probes: u64,
 }
 
+/// One factor level of a study, with the level its null calibration is measured at (the same
+/// traffic, other factors at their base values; see [`crate::plan::Level::calibration`]).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StudyLevel {
+    /// The level.
+    pub level: Level,
+    /// The null calibration's level.
+    pub calibration: Level,
+}
+
+impl StudyLevel {
+    /// Every level of `plan`.
+    pub fn of(plan: &Plan) -> Vec<StudyLevel> {
+        let levels = plan.factors.levels();
+        levels
+            .into_iter()
+            .map(|l| StudyLevel { calibration: l.calibration(|f| plan.base_value(f)), level: l })
+            .collect()
+    }
+}
+
 /// What the analysis needs of a study's provenance.
 #[derive(Clone, Debug)]
 pub struct Index {
@@ -37,6 +58,8 @@ pub struct Index {
     pub study: String,
     /// Session groups in schedule order.
     pub groups: Vec<Group>,
+    /// Factor levels (none without factors).
+    pub levels: Vec<StudyLevel>,
     /// Analysis settings.
     pub analysis: Analysis,
     /// Report settings.
@@ -59,6 +82,7 @@ impl From<&Provenance> for Index {
         Index {
             study: p.study.clone(),
             groups: p.groups.clone(),
+            levels: p.levels.clone(),
             analysis: p.analysis.clone(),
             report: p.report.clone(),
             tsc_hz: p.tsc_hz,

@@ -77,6 +77,8 @@ pub struct Completed {
     pub sha256: String,
     /// Records stored.
     pub records: u64,
+    /// The run's factor level.
+    pub level: Option<String>,
 }
 
 /// Runs recorded complete: (program, session, run) → the last `run_finished` of each.
@@ -84,9 +86,9 @@ pub fn completed(entries: &[Entry]) -> BTreeMap<(String, u32, u32), Completed> {
     entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::RunFinished { program, session, run, path, sha256, records, .. } => Some((
+            Event::RunFinished { program, session, run, path, sha256, records, level, .. } => Some((
                 (program.clone(), *session, *run),
-                Completed { path: path.clone(), sha256: sha256.clone(), records: *records },
+                Completed { path: path.clone(), sha256: sha256.clone(), records: *records, level: level.clone() },
             )),
             _ => None,
         })

@@ -4,6 +4,7 @@
 //! ```text
 //! <dir>/plan.yaml  provenance.json  journal.jsonl  orchestrate.log
 //! <dir>/data/program=<p>/session=<s>/run=<r>.parquet
+//! <dir>/data/program=<p>/<factor>=<v>/…/session=<s>/run=<r>.parquet   (a study with factors)
 //! <dir>/quarantine/            files found corrupt or unaccounted for on resume (never deleted)
 //! <dir>/.lock                  held (OS lock) by the process writing the folder
 //! ```
@@ -153,14 +154,11 @@ impl ResultsDir {
         Ok(out)
     }
 
-    /// Path of a run's data, relative to the folder.
-    pub fn run_rel_path(program: &str, session: u32, run: u32) -> PathBuf {
-        PathBuf::from(format!("data/program={program}/session={session}/run={run}.parquet"))
-    }
-
-    /// Absolute path of a run's data.
-    pub fn run_path(&self, program: &str, session: u32, run: u32) -> PathBuf {
-        self.root.join(Self::run_rel_path(program, session, run))
+    /// Path of a run's data, relative to the folder; a run of a level has the level's folders
+    /// (`pacing_pps=500/frame_size=128`) between the program and the session.
+    pub fn run_rel_path(program: &str, level: Option<&str>, session: u32, run: u32) -> PathBuf {
+        let level = level.map(|l| format!("{l}/")).unwrap_or_default();
+        PathBuf::from(format!("data/program={program}/{level}session={session}/run={run}.parquet"))
     }
 
     /// Move a file that must not be trusted into `quarantine/` (nothing is deleted).

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::index::Group;
+use super::index::{Group, StudyLevel};
 use super::{ResultsDir, ResultsError, write_file};
 use crate::plan::{Analysis, Plan, Regression, ReportSpec, TraceSource};
 
@@ -192,6 +192,10 @@ pub struct Provenance {
     pub traces: BTreeMap<String, TraceSource>,
     /// Session groups (programs and null calibrations) in schedule order.
     pub groups: Vec<Group>,
+    /// The factor levels of a study with factors, each with the level of the null calibration
+    /// it is differenced against.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<StudyLevel>,
     /// Analysis settings.
     pub analysis: Analysis,
     /// Report settings.
@@ -318,6 +322,7 @@ mod tests {
                 ),
                 ("u".into(), TraceSource::Pcap { path: "x.pcap".into(), sha256: None }),
             ]),
+            levels: Vec::new(),
             groups: vec![Group {
                 program: "fwd".into(),
                 kind: SessionKind::Program,

@@ -86,6 +86,8 @@ run_metadata! {
     /// Tool version.
     tool_version: String = meta::TOOL_VERSION,
     ;
+    /// Studies with factors: the run's level (its folders in the tree).
+    level = meta::LEVEL,
     /// Imports: the source file, relative to the source folder.
     source = meta::SOURCE,
     /// Imports: sha256 of the source file.
@@ -211,6 +213,7 @@ pub(crate) mod tests {
             seed: 3,
             tsc_hz: 2.9e9,
             tool_version: "0.1.0".into(),
+            level: None,
             source: None,
             source_sha256: Some("cd".into()),
         }
@@ -240,8 +243,11 @@ pub(crate) mod tests {
         let kv = meta().to_kv();
         assert!(kv.iter().all(|k| meta::short_name(&k.key).is_some()));
         let keys: Vec<&str> = kv.iter().map(|k| k.key.as_str()).collect();
-        let want: Vec<&str> =
-            meta::ALL.iter().copied().filter(|k| ![meta::SOURCE, meta::SCHEMA_VERSION].contains(k)).collect();
+        let want: Vec<&str> = meta::ALL
+            .iter()
+            .copied()
+            .filter(|k| ![meta::SOURCE, meta::LEVEL, meta::SCHEMA_VERSION].contains(k))
+            .collect();
         assert_eq!(keys, want, "every key of the run-file metadata, in order");
         assert!(kv.iter().any(|k| k.key == "latency.kind" && k.value.as_deref() == Some("null")));
         assert!(!kv.iter().any(|k| k.key == "latency.source"));

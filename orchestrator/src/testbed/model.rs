@@ -16,11 +16,16 @@
 //! | `mode_change_prob` | 0.5 | multi-mode programs: probability that a bring-up lands in each non-first mode |
 //! | `delta_ns` | per trace template | port asymmetry δ of each trace: forward 24, five_tuple 18, remove_header 28, checksum 14; other traces 20 |
 //! | `programs` | per bitstream | latency quantiles (p5 p25 p50 p75 p95 p99, ns) of each mode: the paper's Table I |
+//! | `capacity_pps` | per bitstream | service rate μ of the pipeline path: forward 2e6, five_tuple 1.5e6, remove_header 2e6, checksum 1e6; others unlimited |
 //!
 //! The packet-dependent part of a probe's latency is drawn once per (bitstream, probe id) by
 //! inverting the piecewise-linear CDF through the program's quantiles, so it repeats across runs
 //! and sessions; the other terms are drawn per run. A bitstream without an entry gets one mode
 //! centred at 68 % of its vendor bound; a null bitstream has zero pipeline latency.
+//!
+//! Load: at an offered load ρ = pps / μ below 1, every pipeline copy waits the mean M/D/1 queueing
+//! delay ρ / (2μ(1 − ρ)) (flat at low load, rising sharply near capacity); at ρ ≥ 1 the queue grows
+//! by 1/μ − 1/pps per probe. The paper's 500 pps adds under a picosecond.
 
 use std::collections::BTreeMap;
 
@@ -95,6 +100,10 @@ pub struct SimModel {
     pub delta_ns: BTreeMap<String, f64>,
     /// Latency model per bitstream name.
     pub programs: BTreeMap<String, ProgramModel>,
+    /// Service rate of the pipeline path per bitstream name, packets per second (absent:
+    /// unlimited).
+    #[serde(default)]
+    pub capacity_pps: BTreeMap<String, f64>,
 }
 
 impl Default for SimModel {
@@ -112,7 +121,12 @@ impl Default for SimModel {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
+        let capacity_pps = [("forward", 20e6), ("five_tuple", 15e6), ("remove_header", 20e6), ("checksum", 10e6)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
         SimModel {
+            capacity_pps,
             tsc_hz: 2.89e9,
             poll_phase_ns: 6.0,
             dma_jitter_ns: 2.0,
@@ -133,6 +147,14 @@ impl Default for SimModel {
 }
 
 impl SimModel {
+    /// The queueing delay of the `k`-th probe (from 0) of a run at `pps` through `bitstream`'s
+    /// pipeline, ns (see the module's documentation).
+    pub fn queue_wait_ns(&self, bitstream: &str, pps: f64, k: u64) -> f64 {
+        let Some(&mu) = self.capacity_pps.get(bitstream) else { return 0.0 };
+        let rho = pps / mu;
+        if rho < 1.0 { 1e9 * rho / (2.0 * mu * (1.0 - rho)) } else { 1e9 * k as f64 * (1.0 / mu - 1.0 / pps) }
+    }
+
     /// δ of a trace template (20 ns when not listed).
     pub fn delta(&self, template: &str) -> f64 {
         self.delta_ns.get(template).copied().unwrap_or(20.0)
@@ -192,6 +214,15 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             }
         }
     }
+    if let Some(v) = m.get(d, "capacity_pps")
+        && let Some(mut cm) = d.map(v, "service rate per bitstream")
+    {
+        for (k, x) in cm.names(d) {
+            if let Some(x) = d.number(x, 1.0..=1e12) {
+                out.capacity_pps.insert(k.to_string(), x);
+            }
+        }
+    }
     if let Some(v) = m.get(d, "programs")
         && let Some(mut pm) = d.map(v, "models per bitstream")
     {
@@ -219,6 +250,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "step_failure_prob",
             "delta_ns",
             "programs",
+            "capacity_pps",
         ],
     );
     Some(out)

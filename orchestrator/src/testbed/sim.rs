@@ -43,7 +43,6 @@ struct BitstreamInfo {
 pub struct SimTestbed {
     model: SimModel,
     seed: u64,
-    pacing_pps: u32,
     idle_gap_s: f64,
     reflect: bool,
     realtime: bool,
@@ -76,7 +75,6 @@ impl SimTestbed {
         SimTestbed {
             model,
             seed: plan.protocol.seed,
-            pacing_pps: plan.protocol.pacing_pps,
             idle_gap_s: plan.protocol.idle_gap_s,
             reflect: plan.protocol.reflect,
             realtime,
@@ -162,7 +160,7 @@ impl SimTestbed {
     /// Generate the records of one run.
     pub fn generate(&mut self, session: &Session, run: &Run, attempt: u32) -> RunData {
         let m = self.model.clone();
-        let generated = self.templates.get(&session.trace).copied().flatten();
+        let generated = self.templates.get(&run.trace).copied().flatten();
         let template = generated.map(|g| g.template);
         // Frames as replayed; a pcap's are not known here.
         let (frame_len, tagged) = generated.map_or((FRAME_LEN, false), |g| (g.frame_len as u16, g.vlan.is_some()));
@@ -179,7 +177,8 @@ impl SimTestbed {
             &run.run.to_le_bytes(),
             &attempt.to_le_bytes(),
         ]);
-        let interval = 1e9 / (f64::from(self.pacing_pps) * (1.0 + m.pacing_error));
+        let pps = f64::from(run.pacing_pps) * (1.0 + m.pacing_error);
+        let interval = 1e9 / pps;
         // Times are ns from the run's start (f64 keeps sub-ns precision there); the run's place on
         // the study's TSC time line is added in integer ticks.
         let run_span_s = (run.replay_s + self.idle_gap_s).ceil() as u64 + 1;
@@ -218,7 +217,7 @@ impl SimTestbed {
             }
             let forwards = session.kind == SessionKind::Null || template.is_none_or(|t| probes::forwarded(t, id));
             if forwards {
-                let mut t = arrive + lat[id as usize] + delta;
+                let mut t = arrive + lat[id as usize] + delta + m.queue_wait_ns(&session.bitstream, pps, id - 1);
                 if id == 1 {
                     t += r.random_range(m.first_probe_ns[0]..=m.first_probe_ns[1]);
                 }

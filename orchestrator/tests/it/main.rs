@@ -1,6 +1,6 @@
 //! The orchestrator's integration tests, one binary: the CLI's diagnostics and dry runs (`cli`),
 //! studies on the simulator (`run`), import, analysis, reports and comparison (`import`,
-//! `analysis`, `report`), the JSON Schemas of the YAML files (`schemas`), probe traces and their stand-ins (`trace`, `stand_in`), completions and
+//! `analysis`, `report`), studies with factors (`levels`), the JSON Schemas of the YAML files (`schemas`), probe traces and their stand-ins (`trace`, `stand_in`), completions and
 //! manual pages (`shell`) and, with the `failpoints` feature, the study
 //! end to end on the emulated testbed (`e2e`); `common` holds their shared helpers.
 
@@ -12,6 +12,7 @@ mod common;
 #[cfg(feature = "failpoints")]
 mod e2e;
 mod import;
+mod levels;
 mod report;
 mod run;
 mod schemas;

@@ -54,6 +54,7 @@ fn provenance() -> Provenance {
             ),
         ]),
         groups: Vec::new(),
+        levels: Vec::new(),
         analysis: Analysis::default(),
         report: ReportSpec::default(),
         regression: None,
@@ -96,6 +97,8 @@ fn summary() -> Summary {
     bell(&mut ft_counts, 80.0, 107.0, 9.0, 400_000.0);
     bell(&mut ft_counts, 80.0, 137.0, 9.0, 200_000.0);
     let five_tuple = ProgramSummary {
+        level: None,
+        levels: Vec::new(),
         trace: "imix".into(),
         null_trace: None,
         bitstream: "five_tuple".into(),
@@ -159,6 +162,8 @@ fn summary() -> Summary {
         })
         .collect();
     let checksum = ProgramSummary {
+        level: None,
+        levels: Vec::new(),
         trace: "udp64".into(),
         null_trace: None,
         bitstream: "checksum".into(),

@@ -94,7 +94,20 @@ fn every_key_a_decoder_reads_has_a_type_and_the_plan_keys_are_the_documented_one
     keys.sort_unstable();
     assert_eq!(
         keys,
-        ["analysis", "description", "programs", "protocol", "regression", "report", "study", "testbed", "traces"]
+        [
+            "analysis",
+            "description",
+            "design",
+            "factors",
+            "order",
+            "programs",
+            "protocol",
+            "regression",
+            "report",
+            "study",
+            "testbed",
+            "traces"
+        ]
     );
     assert_eq!(plan["required"], serde_json::json!(["study", "testbed", "protocol", "traces", "programs"]));
     assert_eq!(plan["additionalProperties"], false);

@@ -54,6 +54,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
         testbed_arg: args.testbed.clone(),
         sim_model: args.sim_model.as_ref().map(|p| p.display().to_string()),
         tool_version: TOOL_VERSION.into(),
+        levels: plan.factors.levels().iter().map(plan::Level::name).collect(),
     };
     // Every check before a byte is written: the folder, its lock and, on resume, the study in it.
     let dir = match &args.out {

@@ -2,13 +2,21 @@
 //! and that `orchestrate plan` shows.
 //!
 //! Order: each program's sessions in plan order, then the null sessions of each trace (in order of
-//! first use), so that with `flash: on_change` the null image is written once.
+//! first use), so that with `flash: on_change` the null image is written once. With factors, a
+//! session's runs go through the levels (`order: session_level_run`) or each level has its own
+//! sessions (`level_session_run`); runs are numbered through the session, and sessions through the
+//! group. A null calibration runs the levels that change the traffic (`frame_size`), every other
+//! factor at its base value; without such a factor it runs once, shared by every level.
 
 use serde::{Deserialize, Serialize};
 
+mod dry_run;
+pub use dry_run::{describe, hms};
+
 use crate::plan::bitstream::Programming;
+use crate::plan::factors::Order;
 use crate::plan::inventory::{Action, Role, StepContext};
-use crate::plan::{Bitstream, FlashPolicy, Generated, Inventory, Plan, ProbeFormat, Trace, TraceSource};
+use crate::plan::{Bitstream, FlashPolicy, Generated, Inventory, Level, Plan, ProbeFormat, Trace, TraceSource};
 
 /// The whole study, in execution order.
 #[derive(Clone, Debug, Serialize)]
@@ -21,12 +29,27 @@ pub struct Schedule {
     pub sessions: Vec<Session>,
     /// Predicted duration.
     pub predicted_seconds: Predicted,
+    /// The plan's factors, design and order.
+    pub factors: crate::plan::Factors,
+    /// Each level with its runs and predicted time, in plan order (none without factors).
+    pub levels: Vec<LevelPlan>,
     /// What a real testbed does besides the steps, before the first session and after the last
     /// (leases, leftovers, cleanup); empty on the simulator.
     pub around: Around,
     /// Traces replayed as generated stand-ins of absent published files, in plain words; on a
     /// testbed that replays only published files, why `run` refuses them.
     pub stand_ins: Vec<String>,
+}
+
+/// One level of a study with factors, as the dry run shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelPlan {
+    /// The level's name (`pacing_pps=500/frame_size=128`).
+    pub name: String,
+    /// Runs at this level, null calibrations included.
+    pub runs: usize,
+    /// Predicted replay time and waits before its runs, seconds (bring-ups are shared).
+    pub seconds: f64,
 }
 
 /// A real testbed's work around the steps, as the dry run shows it.
@@ -125,8 +148,14 @@ pub struct Step {
 /// One replay of the trace.
 #[derive(Clone, Debug, Serialize)]
 pub struct Run {
-    /// Run number within the session, from 1.
+    /// Run number within the session, from 1 (through every level of the session).
     pub run: u32,
+    /// The factor level measured (none without factors).
+    pub level: Option<Level>,
+    /// Replay rate, packets per second.
+    pub pacing_pps: u32,
+    /// The trace replayed (the session's, or its copy at the level's frame size).
+    pub trace: String,
     /// Steps of the run.
     pub steps: Vec<Step>,
     /// Replay time, seconds (probes / pacing).
@@ -198,8 +227,11 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             .collect::<Result<_, _>>()?;
 
     let proto = &plan.protocol;
+    let levels = plan.factors.levels();
     let mut sessions = Vec::new();
     let mut predicted = Predicted::default();
+    let mut per_level: Vec<LevelPlan> =
+        levels.iter().map(|l| LevelPlan { name: l.name(), runs: 0, seconds: 0.0 }).collect();
     let mut on_card: Option<&str> = None;
     for g in &groups {
         let trace = &plan.traces[g.trace];
@@ -207,27 +239,12 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             Some(Generated { probe_id: ProbeFormat::Compact, .. }) => "compact",
             _ => "latencylab",
         };
-        let replay_s = probes[g.trace] as f64 / f64::from(proto.pacing_pps);
-        for s in 1..=proto.sessions {
+        for (s, session_levels) in session_blocks(plan, &levels, g.kind) {
             let session_name = format!("{}_s{s}", g.name);
             let bitstream_file =
                 g.bitstream.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            let trace_file = trace.file_name();
-            let ctx = |run: Option<u32>| StepContext {
-                program: &g.name,
-                session: s,
-                session_name: &session_name,
-                run,
-                bitstream_file: &bitstream_file,
-                bitstream_sha256: &g.bitstream.sha256,
-                table: g.table.as_deref(),
-                table_driver_dir: g.bitstream.table_driver_dir.as_deref(),
-                trace_file: &trace_file,
-                pacing_pps: proto.pacing_pps,
-                probe_format,
-                reflect: proto.reflect,
-            };
-            let render = |action: Action, run: Option<u32>| -> Step {
+            // (run number, pacing, trace file) of a run step; the first level's for the bring-up.
+            let render = |action: Action, run: Option<(u32, u32, &str)>| -> Step {
                 match inventory {
                     None => Step {
                         host: "sim".into(),
@@ -236,8 +253,26 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         estimate_s: crate::plan::inventory::default_estimate(action),
                     },
                     Some(inv) => {
-                        let vars = inv.vars(&ctx(run));
-                        let command = inv.actions[&action].render(&vars).map_err(|e| e.0);
+                        let base_trace = trace.file_name();
+                        let (run, pacing_pps, trace_file) = match run {
+                            Some((r, pps, file)) => (Some(r), pps, file),
+                            None => (None, proto.pacing_pps, base_trace.as_str()),
+                        };
+                        let ctx = StepContext {
+                            program: &g.name,
+                            session: s,
+                            session_name: &session_name,
+                            run,
+                            bitstream_file: &bitstream_file,
+                            bitstream_sha256: &g.bitstream.sha256,
+                            table: g.table.as_deref(),
+                            table_driver_dir: g.bitstream.table_driver_dir.as_deref(),
+                            trace_file,
+                            pacing_pps,
+                            probe_format,
+                            reflect: proto.reflect,
+                        };
+                        let command = inv.actions[&action].render(&inv.vars(&ctx)).map_err(|e| e.0);
                         Step {
                             host: action.role().name().into(),
                             action,
@@ -262,21 +297,40 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 .filter(|a| g.table.is_some() || g.bitstream.table_driver_dir.is_some() || *a != Action::TableLoad)
                 .map(|a| render(a, None))
                 .collect();
-            let runs: Vec<Run> = (1..=proto.runs)
-                .map(|r| {
+            let mut runs: Vec<Run> = Vec::new();
+            for level in &session_levels {
+                let run_trace = &plan.traces[plan.level_trace(g.trace, level.as_ref())];
+                let pacing_pps =
+                    level.as_ref().and_then(|l| l.get(crate::plan::FactorName::PacingPps)).unwrap_or(proto.pacing_pps);
+                let replay_s = probes[g.trace] as f64 / f64::from(pacing_pps);
+                for _ in 0..proto.runs {
+                    let r = runs.len() as u32 + 1;
+                    let file = run_trace.file_name();
                     let steps = [Action::CaptureStart, Action::Replay, Action::CaptureStop]
                         .into_iter()
                         .filter(|a| proto.reflect || *a == Action::Replay)
-                        .map(|a| render(a, Some(r)))
+                        .map(|a| render(a, Some((r, pacing_pps, &file))))
                         .collect();
                     let wait_before_s = if r == 1 { proto.settle_s } else { proto.idle_gap_s };
-                    Run { run: r, steps, replay_s, wait_before_s }
-                })
-                .collect();
+                    if let Some(lp) = level.as_ref().and_then(|l| per_level.iter_mut().find(|p| p.name == l.name())) {
+                        lp.runs += 1;
+                        lp.seconds += replay_s + wait_before_s;
+                    }
+                    runs.push(Run {
+                        run: r,
+                        level: level.clone(),
+                        pacing_pps,
+                        trace: run_trace.name.clone(),
+                        steps,
+                        replay_s,
+                        wait_before_s,
+                    });
+                }
+            }
             let teardown = vec![render(Action::AgentStop, None)];
 
             predicted.bring_up += steps.iter().map(|s| s.estimate_s).sum::<f64>();
-            predicted.replay += replay_s * f64::from(proto.runs);
+            predicted.replay += runs.iter().map(|r| r.replay_s).sum::<f64>();
             predicted.idle_gaps += runs.iter().map(|r| r.wait_before_s).sum::<f64>();
             predicted.run_steps += runs
                 .iter()
@@ -314,6 +368,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         testbed: inventory.map_or_else(|| "sim".to_string(), |i| i.name.clone()),
         sessions,
         predicted_seconds: predicted,
+        factors: plan.factors.clone(),
+        levels: per_level,
         around: inventory.map_or_else(Around::default, around),
         stand_ins: match inventory {
             Some(inv) if !inv.stand_in_traces => {
@@ -322,6 +378,34 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             _ => plan.traces.iter().filter_map(Trace::stand_in_note).collect(),
         },
     })
+}
+
+/// A group's sessions, each with the levels it measures (`[None]` without factors): every level
+/// in each session, or each level in sessions of its own, numbered on. A null calibration measures
+/// the calibration levels of the program levels (see [`Level::calibration`]).
+fn session_blocks(plan: &Plan, levels: &[Level], kind: SessionKind) -> Vec<(u32, Vec<Option<Level>>)> {
+    let mut group_levels: Vec<Option<Level>> = Vec::new();
+    for l in levels {
+        let l = match kind {
+            SessionKind::Program => l.clone(),
+            SessionKind::Null => l.calibration(|f| plan.base_value(f)),
+        };
+        if !group_levels.contains(&Some(l.clone())) {
+            group_levels.push(Some(l));
+        }
+    }
+    if group_levels.is_empty() {
+        group_levels.push(None);
+    }
+    let sessions = plan.protocol.sessions;
+    match plan.factors.order {
+        Order::SessionLevelRun => (1..=sessions).map(|s| (s, group_levels.clone())).collect(),
+        Order::LevelSessionRun => group_levels
+            .iter()
+            .enumerate()
+            .flat_map(|(i, l)| (1..=sessions).map(move |s| (i as u32 * sessions + s, vec![l.clone()])))
+            .collect(),
+    }
 }
 
 /// What the SSH testbed does before the first session and after the last.
@@ -352,83 +436,6 @@ fn around(inv: &Inventory) -> Around {
         "[sender] [receiver] release the leases".into(),
     ];
     Around { before, after }
-}
-
-/// `h m s` rendering of a duration.
-pub fn hms(seconds: f64) -> String {
-    let s = seconds.round() as u64;
-    match (s / 3600, s / 60 % 60, s % 60) {
-        (0, 0, sec) => format!("{sec}s"),
-        (0, m, sec) => format!("{m}m{sec:02}s"),
-        (h, m, sec) => format!("{h}h{m:02}m{sec:02}s"),
-    }
-}
-
-/// Human-readable dry run.
-pub fn describe(s: &Schedule) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let runs: usize = s.sessions.iter().map(|x| x.runs.len()).sum();
-    let p = &s.predicted_seconds;
-    let _ = writeln!(out, "study {} on {}: {} sessions, {} runs", s.study, s.testbed, s.sessions.len(), runs);
-    let _ = writeln!(
-        out,
-        "predicted: replay {:.0} s ({}), idle gaps {:.0} s, bring-up {:.0} s, run steps {:.0} s, total {}\n",
-        p.replay,
-        hms(p.replay),
-        p.idle_gaps,
-        p.bring_up,
-        p.run_steps,
-        hms(p.total)
-    );
-    for note in &s.stand_ins {
-        let _ = writeln!(out, "stand-in: {note}");
-    }
-    if !s.stand_ins.is_empty() {
-        out.push('\n');
-    }
-    let step_line = |out: &mut String, indent: &str, st: &Step| {
-        let cmd = st.command.as_deref().unwrap_or("(simulated)");
-        let _ = writeln!(out, "{indent}[{}] {}: {cmd}", st.host, st.action.name());
-    };
-    for line in &s.around.before {
-        let _ = writeln!(out, "before: {line}");
-    }
-    for se in &s.sessions {
-        let _ = writeln!(
-            out,
-            "session {}/{} {}: bitstream {}, trace {} ({} probes)",
-            se.index + 1,
-            s.sessions.len(),
-            se.name(),
-            se.bitstream,
-            se.trace,
-            se.probes
-        );
-        for st in &se.steps {
-            step_line(&mut out, "  ", st);
-        }
-        if let Some(c) = &se.agent_control {
-            let _ = writeln!(out, "  [receiver] agent control: {c}");
-        }
-        for r in &se.runs {
-            if r.wait_before_s > 0.0 {
-                let why = if r.run == 1 { "capture settles" } else { "idle gap" };
-                let _ = writeln!(out, "  wait {} s ({why})", r.wait_before_s);
-            }
-            let _ = writeln!(out, "  run {} ({:.0} s replay)", r.run, r.replay_s);
-            for st in &r.steps {
-                step_line(&mut out, "    ", st);
-            }
-        }
-        for st in &se.teardown {
-            step_line(&mut out, "  ", st);
-        }
-    }
-    for line in &s.around.after {
-        let _ = writeln!(out, "after: {line}");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -487,6 +494,49 @@ mod tests {
         let flashed: Vec<bool> = s.sessions.iter().map(|x| x.steps.iter().any(|t| t.action == Action::Flash)).collect();
         // forward ×3, five_tuple ×3, then the null image ×6 (both traces use golden_nic).
         assert_eq!(flashed, [true, false, false, true, false, false, true, false, false, false, false, false]);
+    }
+
+    /// (session, run, level) of every run of `program`'s sessions.
+    fn runs_of(s: &Schedule, program: &str) -> Vec<(u32, u32, String)> {
+        s.sessions
+            .iter()
+            .filter(|x| x.program == program)
+            .flat_map(|x| {
+                x.runs.iter().map(move |r| (x.session, r.run, r.level.as_ref().map_or("-".into(), Level::name)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn levels_nest_inside_sessions_or_sessions_inside_levels_and_nulls_run_the_traffic_levels() {
+        // 4 pacing × 2 frame sizes, 2 sessions × 3 runs.
+        let mut p = plan("tests/fixtures/good/sweep.yaml");
+        let s = expand(&p, None).expect("expands");
+        let fwd = runs_of(&s, "forward");
+        assert_eq!(fwd.len(), 2 * 8 * 3);
+        assert_eq!(fwd[3], (1, 4, "pacing_pps=500/frame_size=256".into()));
+        assert_eq!(fwd[24], (2, 1, "pacing_pps=500/frame_size=128".into()));
+        // The null: each frame size at the base pacing, in each of its 2 sessions.
+        let null: Vec<String> = runs_of(&s, "null-fwd").into_iter().map(|r| r.2).collect();
+        assert_eq!(null.len(), 2 * 2 * 3);
+        assert!(null[..3].iter().all(|l| l == "pacing_pps=500/frame_size=128"), "{null:?}");
+        // Runs replay the level's trace at the level's pacing.
+        let r = &s.sessions[0].runs[23];
+        assert_eq!((r.pacing_pps, r.trace.as_str()), (19_000_000, "fwd-256B"));
+        assert_eq!(s.levels.len(), 8);
+
+        p.factors.order = Order::LevelSessionRun;
+        let s = expand(&p, None).expect("expands");
+        let fwd = runs_of(&s, "forward");
+        assert_eq!(fwd[3], (2, 1, "pacing_pps=500/frame_size=128".into()), "level 1 has sessions 1 and 2");
+        assert_eq!(fwd.last().cloned(), Some((16, 3, "pacing_pps=19000000/frame_size=256".into())));
+
+        // Without a factor that changes the traffic, one null calibration serves every level.
+        p.factors.factors.retain(|f| f.name == crate::plan::FactorName::PacingPps);
+        p.factors.design = crate::plan::factors::Design::Zip;
+        let s = expand(&p, None).expect("expands");
+        let null: Vec<String> = runs_of(&s, "null-fwd").into_iter().map(|r| r.2).collect();
+        assert_eq!(null, vec!["pacing_pps=500".to_string(); 6]);
     }
 
     #[test]

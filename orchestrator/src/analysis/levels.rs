@@ -1,0 +1,49 @@
+//! Studies with factors: every level analysed like a study without factors, from the programs'
+//! runs at the level and the null calibrations' runs at its calibration level.
+
+use std::collections::BTreeMap;
+
+use super::summary::{LevelSummary, NullSummary, ProgramSummary};
+use super::{RunPairs, analyse_runs};
+use crate::results::index::Index;
+use crate::schedule::SessionKind;
+
+/// Per program its first level's summary with every level's in `levels`; the null calibrations
+/// of the first level.
+pub(super) fn analyse(
+    index: &Index,
+    runs: &[&RunPairs],
+    quantile_levels: &[f64],
+    problems: &mut Vec<String>,
+) -> (BTreeMap<String, ProgramSummary>, BTreeMap<String, NullSummary>) {
+    let mut programs: BTreeMap<String, ProgramSummary> = BTreeMap::new();
+    let mut first_nulls = None;
+    for sl in &index.levels {
+        let (name, calibration) = (sl.level.name(), sl.calibration.name());
+        let at: Vec<&RunPairs> = runs
+            .iter()
+            .filter(|r| {
+                let want = match index.groups[r.group].kind {
+                    SessionKind::Program => &name,
+                    SessionKind::Null => &calibration,
+                };
+                r.level.as_ref() == Some(want)
+            })
+            .copied()
+            .collect();
+        let (level_programs, nulls) = analyse_runs(index, &at, quantile_levels, Some(&name), problems);
+        first_nulls.get_or_insert(nulls);
+        let shared = sl.level.values.iter().all(|(f, _)| !f.changes_traffic());
+        for (program, summary) in level_programs {
+            let summary = ProgramSummary { level: Some(name.clone()), ..summary };
+            let entry = programs.entry(program).or_insert_with(|| summary.clone());
+            entry.levels.push(LevelSummary {
+                factors: sl.level.values.iter().map(|(f, v)| (f.name().to_string(), *v)).collect(),
+                null_calibration: if shared { "shared" } else { "per_level" }.into(),
+                null_level: calibration.clone(),
+                summary,
+            });
+        }
+    }
+    (programs, first_nulls.unwrap_or_default())
+}

@@ -1,0 +1,106 @@
+//! The dry run in words: the schedule's sessions, steps and runs with their rendered commands,
+//! the levels of a study with factors, and the predicted duration.
+
+use serde::Serialize;
+
+use super::{Schedule, Step};
+
+/// `h m s` rendering of a duration.
+pub fn hms(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    match (s / 3600, s / 60 % 60, s % 60) {
+        (0, 0, sec) => format!("{sec}s"),
+        (0, m, sec) => format!("{m}m{sec:02}s"),
+        (h, m, sec) => format!("{h}h{m:02}m{sec:02}s"),
+    }
+}
+
+/// A unit enum's serde name (`cross`, `session_level_run`).
+fn serde_plain(v: &impl Serialize) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// Human-readable dry run.
+pub fn describe(s: &Schedule) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let runs: usize = s.sessions.iter().map(|x| x.runs.len()).sum();
+    let p = &s.predicted_seconds;
+    let _ = writeln!(out, "study {} on {}: {} sessions, {} runs", s.study, s.testbed, s.sessions.len(), runs);
+    let _ = writeln!(
+        out,
+        "predicted: replay {:.0} s ({}), idle gaps {:.0} s, bring-up {:.0} s, run steps {:.0} s, total {}\n",
+        p.replay,
+        hms(p.replay),
+        p.idle_gaps,
+        p.bring_up,
+        p.run_steps,
+        hms(p.total)
+    );
+    if !s.levels.is_empty() {
+        let f = &s.factors;
+        let names: Vec<String> =
+            f.factors.iter().map(|x| format!("{} ({} values)", x.name.name(), x.values.len())).collect();
+        let _ = writeln!(
+            out,
+            "{} levels: {}, design {}, order {}",
+            s.levels.len(),
+            names.join(" × "),
+            serde_plain(&f.design),
+            serde_plain(&f.order)
+        );
+        for l in &s.levels {
+            let _ = writeln!(out, "  level {}: {} runs, {} of replay and waits", l.name, l.runs, hms(l.seconds));
+        }
+        out.push('\n');
+    }
+    for note in &s.stand_ins {
+        let _ = writeln!(out, "stand-in: {note}");
+    }
+    if !s.stand_ins.is_empty() {
+        out.push('\n');
+    }
+    let step_line = |out: &mut String, indent: &str, st: &Step| {
+        let cmd = st.command.as_deref().unwrap_or("(simulated)");
+        let _ = writeln!(out, "{indent}[{}] {}: {cmd}", st.host, st.action.name());
+    };
+    for line in &s.around.before {
+        let _ = writeln!(out, "before: {line}");
+    }
+    for se in &s.sessions {
+        let _ = writeln!(
+            out,
+            "session {}/{} {}: bitstream {}, trace {} ({} probes)",
+            se.index + 1,
+            s.sessions.len(),
+            se.name(),
+            se.bitstream,
+            se.trace,
+            se.probes
+        );
+        for st in &se.steps {
+            step_line(&mut out, "  ", st);
+        }
+        if let Some(c) = &se.agent_control {
+            let _ = writeln!(out, "  [receiver] agent control: {c}");
+        }
+        for r in &se.runs {
+            if r.wait_before_s > 0.0 {
+                let why = if r.run == 1 { "capture settles" } else { "idle gap" };
+                let _ = writeln!(out, "  wait {} s ({why})", r.wait_before_s);
+            }
+            let at = r.level.as_ref().map(|l| format!(" at {}", l.name())).unwrap_or_default();
+            let _ = writeln!(out, "  run {}{at} ({:.0} s replay)", r.run, r.replay_s);
+            for st in &r.steps {
+                step_line(&mut out, "    ", st);
+            }
+        }
+        for st in &se.teardown {
+            step_line(&mut out, "  ", st);
+        }
+    }
+    for line in &s.around.after {
+        let _ = writeln!(out, "after: {line}");
+    }
+    out
+}

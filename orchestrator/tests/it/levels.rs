@@ -1,0 +1,121 @@
+//! Studies with factors on the simulated testbed: the levels in the dry run, the hive tree, the
+//! summary, the report, DuckDB's view of the tree and a resume; the analysis recovers the
+//! simulator's load model at every level.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use orchestrator::analysis::summary::Summary;
+
+use crate::common::{orchestrate, stderr, test_python, tmp};
+
+const PLAN: &str = "tests/fixtures/good/sweep.yaml";
+const QUIET: &str = "tests/fixtures/good/quiet.yaml";
+const PACING: [u32; 4] = [500, 50_000, 10_000_000, 19_000_000];
+const FRAMES: [u32; 2] = [128, 256];
+
+fn summary(dir: &Path) -> Summary {
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The simulator model's latency of Forward at `pps`: its median (149 ns) plus the mean M/D/1
+/// queueing delay ρ/(2μ(1 − ρ)) of its 20 Mpps pipeline (testbed/model.rs).
+fn model_median(pps: u32) -> f64 {
+    let mu = 20e6;
+    let rho = f64::from(pps) / mu;
+    149.0 + 1e9 * rho / (2.0 * mu * (1.0 - rho))
+}
+
+#[test]
+fn a_load_sweep_recovers_the_model_at_every_level_and_every_level_is_in_tree_summary_and_report() {
+    let plan = orchestrate(&["plan", PLAN]);
+    let text = String::from_utf8_lossy(&plan.stdout);
+    assert!(text.contains("8 levels: pacing_pps (4 values) × frame_size (2 values), design cross"), "{text}");
+    assert!(text.contains("run 7 at pacing_pps=50000/frame_size=128"), "{text}");
+
+    let dir = tmp("sweep");
+    let o = orchestrate(&["run", PLAN, "--out", dir.to_str().unwrap(), "--sim-model", QUIET, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&dir);
+    assert!(s.health.problems.is_empty(), "{:?}", s.health.problems);
+    let p = &s.programs["forward"];
+    let names: Vec<&str> = p.levels.iter().filter_map(|l| l.summary.level.as_deref()).collect();
+    let want: Vec<String> =
+        PACING.iter().flat_map(|pps| FRAMES.map(|f| format!("pacing_pps={pps}/frame_size={f}"))).collect();
+    assert_eq!(names, want);
+    assert_eq!(p.level.as_deref(), Some(want[0].as_str()), "the headline is the first level's");
+    for l in &p.levels {
+        let (pps, frame) = (l.factors["pacing_pps"], l.factors["frame_size"]);
+        let got = l.summary.latency_ns["p50"];
+        let model = model_median(pps);
+        assert!((got - model).abs() < 0.5, "{pps} pps, {frame} B: {got} ns against the model's {model} ns");
+        // The null calibration is measured at each frame size, at the base pacing.
+        assert_eq!(
+            (l.null_calibration.as_str(), l.null_level.clone()),
+            ("per_level", format!("pacing_pps=500/frame_size={frame}"))
+        );
+    }
+    let median = |pps: u32| p.levels.iter().find(|l| l.factors["pacing_pps"] == pps).unwrap().summary.latency_ns["p50"];
+    assert!((median(50_000) - median(500)).abs() < 1.0, "flat at low load");
+    assert!(median(19_000_000) > median(500) + 400.0, "past the knee");
+
+    // The hive tree: every level of the program, the null at its calibration levels.
+    for pps in PACING {
+        for f in FRAMES {
+            let d = dir.join(format!("data/program=forward/pacing_pps={pps}/frame_size={f}/session=2"));
+            assert_eq!(d.read_dir().unwrap().count(), 3, "{}", d.display());
+        }
+    }
+    for f in FRAMES {
+        assert!(dir.join(format!("data/program=null-fwd/pacing_pps=500/frame_size={f}/session=1")).is_dir());
+    }
+    // DuckDB reads the factors as columns of the hive tree (it refuses trees whose folders differ).
+    let query = format!(
+        "import duckdb; print(duckdb.sql(\"SELECT program, pacing_pps, frame_size, count(DISTINCT session || '-' || run) FROM \
+         read_parquet('{}/data/**/*.parquet', hive_partitioning=true) GROUP BY ALL ORDER BY ALL\").fetchall())",
+        dir.display()
+    );
+    let o = Command::new(test_python()).args(["-c", &query]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(rows.matches("('forward'").count(), 8, "{rows}");
+    assert_eq!(rows.matches("('null-fwd', 500, ").count(), 2, "{rows}");
+    assert!(rows.contains("('forward', 19000000, 256, 6)") && rows.contains("('null-fwd', 500, 128, 6)"), "{rows}");
+
+    // The report's per-level table and a figure per factor.
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert_eq!(md.matches("| forward | pacing_pps ").count(), 8, "{md}");
+    for f in ["latency-vs-factor-1.svg", "latency-vs-factor-2.svg"] {
+        assert!(dir.join("figures").join(f).is_file(), "{f}");
+    }
+    assert!(md.contains("Latency against pacing_pps") && md.contains("Latency against frame_size"));
+
+    // A resume after the journal lost its last half redoes those runs, bit for bit.
+    let before = tree_checksums(&dir.join("data"));
+    let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+    let lines: Vec<&str> = journal.lines().collect();
+    std::fs::write(dir.join("journal.jsonl"), lines[..lines.len() / 2].join("\n") + "\n").unwrap();
+    let o = orchestrate(&["run", PLAN, "--out", dir.to_str().unwrap(), "--sim-model", QUIET, "--resume", "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(tree_checksums(&dir.join("data")), before);
+    assert_eq!(summary(&dir).programs["forward"].levels, p.levels);
+}
+
+/// sha256 of every file under `dir`, by relative path.
+fn tree_checksums(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                out.insert(rel, orchestrator::digest::sha256_file(&path).unwrap());
+            }
+        }
+    }
+    out
+}
