@@ -131,6 +131,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             gap_below,
             median_ci95_ns: None,
             p99_ci95_ns: None,
+            frequency: Some(members.len() as f64 / sessions.len() as f64),
+            frequency_ci95: Some(super::stats::wilson95(members.len(), sessions.len())),
         });
         members_of.push(members);
         pooled_of.push(pooled);

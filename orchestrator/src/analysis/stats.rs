@@ -137,9 +137,32 @@ pub fn histogram_distances(a: &super::summary::Histogram, b: &super::summary::Hi
     Some((ks, w1))
 }
 
+/// Wilson's 95 % score interval of a proportion of `k` in `n` (Wilson 1927): good coverage for
+/// few trials and proportions near 0 or 1, unlike the normal approximation.
+pub fn wilson95(k: usize, n: usize) -> [f64; 2] {
+    if n == 0 {
+        return [0.0, 1.0];
+    }
+    let (z, n) = (1.959_963_984_540_054_f64, n as f64);
+    let p = k as f64 / n;
+    let denominator = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denominator;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wilson_intervals_match_statsmodels() {
+        // statsmodels.stats.proportion.proportion_confint(k, n, method="wilson").
+        for (k, n, lo, hi) in [(6, 20, 0.145_5, 0.519_0), (0, 10, 0.0, 0.277_5), (19, 20, 0.763_9, 0.991_1)] {
+            let [a, b] = wilson95(k, n);
+            assert!((a - lo).abs() < 1e-4 && (b - hi).abs() < 1e-4, "{k}/{n}: [{a}, {b}]");
+        }
+    }
     use crate::analysis::summary::Histogram;
 
     #[test]

@@ -136,6 +136,12 @@ pub struct Mode {
     /// 95 % interval of this mode's p99.
     #[serde(default)]
     pub p99_ci95_ns: Option<[f64; 2]>,
+    /// The share of the program's sessions (bring-ups) that landed in this mode.
+    #[serde(default)]
+    pub frequency: Option<f64>,
+    /// Wilson's 95 % score interval of that share.
+    #[serde(default)]
+    pub frequency_ci95: Option<[f64; 2]>,
 }
 
 /// The support of a split between two modes.

@@ -159,6 +159,10 @@ impl Observer for Log {
             }
             Event::RunFailed { index, run, reason } => format!("session {} run {run}: failed: {reason}", index + 1),
             Event::Quarantined { path, to, reason } => format!("{path}: {reason}; moved to {to}"),
+            Event::SessionsEnded { program, rule_met, detail, .. } => format!(
+                "{program}: {} {detail}",
+                if *rule_met { "stopping rule met" } else { "maximum sessions reached, stopping rule not met" }
+            ),
             Event::Interrupted => "interrupted; cleaning up".to_string(),
             Event::StudyFinished { complete, failed } => {
                 format!("study finished: {complete} runs stored, {failed} failed")

@@ -2,6 +2,7 @@
 //! retries and run validation, stores each accepted run atomically, and records every event in
 //! the journal so that an interrupted study resumes exactly where it stopped.
 
+pub mod adaptive;
 pub mod events;
 pub mod provenance;
 mod resume;
@@ -374,13 +375,18 @@ fn walk(
         complete: done.len(),
         resumed: options.resume,
     })?;
+    let mut ladder = Ladder::default();
     for s in &schedule.sessions {
+        if ladder.ended.contains(&s.program) {
+            continue;
+        }
         let pending: Vec<&Run> =
             s.runs.iter().filter(|r| !done.contains_key(&(s.program.clone(), s.session, r.run))).collect();
         outcome.skipped += s.runs.len() - pending.len();
         outcome.complete += s.runs.len() - pending.len();
         if pending.is_empty() {
             engine.emit(Event::SessionSkipped { index: s.index, name: s.name() })?;
+            ladder.after_session(engine, s, tb)?;
             continue;
         }
         if engine.cancel.is_cancelled() {
@@ -432,8 +438,44 @@ fn walk(
             return Ok(outcome);
         }
         engine.emit(Event::SessionFinished { index: s.index })?;
+        ladder.after_session(engine, s, tb)?;
     }
     Ok(outcome)
+}
+
+/// Adaptive sessions: the raw medians of each program's sessions so far, and the programs whose
+/// bring-ups have ended.
+#[derive(Default)]
+struct Ladder {
+    medians: BTreeMap<String, Vec<f64>>,
+    ended: std::collections::BTreeSet<String>,
+}
+
+impl Ladder {
+    /// After a program's session (run or already complete): check its stopping rule.
+    fn after_session(&mut self, engine: &mut Engine<'_>, s: &Session, tb: &dyn Testbed) -> Result<(), EngineError> {
+        let Some(rule) = engine.plan.protocol.adaptive.filter(|_| s.kind == SessionKind::Program) else {
+            return Ok(());
+        };
+        let completed = journal::completed(&journal::read(&engine.dir.journal_path())?);
+        let medians = self.medians.entry(s.program.clone()).or_default();
+        medians.extend(adaptive::session_median(engine.dir, s, &completed, tb.tsc_hz()));
+        if s.session < rule.min {
+            return Ok(());
+        }
+        let verdict = adaptive::decide(&rule, &engine.plan.analysis.modes, medians);
+        if verdict.stop || s.session >= rule.max {
+            let detail = verdict.describe(medians.len());
+            self.ended.insert(s.program.clone());
+            engine.emit(Event::SessionsEnded {
+                program: s.program.clone(),
+                sessions: s.session,
+                rule_met: verdict.stop,
+                detail,
+            })?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -200,6 +200,24 @@ impl Decoder {
         None
     }
 
+    /// A value that is either a mapping (read with `map`) or something else (read with `other`).
+    /// A describe pass reads both.
+    pub fn either<T>(
+        &mut self,
+        node: &Node,
+        map: impl FnOnce(&mut Decoder, &Node) -> Option<T>,
+        other: impl FnOnce(&mut Decoder, &Node) -> Option<T>,
+    ) -> Option<T> {
+        match node.value {
+            Value::Slot(_) => {
+                let _ = map(self, node);
+                other(self, node)
+            }
+            Value::Map(_) => map(self, node),
+            _ => other(self, node),
+        }
+    }
+
     /// Whether the value is the word `word` (which a value of another type may stand beside, as
     /// `vlan: none` beside a VLAN id).
     pub fn is_word(&mut self, node: &Node, word: &str) -> bool {

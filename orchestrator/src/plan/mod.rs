@@ -94,8 +94,11 @@ pub struct RunChecks {
 /// The measurement protocol.
 #[derive(Clone, Debug, Serialize)]
 pub struct Protocol {
-    /// Bring-ups per program (and per null/trace pair).
+    /// Bring-ups per program (and per null/trace pair); with `adaptive`, the most a program may
+    /// take.
     pub sessions: u32,
+    /// Adaptive sessions: a program keeps being brought up until its stopping rule holds.
+    pub adaptive: Option<Adaptive>,
     /// Replay runs per session.
     pub runs: u32,
     /// Replay rate, packets per second.
@@ -115,6 +118,25 @@ pub struct Protocol {
     pub steps: BTreeMap<Action, StepPolicy>,
     /// Run acceptance thresholds.
     pub run_checks: RunChecks,
+}
+
+/// Adaptive sessions (`sessions: {min, max, until}`): after each of a program's sessions from the
+/// `min`-th on, the study stops bringing it up once its reset modes are stable and its median is
+/// known well enough; never past `max`. Null calibrations take `min` sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Adaptive {
+    /// Sessions always run.
+    pub min: u32,
+    /// Sessions never exceeded.
+    pub max: u32,
+    /// No new mode may have appeared in this many latest sessions.
+    pub stable_sessions: u32,
+    /// The Good–Turing estimate of the probability that the next bring-up lands in a mode not seen
+    /// yet (modes seen in exactly one session / sessions) must be below this.
+    pub unseen_mode_below: f64,
+    /// The 95 % interval of the headline mode's median over its sessions must be narrower than
+    /// this, ns (none: not required).
+    pub median_ci_ns: Option<f64>,
 }
 
 /// When a session reprograms the card.
@@ -525,6 +547,12 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         _ => Some(Vec::new()),
     };
     let factors = Factors { factors: factor_list, design: design?, order: order? };
+    if let (Some(p), factors::Order::LevelSessionRun, Some(at)) = (&protocol, factors.order, protocol_node)
+        && p.adaptive.is_some()
+    {
+        d.error(at.pos, "adaptive sessions need `order: session_level_run` (every level in each bring-up)");
+        return None;
+    }
     let mut traces = traces?;
     traces.extend(sized?);
     if !zip_ok {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::steps::decode_steps;
 use super::yaml::{Decoder, Node};
-use super::{FlashPolicy, Protocol, RunChecks};
+use super::{Adaptive, FlashPolicy, Protocol, RunChecks};
 
 const FLASH: &[(&str, FlashPolicy)] =
     &[("every_session", FlashPolicy::EverySession), ("on_change", FlashPolicy::OnChange)];
@@ -12,7 +12,8 @@ const FLASH: &[(&str, FlashPolicy)] =
 /// Decode `protocol:`.
 pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let mut m = d.map(n, "protocol")?;
-    let sessions = m.required(d, "sessions", |d, v| d.uint(v, 1..=1000));
+    let sessions =
+        m.required(d, "sessions", |d, v| d.either(v, decode_adaptive, |d, v| d.uint(v, 1..=1000).map(|n| (n, None))));
     let runs = m.required(d, "runs", |d, v| d.uint(v, 1..=10_000));
     let pacing_pps = m.required(d, "pacing_pps", |d, v| d.uint(v, 1..=100_000_000));
     let idle_gap_s = m.or(d, "idle_gap_s", 5.0, |d, v| d.number(v, 0.0..=86_400.0));
@@ -23,8 +24,10 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let run_checks = m.or(d, "run_checks", RunChecks::default(), decode_run_checks);
     m.done(d);
+    let (sessions, adaptive) = sessions?;
     Some(Protocol {
-        sessions: sessions?,
+        sessions,
+        adaptive,
         runs: runs?,
         pacing_pps: pacing_pps?,
         idle_gap_s: idle_gap_s?,
@@ -35,6 +38,28 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
         steps: steps?,
         run_checks: run_checks?,
     })
+}
+
+/// `sessions: {min, max, until: {stable_sessions, unseen_mode_below, median_ci_ns}}`.
+fn decode_adaptive(d: &mut Decoder, n: &Node) -> Option<(u32, Option<Adaptive>)> {
+    let mut m = d.map(n, "adaptive sessions: {min, max, until}")?;
+    let min = m.required(d, "min", |d, v| d.uint(v, 2..=1000));
+    let max = m.required(d, "max", |d, v| d.uint(v, 2..=1000));
+    let until = m.required(d, "until", |d, v| {
+        let mut u = d.map(v, "stopping rule: {stable_sessions, unseen_mode_below, median_ci_ns}")?;
+        let stable = u.or(d, "stable_sessions", 5, |d, v| d.uint(v, 1..=1000));
+        let unseen = u.or(d, "unseen_mode_below", 0.05, |d, v| d.number(v, 0.0..=1.0));
+        let ci = u.optional(d, "median_ci_ns", |d, v| d.number(v, 0.0..=1e6));
+        u.done(d);
+        Some((stable?, unseen?, ci?))
+    });
+    m.done(d);
+    let (min, max, (stable_sessions, unseen_mode_below, median_ci_ns)) = (min?, max?, until?);
+    if max < min {
+        d.error(n.pos, format!("`max` ({max}) is below `min` ({min})"));
+        return None;
+    }
+    Some((max, Some(Adaptive { min, max, stable_sessions, unseen_mode_below, median_ci_ns })))
 }
 
 impl Default for RunChecks {

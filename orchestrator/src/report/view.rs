@@ -303,7 +303,13 @@ fn program_view(name: &str, p: &ProgramSummary) -> ProgramView {
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                format!("{}: sessions {} (median {} ns)", i + 1, session_list(&m.sessions), ns(mode_median(m)))
+                let share = match (m.frequency, m.frequency_ci95) {
+                    (Some(f), Some([lo, hi])) => {
+                        format!(", {:.0} % of bring-ups, 95 % CI {:.0}–{:.0} %", f * 100.0, lo * 100.0, hi * 100.0)
+                    }
+                    _ => String::new(),
+                };
+                format!("{}: sessions {} (median {} ns{share})", i + 1, session_list(&m.sessions), ns(mode_median(m)))
             })
             .collect::<Vec<_>>()
             .join("; ")

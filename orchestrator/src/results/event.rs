@@ -220,6 +220,18 @@ pub enum Event {
         /// Session index.
         index: usize,
     },
+    /// Adaptive sessions: a program's bring-ups end, because its stopping rule holds or its
+    /// `max` is reached; its remaining sessions are not run.
+    SessionsEnded {
+        /// Program.
+        program: String,
+        /// Sessions it took.
+        sessions: u32,
+        /// Whether the stopping rule holds (false: `max` was reached first).
+        rule_met: bool,
+        /// What the rule found, in words.
+        detail: String,
+    },
     /// A file that could not be trusted was moved aside.
     Quarantined {
         /// Original path, relative.

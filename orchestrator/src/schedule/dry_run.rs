@@ -54,6 +54,15 @@ pub fn describe(s: &Schedule) -> String {
         }
         out.push('\n');
     }
+    if let Some(low) = s.adaptive_min_seconds {
+        let _ = writeln!(
+            out,
+            "adaptive sessions: each program is brought up until its stopping rule holds; predicted total between {} \
+             (every program at its minimum) and {} (at its maximum); null calibrations take the minimum\n",
+            hms(low),
+            hms(p.total)
+        );
+    }
     for note in &s.stand_ins {
         let _ = writeln!(out, "stand-in: {note}");
     }

@@ -39,6 +39,9 @@ pub struct Schedule {
     /// Traces replayed as generated stand-ins of absent published files, in plain words; on a
     /// testbed that replays only published files, why `run` refuses them.
     pub stand_ins: Vec<String>,
+    /// Adaptive sessions: the predicted total if every program stops at its minimum (the total
+    /// above is at the maximum).
+    pub adaptive_min_seconds: Option<f64>,
 }
 
 /// One level of a study with factors, as the dry run shows it.
@@ -50,6 +53,12 @@ pub struct LevelPlan {
     pub runs: usize,
     /// Predicted replay time and waits before its runs, seconds (bring-ups are shared).
     pub seconds: f64,
+}
+
+impl Predicted {
+    fn sum(&self) -> f64 {
+        self.replay + self.idle_gaps + self.bring_up + self.run_steps
+    }
 }
 
 /// A real testbed's work around the steps, as the dry run shows it.
@@ -233,6 +242,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
     let mut per_level: Vec<LevelPlan> =
         levels.iter().map(|l| LevelPlan { name: l.name(), runs: 0, seconds: 0.0 }).collect();
     let mut on_card: Option<&str> = None;
+    // Predicted time of the sessions adaptive programs may not need.
+    let mut beyond_min = 0.0;
     for g in &groups {
         let trace = &plan.traces[g.trace];
         let probe_format = match trace.source.generated() {
@@ -329,6 +340,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             }
             let teardown = vec![render(Action::AgentStop, None)];
 
+            let before = predicted;
             predicted.bring_up += steps.iter().map(|s| s.estimate_s).sum::<f64>();
             predicted.replay += runs.iter().map(|r| r.replay_s).sum::<f64>();
             predicted.idle_gaps += runs.iter().map(|r| r.wait_before_s).sum::<f64>();
@@ -339,6 +351,9 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 .chain(&teardown)
                 .map(|s| s.estimate_s)
                 .sum::<f64>();
+            if g.kind == SessionKind::Program && proto.adaptive.is_some_and(|a| s > a.min) {
+                beyond_min += predicted.sum() - before.sum();
+            }
             let agent_control = inventory.map(|inv| {
                 let l = crate::plan::layout::RemoteLayout::of(inv);
                 format!(
@@ -362,7 +377,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             });
         }
     }
-    predicted.total = predicted.replay + predicted.idle_gaps + predicted.bring_up + predicted.run_steps;
+    predicted.total = predicted.sum();
     Ok(Schedule {
         study: plan.study.clone(),
         testbed: inventory.map_or_else(|| "sim".to_string(), |i| i.name.clone()),
@@ -370,6 +385,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         predicted_seconds: predicted,
         factors: plan.factors.clone(),
         levels: per_level,
+        adaptive_min_seconds: proto.adaptive.map(|_| predicted.total - beyond_min),
         around: inventory.map_or_else(Around::default, around),
         stand_ins: match inventory {
             Some(inv) if !inv.stand_in_traces => {
@@ -397,7 +413,11 @@ fn session_blocks(plan: &Plan, levels: &[Level], kind: SessionKind) -> Vec<(u32,
     if group_levels.is_empty() {
         group_levels.push(None);
     }
-    let sessions = plan.protocol.sessions;
+    // Adaptive sessions: a program up to its maximum, its null calibration the minimum.
+    let sessions = match (kind, plan.protocol.adaptive) {
+        (SessionKind::Null, Some(a)) => a.min,
+        _ => plan.protocol.sessions,
+    };
     match plan.factors.order {
         Order::SessionLevelRun => (1..=sessions).map(|s| (s, group_levels.clone())).collect(),
         Order::LevelSessionRun => group_levels

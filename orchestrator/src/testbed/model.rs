@@ -16,6 +16,7 @@
 //! | `mode_change_prob` | 0.5 | multi-mode programs: probability that a bring-up lands in each non-first mode |
 //! | `delta_ns` | per trace template | port asymmetry δ of each trace: forward 24, five_tuple 18, remove_header 28, checksum 14; other traces 20 |
 //! | `programs` | per bitstream | latency quantiles (p5 p25 p50 p75 p95 p99, ns) of each mode: the paper's Table I |
+//! | `mode_weights` | per bitstream | relative frequency of each mode at a bring-up (else: the first mode with probability 1 − `mode_change_prob`, the others evenly) |
 //! | `capacity_pps` | per bitstream | service rate μ of the pipeline path: forward 2e6, five_tuple 1.5e6, remove_header 2e6, checksum 1e6; others unlimited |
 //!
 //! The packet-dependent part of a probe's latency is drawn once per (bitstream, probe id) by
@@ -100,6 +101,9 @@ pub struct SimModel {
     pub delta_ns: BTreeMap<String, f64>,
     /// Latency model per bitstream name.
     pub programs: BTreeMap<String, ProgramModel>,
+    /// Relative frequency of each mode at a bring-up, per bitstream name (one weight per mode).
+    #[serde(default)]
+    pub mode_weights: BTreeMap<String, Vec<f64>>,
     /// Service rate of the pipeline path per bitstream name, packets per second (absent:
     /// unlimited).
     #[serde(default)]
@@ -126,6 +130,7 @@ impl Default for SimModel {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         SimModel {
+            mode_weights: BTreeMap::new(),
             capacity_pps,
             tsc_hz: 2.89e9,
             poll_phase_ns: 6.0,
@@ -232,6 +237,20 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             }
         }
     }
+    if let Some(v) = m.get(d, "mode_weights")
+        && let Some(mut wm) = d.map(v, "mode weights per bitstream")
+    {
+        for (k, x) in wm.names(d) {
+            if let Some(w) = number_list(d, x).filter(|w| !w.is_empty() && w.iter().all(|&p| p >= 0.0)) {
+                let modes = out.programs.get(k).map_or(1, |p| p.modes.len());
+                if w.len() == modes && w.iter().sum::<f64>() > 0.0 {
+                    out.mode_weights.insert(k.to_string(), w);
+                    continue;
+                }
+                d.error(x.pos, format!("`{k}` has {modes} mode(s): give one weight ≥ 0 for each, not all 0"));
+            }
+        }
+    }
     m.finish(
         d,
         &[
@@ -250,6 +269,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "step_failure_prob",
             "delta_ns",
             "programs",
+            "mode_weights",
             "capacity_pps",
         ],
     );

@@ -121,6 +121,17 @@ impl SimTestbed {
         let flashes = session.steps.iter().any(|s| matches!(s.action, Action::Flash | Action::FlashJtag));
         let flash = if flashes { session.session } else { 1 };
         let mut r = rng(&[&self.seed.to_le_bytes(), b"mode", session.program.as_bytes(), &flash.to_le_bytes()]);
+        if let Some(w) = self.model.mode_weights.get(&session.bitstream).filter(|w| w.len() == modes) {
+            let u = r.random::<f64>() * w.iter().sum::<f64>();
+            let mut acc = 0.0;
+            return w
+                .iter()
+                .position(|x| {
+                    acc += x;
+                    u < acc
+                })
+                .unwrap_or(modes - 1);
+        }
         if r.random::<f64>() < self.model.mode_change_prob { 1 + r.random_range(0..modes - 1) } else { 0 }
     }
 

@@ -15,21 +15,6 @@ pub(crate) fn assert_invalid(plan: &str, expected: &[&str]) {
 }
 
 #[test]
-fn factor_mistakes_are_all_reported() {
-    assert_invalid(
-        "tests/fixtures/bad/factors.yaml",
-        &[
-            "tests/fixtures/bad/factors.yaml:5:15: factor `pacing_pps` repeats the value 500",
-            "tests/fixtures/bad/factors.yaml:5:26: 0 is out of range (1..=100000000)",
-            "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: 40 B is too short for trace `made` (at least 60 B hold its headers and probe ids)",
-            "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: trace `published` is not generated, so it cannot be made at other sizes",
-            "tests/fixtures/bad/factors.yaml:7:3: unknown factor `burst`",
-            "tests/fixtures/bad/factors.yaml:9:8: unknown value `sessions_first`: expected one of `session_level_run`, `level_session_run`",
-        ],
-    );
-}
-
-#[test]
 fn wrong_types_ranges_and_unknown_keys_are_all_reported() {
     assert_invalid(
         "tests/fixtures/bad/types.yaml",

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use orchestrator::analysis::summary::Summary;
 
+use crate::cli::assert_invalid;
 use crate::common::{orchestrate, stderr, test_python, tmp};
 
 const PLAN: &str = "tests/fixtures/good/sweep.yaml";
@@ -118,4 +119,19 @@ fn tree_checksums(dir: &Path) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+#[test]
+fn factor_mistakes_are_all_reported() {
+    assert_invalid(
+        "tests/fixtures/bad/factors.yaml",
+        &[
+            "tests/fixtures/bad/factors.yaml:5:15: factor `pacing_pps` repeats the value 500",
+            "tests/fixtures/bad/factors.yaml:5:26: 0 is out of range (1..=100000000)",
+            "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: 40 B is too short for trace `made` (at least 60 B hold its headers and probe ids)",
+            "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: trace `published` is not generated, so it cannot be made at other sizes",
+            "tests/fixtures/bad/factors.yaml:7:3: unknown factor `burst`",
+            "tests/fixtures/bad/factors.yaml:9:8: unknown value `sessions_first`: expected one of `session_level_run`, `level_session_run`",
+        ],
+    );
 }

@@ -1,11 +1,12 @@
 //! The orchestrator's integration tests, one binary: the CLI's diagnostics and dry runs (`cli`),
 //! studies on the simulator (`run`), import, analysis, reports and comparison (`import`,
-//! `analysis`, `report`), studies with factors (`levels`), the JSON Schemas of the YAML files (`schemas`), probe traces and their stand-ins (`trace`, `stand_in`), completions and
+//! `analysis`, `report`), studies with factors (`levels`) and adaptive sessions (`adaptive`), the JSON Schemas of the YAML files (`schemas`), probe traces and their stand-ins (`trace`, `stand_in`), completions and
 //! manual pages (`shell`) and, with the `failpoints` feature, the study
 //! end to end on the emulated testbed (`e2e`); `common` holds their shared helpers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod adaptive;
 mod analysis;
 mod cli;
 mod common;

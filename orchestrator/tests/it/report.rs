@@ -116,6 +116,8 @@ fn summary() -> Summary {
                 gap_below: None,
                 median_ci95_ns: None,
                 p99_ci95_ns: None,
+                frequency: None,
+                frequency_ci95: None,
             },
             Mode {
                 sessions: vec![1, 3],
@@ -125,6 +127,8 @@ fn summary() -> Summary {
                 gap_below: None,
                 median_ci95_ns: None,
                 p99_ci95_ns: None,
+                frequency: None,
+                frequency_ci95: None,
             },
         ],
         sessions: vec![session(1, 125.3, 107.1), session(2, 155.2, 137.0), session(3, 124.9, 106.7)],
@@ -178,6 +182,8 @@ fn summary() -> Summary {
             gap_below: None,
             median_ci95_ns: None,
             p99_ci95_ns: None,
+            frequency: None,
+            frequency_ci95: None,
         }],
         sessions: vec![
             session(1, 390.1, 364.2),

@@ -111,8 +111,10 @@ fn every_key_a_decoder_reads_has_a_type_and_the_plan_keys_are_the_documented_one
     );
     assert_eq!(plan["required"], serde_json::json!(["study", "testbed", "protocol", "traces", "programs"]));
     assert_eq!(plan["additionalProperties"], false);
-    let sessions = &plan["properties"]["protocol"]["properties"]["sessions"];
-    assert_eq!((sessions["type"].as_str(), sessions["minimum"].as_i64()), (Some("integer"), Some(1)));
+    // `sessions`: a count, or adaptive sessions `{min, max, until}`.
+    let sessions = &plan["properties"]["protocol"]["properties"]["sessions"]["anyOf"];
+    assert_eq!((sessions[1]["type"].as_str(), sessions[1]["minimum"].as_i64()), (Some("integer"), Some(1)));
+    assert_eq!(sessions[0]["required"], serde_json::json!(["min", "max", "until"]));
 }
 
 #[test]

@@ -1,0 +1,135 @@
+//! Adaptive sessions: whether a program has been brought up often enough. After each of its
+//! sessions from the plan's `min`-th on, the sessions so far are split into reset modes (as the
+//! analysis does, on each session's raw median) and the stopping rule is checked: no new mode in
+//! the latest `stable_sessions` sessions, a Good–Turing estimate of the chance that the next
+//! bring-up shows an unseen mode below `unseen_mode_below`, and (when asked) a 95 % interval of
+//! the headline mode's median over its sessions narrower than `median_ci_ns`.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::{modes, pairs, stats, uncertainty};
+use crate::plan::{Adaptive, ModeSettings};
+use crate::results::ResultsDir;
+use crate::results::journal::Completed;
+use crate::results::runfile;
+use crate::schedule::Session;
+
+/// What the rule found after some sessions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// Modes seen.
+    pub modes: usize,
+    /// Good–Turing estimate of the probability of an unseen mode at the next bring-up.
+    pub unseen: f64,
+    /// Sessions since the last new mode appeared.
+    pub stable: usize,
+    /// Width of the 95 % interval of the headline mode's median over its sessions, ns.
+    pub ci_width_ns: Option<f64>,
+    /// Whether every condition holds.
+    pub stop: bool,
+}
+
+impl Verdict {
+    /// In words, for the journal.
+    pub fn describe(&self, sessions: usize) -> String {
+        format!(
+            "after {sessions} sessions: {} reset mode{}, none new in the last {}, P(unseen mode) ≈ {:.3}{}",
+            self.modes,
+            if self.modes == 1 { "" } else { "s" },
+            self.stable,
+            self.unseen,
+            self.ci_width_ns.map(|w| format!(", median interval {w:.2} ns wide")).unwrap_or_default()
+        )
+    }
+}
+
+/// Check the stopping rule on the raw medians of a program's sessions, in session order.
+pub fn decide(rule: &Adaptive, settings: &ModeSettings, medians: &[f64]) -> Verdict {
+    let n = medians.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| medians[a].total_cmp(&medians[b]));
+    let sorted: Vec<f64> = order.iter().map(|&i| medians[i]).collect();
+    let split = if settings.enabled {
+        modes::split(&sorted, &[], settings.min_separation_ns, settings.min_gap_sigmas)
+    } else {
+        modes::Split { clusters: std::iter::once(0..n).collect(), within_sd_ns: None, threshold_ns: f64::INFINITY }
+    };
+    // The mode of each session, in session order.
+    let mut mode_of = vec![0; n];
+    for (k, c) in split.clusters.iter().enumerate() {
+        for &i in &order[c.clone()] {
+            mode_of[i] = k;
+        }
+    }
+    let first_seen = (0..split.clusters.len()).filter_map(|k| mode_of.iter().position(|&m| m == k)).max();
+    let stable = first_seen.map_or(0, |i| n - 1 - i);
+    let singletons = split.clusters.iter().filter(|c| c.len() == 1).count();
+    let unseen = if n == 0 { 1.0 } else { singletons as f64 / n as f64 };
+    let headline = split.clusters.iter().max_by_key(|c| c.len()).map(|c| &sorted[c.clone()]);
+    let ci_width_ns = headline.filter(|m| m.len() >= 2).map(|m| {
+        let mean = m.iter().sum::<f64>() / m.len() as f64;
+        let sd = (m.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (m.len() - 1) as f64).sqrt();
+        2.0 * uncertainty::t975((m.len() - 1) as f64) * sd / (m.len() as f64).sqrt()
+    });
+    let ci_ok = match rule.median_ci_ns {
+        None => true,
+        Some(target) => ci_width_ns.is_some_and(|w| w < target),
+    };
+    let stop =
+        n >= rule.min as usize && stable >= rule.stable_sessions as usize && unseen < rule.unseen_mode_below && ci_ok;
+    Verdict { modes: split.clusters.len(), unseen, stable, ci_width_ns, stop }
+}
+
+/// The raw median of a session: per probe the median over its stored runs of the differential,
+/// then the median over probes, ns. Reads the session's run files the journal records complete.
+pub fn session_median(
+    dir: &ResultsDir,
+    s: &Session,
+    completed: &BTreeMap<(String, u32, u32), Completed>,
+    tsc_hz: f64,
+) -> Option<f64> {
+    let mut by_probe: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for r in &s.runs {
+        let Some(c) = completed.get(&(s.program.clone(), s.session, r.run)) else { continue };
+        let Ok((batches, _)) = runfile::read(&dir.root().join(&c.path)) else { continue };
+        for (id, d) in pairs::pair(&batches).diffs {
+            by_probe.entry(id).or_default().push(d as f64 * 1e9 / tsc_hz);
+        }
+    }
+    let mut estimates: Vec<f64> = by_probe.into_values().map(|mut v| stats::median(&mut v)).collect();
+    (!estimates.is_empty()).then(|| stats::median(&mut estimates))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULE: Adaptive =
+        Adaptive { min: 3, max: 50, stable_sessions: 4, unseen_mode_below: 0.1, median_ci_ns: Some(1.0) };
+    const MODES: ModeSettings = ModeSettings { enabled: true, min_separation_ns: 3.0, min_gap_sigmas: 8.0 };
+
+    #[test]
+    fn the_rule_waits_for_stable_modes_no_singletons_and_a_narrow_interval() {
+        // Two modes 30 ns apart; the second first seen in session 3.
+        let m = [107.0, 107.2, 137.1, 106.9, 137.0, 107.1, 106.8, 107.0];
+        let v = decide(&RULE, &MODES, &m[..3]);
+        assert_eq!((v.modes, v.stable, v.stop), (2, 0, false));
+        // By hand after 8: modes seen at sessions 1 and 3 → 5 sessions since; no mode seen once
+        // → P(unseen) = 0; the low mode's 6 medians: mean 107.0, sd 0.1414, t(5) = 2.5706 →
+        // width 2 × 2.5706 × 0.1414 / √6 = 0.2968 ns.
+        let v = decide(&RULE, &MODES, &m);
+        assert_eq!((v.modes, v.stable, v.unseen), (2, 5, 0.0));
+        assert!((v.ci_width_ns.unwrap() - 0.2968).abs() < 1e-3, "{v:?}");
+        assert!(v.stop);
+        // A third mode seen once: P(unseen) = 1/9 ≥ 0.1, and it is new.
+        let mut more = m.to_vec();
+        more.push(160.0);
+        let v = decide(&RULE, &MODES, &more);
+        assert_eq!((v.modes, v.stable, v.stop), (3, 0, false));
+        assert!((v.unseen - 1.0 / 9.0).abs() < 1e-12);
+        // A wide interval alone keeps it going.
+        let loose = [100.0, 101.5, 100.2, 101.9, 100.1, 101.7];
+        let v = decide(&RULE, &MODES, &loose);
+        assert_eq!((v.modes, v.stop), (1, false), "{v:?}");
+    }
+}
