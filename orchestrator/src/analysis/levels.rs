@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::summary::{LevelSummary, NullSummary, ProgramSummary};
 use super::{RunPairs, analyse_runs};
+use crate::plan::FactorName;
 use crate::results::index::Index;
 use crate::schedule::SessionKind;
 
@@ -31,7 +32,17 @@ pub(super) fn analyse(
             })
             .copied()
             .collect();
-        let (level_programs, nulls) = analyse_runs(index, &at, quantile_levels, Some(&name), problems);
+        // A header-inserting program's bound depends on the level's frame size.
+        let mut at_level = index.clone();
+        if let Some(size) = sl.level.get(FactorName::FrameSize) {
+            for g in &mut at_level.groups {
+                if let Some(m) = &mut g.bound_model {
+                    m.min_frame_bytes = size;
+                    g.vendor_bound_cycles = Some(m.cycles(size));
+                }
+            }
+        }
+        let (level_programs, nulls) = analyse_runs(&at_level, &at, quantile_levels, Some(&name), problems);
         first_nulls.get_or_insert(nulls);
         let shared = sl.level.values.iter().all(|(f, _)| !f.changes_traffic());
         for (program, summary) in level_programs {

@@ -207,6 +207,7 @@ mod tests {
             bitstream: "p".into(),
             clock_mhz: 250.0,
             vendor_bound_cycles: None,
+            bound_model: None,
             probes: 2,
         }
     }

@@ -159,6 +159,13 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
                 median_cycles: a.median_cycles.min(b.median_cycles),
                 p99_cycles: a.p99_cycles.min(b.p99_cycles),
             }),
+            insertion: g.bound_model.map(|m| Insertion {
+                base_cycles: m.base_cycles,
+                insert_cycles: m.insert_cycles,
+                in_flight: m.in_flight(m.min_frame_bytes),
+                min_frame_bytes: m.min_frame_bytes,
+                bus_bits: m.bus_bits,
+            }),
         }
     });
 

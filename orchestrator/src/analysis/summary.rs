@@ -235,6 +235,25 @@ pub struct VendorBound {
     /// headline's for a single-mode program).
     #[serde(default)]
     pub worst_mode: Option<Margins>,
+    /// A program that inserts headers: how the bound was made from its parts (UG1308).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insertion: Option<Insertion>,
+}
+
+/// The parts of a header-inserting program's bound: `cycles = base_cycles + insert_cycles ×
+/// in_flight`, `in_flight = ⌈base_cycles / (max(60, min_frame_bytes) × 8 / bus_bits)⌉`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Insertion {
+    /// The program's latency without insertions, cycles.
+    pub base_cycles: u32,
+    /// Cycles each packet adds for its inserted headers.
+    pub insert_cycles: u32,
+    /// Packets that can be in the pipeline at once.
+    pub in_flight: u32,
+    /// The smallest frame of the traffic, bytes.
+    pub min_frame_bytes: u32,
+    /// Data bus width, bits.
+    pub bus_bits: u32,
 }
 
 /// Hardware-clock verification.

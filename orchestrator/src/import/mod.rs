@@ -421,6 +421,7 @@ fn write_provenance(
                 bitstream: t.bitstream.to_string(),
                 clock_mhz: CLOCK_MHZ,
                 vendor_bound_cycles: t.bound,
+                bound_model: None,
                 probes,
             });
         }

@@ -37,6 +37,12 @@ pub struct Bitstream {
     pub clock_mhz: f64,
     /// Vendor worst-case pipeline latency in clock cycles (absent for null images).
     pub vendor_bound_cycles: Option<u32>,
+    /// Cycles each packet adds for the headers the program inserts (UG1308's calculation A, as
+    /// LatencyLab's `emulator/run_latency.py` derives it from the P4 source: each inserted header's
+    /// bits over the bus width, rounded up); none for a program that inserts none.
+    pub header_insert_cycles: Option<u32>,
+    /// Width of the pipeline's data bus, bits.
+    pub bus_bits: u32,
     /// Whether this image bypasses the pipeline on both ports (calibration).
     pub null: bool,
     /// How the card is programmed with it.
@@ -64,6 +70,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     if let (Some(false), Some(None)) = (null, vendor) {
         d.error(m.pos, "missing key `vendor_bound_cycles` (required unless `null: true`)");
     }
+    let insert = m.optional(d, "header_insert_cycles", |d, n| d.uint(n, 1..=10_000));
+    let bus_bits = m.or(d, "bus_bits", 512, |d, n| d.uint(n, 8..=4096));
     let programming = m.required(d, "programming", |d, n| d.choice(n, PROGRAMMING));
     let table_driver_dir = m.optional(d, "table_driver_dir", Decoder::string);
     m.done(d);
@@ -83,6 +91,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         shell: shell?,
         clock_mhz: clock_mhz?,
         vendor_bound_cycles: vendor?,
+        header_insert_cycles: insert?,
+        bus_bits: bus_bits?,
         null: null?,
         programming: programming?,
         table_driver_dir: table_driver_dir?,

@@ -216,6 +216,7 @@ pub(crate) struct LevelRow {
     modes: usize,
     null_calibration: String,
     probes: u64,
+    bound: String,
 }
 
 /// Every level of every program, in plan order.
@@ -233,6 +234,7 @@ pub(crate) fn rows(s: &Summary) -> Vec<LevelRow> {
                 modes: l.summary.modes.len(),
                 null_calibration: format!("{} ({})", l.null_calibration, l.null_level),
                 probes: l.summary.probes,
+                bound: l.summary.vendor_bound.as_ref().map_or("—".into(), |b| b.cycles.to_string()),
             })
         })
         .collect()

@@ -31,6 +31,8 @@ pub(super) struct View {
     figures: Vec<FigureView>,
     /// Studies with factors: each program's results at every level.
     levels: Vec<super::levels::LevelRow>,
+    /// How the bounds of header-inserting programs were made.
+    bound_notes: Vec<String>,
     health: Vec<Item>,
     programs: Vec<ProgramView>,
     nulls: Vec<NullView>,
@@ -222,6 +224,19 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             })
             .collect(),
         levels: super::levels::rows(s),
+        bound_notes: s
+            .programs
+            .iter()
+            .filter_map(|(name, p)| {
+                let v = p.vendor_bound.as_ref()?;
+                let i = v.insertion?;
+                Some(format!(
+                    "{name} inserts headers: its bound is {} base cycles + {} cycles × {} packets in flight ({} B \
+                     smallest frame, {}-bit bus) = {} cycles (Xilinx UG1308, as LatencyLab's run_latency.py)",
+                    i.base_cycles, i.insert_cycles, i.in_flight, i.min_frame_bytes, i.bus_bits, v.cycles
+                ))
+            })
+            .collect(),
         health,
         programs,
         nulls,

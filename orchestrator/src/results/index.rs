@@ -24,8 +24,11 @@ pub struct Group {
     pub bitstream: String,
     /// Pipeline clock, MHz.
     pub clock_mhz: f64,
-    /// Vendor bound, cycles.
+    /// Vendor bound, cycles (with header insertion, for the group's trace; see `bound_model`).
     pub vendor_bound_cycles: Option<u32>,
+    /// A program that inserts headers: the parts of its traffic-dependent bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_model: Option<BoundModel>,
     /// Probes per run.
     pub probes: u64,
 }
@@ -48,6 +51,35 @@ impl StudyLevel {
             .into_iter()
             .map(|l| StudyLevel { calibration: l.calibration(|f| plan.base_value(f)), level: l })
             .collect()
+    }
+}
+
+/// The vendor's bound of a program that inserts headers (Xilinx UG1308, as LatencyLab's
+/// `emulator/run_latency.py` computes it): the base latency plus the cycles the insertions add
+/// to every packet that can be in the pipeline at once, which depends on the smallest frame of the
+/// traffic: `base + A × ⌈base / (max(60, smallest frame) × 8 / bus)⌉`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BoundModel {
+    /// Base latency (the program without insertions), cycles.
+    pub base_cycles: u32,
+    /// Cycles each packet adds for its inserted headers (A).
+    pub insert_cycles: u32,
+    /// Data bus width, bits.
+    pub bus_bits: u32,
+    /// The smallest frame of the group's trace, bytes.
+    pub min_frame_bytes: u32,
+}
+
+impl BoundModel {
+    /// Packets that can be in the pipeline at once with frames of at least `min_frame` bytes (B).
+    pub fn in_flight(&self, min_frame: u32) -> u32 {
+        let cycles_per_packet = f64::from(min_frame.max(60) * 8) / f64::from(self.bus_bits);
+        (f64::from(self.base_cycles) / cycles_per_packet).ceil() as u32
+    }
+
+    /// The bound with frames of at least `min_frame` bytes, cycles (D = base + A × B).
+    pub fn cycles(&self, min_frame: u32) -> u32 {
+        self.base_cycles + self.insert_cycles * self.in_flight(min_frame)
     }
 }
 
@@ -103,6 +135,7 @@ impl Group {
             bitstream: program.into(),
             clock_mhz: 250.0,
             vendor_bound_cycles: bound,
+            bound_model: None,
             probes,
         }
     }
@@ -121,6 +154,14 @@ pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
             .iter()
             .find(|p| s.kind == SessionKind::Program && p.name == s.program && p.null_trace != p.trace)
             .map(|p| plan.traces[p.null_trace].name.clone());
+        let bound_model = b.and_then(|b| {
+            Some(BoundModel {
+                base_cycles: b.vendor_bound_cycles?,
+                insert_cycles: b.header_insert_cycles?,
+                bus_bits: b.bus_bits,
+                min_frame_bytes: plan.traces.iter().find(|t| t.name == s.trace).map_or(60, smallest_frame),
+            })
+        });
         out.push(Group {
             program: s.program.clone(),
             kind: s.kind,
@@ -128,9 +169,46 @@ pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
             null_trace,
             bitstream: s.bitstream.clone(),
             clock_mhz: b.map_or(250.0, |b| b.clock_mhz),
-            vendor_bound_cycles: b.and_then(|b| b.vendor_bound_cycles),
+            vendor_bound_cycles: match bound_model {
+                Some(m) => Some(m.cycles(m.min_frame_bytes)),
+                None => b.and_then(|b| b.vendor_bound_cycles),
+            },
+            bound_model,
             probes: s.probes,
         });
     }
     out
+}
+
+/// The smallest frame of a trace, bytes: a generated trace's frame length, a pcap's shortest
+/// frame (60 when it cannot be read: the Ethernet minimum the vendor's model floors at).
+fn smallest_frame(t: &crate::plan::Trace) -> u32 {
+    match &t.source {
+        crate::plan::TraceSource::Pcap { path, .. } => {
+            crate::trace::inspect(path, crate::plan::ProbeFormat::Latencylab)
+                .ok()
+                .and_then(|i| i.frame_len_min)
+                .unwrap_or(60)
+        }
+        source => source.generated().map_or(60, |g| g.frame_len),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_insertion_bound_follows_the_vendors_arithmetic() {
+        // By hand, as run_latency.py computes it: base 55 cycles, A = 1, 512-bit bus.
+        // 60 B: 480 / 512 = 0.9375 cycles per packet, ⌈55 / 0.9375⌉ = ⌈58.67⌉ = 59 in flight → 114.
+        // 212 B: 1696 / 512 = 3.3125, ⌈16.6⌉ = 17 → 72. Frames below 60 B count as 60.
+        let m = BoundModel { base_cycles: 55, insert_cycles: 1, bus_bits: 512, min_frame_bytes: 212 };
+        assert_eq!((m.in_flight(60), m.cycles(60)), (59, 114));
+        assert_eq!((m.in_flight(212), m.cycles(212)), (17, 72));
+        assert_eq!(m.cycles(42), m.cycles(60));
+        // Two bus beats per packet for a 96-bit header on a 64-bit bus: A = 2; 128 B → 16 beats.
+        let m = BoundModel { base_cycles: 40, insert_cycles: 2, bus_bits: 64, min_frame_bytes: 128 };
+        assert_eq!(m.cycles(128), 40 + 2 * 3);
+    }
 }

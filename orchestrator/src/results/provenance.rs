@@ -331,6 +331,7 @@ mod tests {
                 bitstream: "fwd".into(),
                 clock_mhz: 250.0,
                 vendor_bound_cycles: Some(55),
+                bound_model: None,
                 probes: 10,
             }],
             analysis: Analysis::default(),

@@ -199,6 +199,7 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
                 bitstream: "forward".into(),
                 clock_mhz: 250.0,
                 vendor_bound_cycles: Some(55),
+                bound_model: None,
                 probes: 20_000,
             },
             Group {
@@ -209,6 +210,7 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
                 bitstream: "golden_nic".into(),
                 clock_mhz: 250.0,
                 vendor_bound_cycles: None,
+                bound_model: None,
                 probes: 20_000,
             },
         ]

@@ -135,3 +135,28 @@ fn factor_mistakes_are_all_reported() {
         ],
     );
 }
+
+#[test]
+fn a_header_inserting_programs_bound_follows_each_levels_frame_size() {
+    let dir = tmp("inserting");
+    let o = orchestrate(&["run", "tests/fixtures/good/inserting.yaml", "--out", dir.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&dir);
+    // By hand (UG1308, as run_latency.py): base 55 cycles, 1 cycle per packet inserted, 512-bit
+    // bus. 128 B: 1024 / 512 = 2 cycles a packet, ⌈55 / 2⌉ = 28 in flight → 83 cycles; 512 B: 8
+    // cycles a packet, ⌈6.9⌉ = 7 → 62 cycles.
+    let bounds: Vec<(u32, u32, u32)> = s.programs["transit"]
+        .levels
+        .iter()
+        .map(|l| {
+            let b = l.summary.vendor_bound.as_ref().unwrap();
+            (l.factors["frame_size"], b.insertion.unwrap().in_flight, b.cycles)
+        })
+        .collect();
+    assert_eq!(bounds, [(128, 28, 83), (512, 7, 62)]);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("transit inserts headers: its bound is 55 base cycles + 1 cycles × 28 packets in flight (128 B"),
+        "{md}"
+    );
+}

@@ -135,6 +135,7 @@ fn summary() -> Summary {
         null_offset_ns: 18.2,
         reproducibility_ns: 0.4,
         vendor_bound: Some(VendorBound {
+            insertion: None,
             clock_mhz: 250.0,
             cycles: 53,
             ns: 212.0,
@@ -195,6 +196,7 @@ fn summary() -> Summary {
         null_offset_ns: 26.0,
         reproducibility_ns: 1.3,
         vendor_bound: Some(VendorBound {
+            insertion: None,
             clock_mhz: 250.0,
             cycles: 109,
             ns: 436.0,
