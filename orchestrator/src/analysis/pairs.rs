@@ -162,10 +162,51 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
     }
 }
 
+/// The mean number of probes per burst in which the bypass copies arrived: a burst ends at a
+/// gap longer than the mean gap (copies sent back to back arrive closer than that, bursts further
+/// apart). Evenly paced copies give about 2. None without three copies.
+pub fn burst_size(batches: &[RecordBatch]) -> Option<f64> {
+    let mut stamps: Vec<u64> = Vec::new();
+    for b in batches {
+        let (Some(ports), Some(tscs)) = (b.column_by_name(col::PORT), b.column_by_name(col::TSC)) else { continue };
+        let ports = ports.as_primitive::<UInt8Type>().values();
+        let tscs = tscs.as_primitive::<UInt64Type>().values();
+        stamps.extend(ports.iter().zip(tscs.iter()).filter(|(p, _)| **p == 1).map(|(_, t)| *t));
+    }
+    stamps.sort_unstable();
+    let (first, last) = (*stamps.first()?, *stamps.last()?);
+    if stamps.len() < 3 || last == first {
+        return None;
+    }
+    let mean_gap = (last - first) as f64 / (stamps.len() - 1) as f64;
+    let bursts = 1 + stamps.windows(2).filter(|w| (w[1] - w[0]) as f64 > mean_gap).count();
+    Some(stamps.len() as f64 / bursts as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use latency_proto::{Port, RecordBuilder};
+
+    #[test]
+    fn bursts_are_counted_from_the_bypass_gaps() {
+        // 24 probes in bursts of 4 (10 ticks apart inside, 1000 between bursts); pipeline copies
+        // do not count.
+        let mut b = RecordBuilder::default();
+        for id in 0..24u64 {
+            b.push(id + 1, Port::Bypass, 1000 * (id / 4) + 10 * (id % 4), id, 64, None);
+            b.push(id + 1, Port::Pipeline, 5 + 1000 * id, id, 64, None);
+        }
+        assert_eq!(burst_size(&[b.finish().unwrap()]), Some(4.0));
+        // Evenly paced with alternating gaps of 90 and 110: every other gap is above the mean.
+        let mut b = RecordBuilder::default();
+        let mut t = 0;
+        for id in 0..21u64 {
+            b.push(id + 1, Port::Bypass, t, id, 64, None);
+            t += if id % 2 == 0 { 90 } else { 110 };
+        }
+        assert_eq!(burst_size(&[b.finish().unwrap()]), Some(21.0 / 11.0));
+    }
 
     #[test]
     fn pairs_counts_and_differentials_by_hand() {

@@ -167,6 +167,16 @@ impl Engine<'_> {
                 frac * 100.0
             ));
         }
+        if r.burst > 1
+            && let Some(size) = pairs::burst_size(&data.batches)
+            && (size / f64::from(r.burst) - 1.0).abs() > checks.pacing_tolerance
+        {
+            return Some(format!(
+                "the bypass copies arrived in bursts of {size:.1} probes on average, not {} (tolerance {:.0} %)",
+                r.burst,
+                checks.pacing_tolerance * 100.0
+            ));
+        }
         pacing.check(f64::from(r.pacing_pps), checks.pacing_tolerance)
     }
 
@@ -195,7 +205,7 @@ impl Engine<'_> {
             seed,
             tsc_hz: tb.tsc_hz(),
             tool_version: TOOL_VERSION.into(),
-            level: r.level.as_ref().map(crate::plan::Level::name),
+            level: r.level_name(),
             source: None,
             source_sha256: None,
         }
@@ -238,8 +248,7 @@ impl Engine<'_> {
                 }
                 continue;
             }
-            let level = r.level.as_ref().map(crate::plan::Level::name);
-            let rel = ResultsDir::run_rel_path(&s.program, level.as_deref(), s.session, r.run);
+            let rel = s.run_rel_path(r);
             let path = self.dir.root().join(&rel);
             runfile::write(&path, &data.batches, &self.run_metadata(s, r, attempt, tb, seed))?;
             let sha256 = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
@@ -249,7 +258,7 @@ impl Engine<'_> {
                 program: s.program.clone(),
                 session: s.session,
                 run: r.run,
-                level,
+                level: r.level_name(),
                 attempt,
                 path: rel.to_string_lossy().into_owned(),
                 sha256,
@@ -286,9 +295,7 @@ fn prepare_resume(
     let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
     for s in &schedule.sessions {
         for r in &s.runs {
-            let level = r.level.as_ref().map(crate::plan::Level::name);
-            let rel = ResultsDir::run_rel_path(&s.program, level.as_deref(), s.session, r.run);
-            expected.insert(rel, (s.program.clone(), s.session, r.run));
+            expected.insert(s.run_rel_path(r), (s.program.clone(), s.session, r.run));
         }
     }
     let mut verified = BTreeMap::new();

@@ -20,17 +20,20 @@ pub enum FactorName {
     PacingPps,
     /// Bytes of every generated frame (the traffic changes: null calibration per level).
     FrameSize,
+    /// Probes sent back to back at each interval.
+    Burst,
 }
 
 impl FactorName {
     /// Every factor, as named in plans.
-    pub const ALL: [FactorName; 2] = [FactorName::PacingPps, FactorName::FrameSize];
+    pub const ALL: [FactorName; 3] = [FactorName::PacingPps, FactorName::FrameSize, FactorName::Burst];
 
     /// The name in plans, paths and summaries.
     pub fn name(self) -> &'static str {
         match self {
             FactorName::PacingPps => "pacing_pps",
             FactorName::FrameSize => "frame_size",
+            FactorName::Burst => "burst",
         }
     }
 
@@ -44,6 +47,7 @@ impl FactorName {
         match self {
             FactorName::PacingPps => 1..=100_000_000,
             FactorName::FrameSize => 1..=i64::from(crate::trace::MAX_FRAME_LEN),
+            FactorName::Burst => 1..=10_000,
         }
     }
 }
@@ -282,6 +286,7 @@ impl Plan {
         match factor {
             FactorName::PacingPps => self.protocol.pacing_pps,
             FactorName::FrameSize => 0,
+            FactorName::Burst => self.protocol.burst,
         }
     }
 }

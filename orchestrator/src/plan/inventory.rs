@@ -212,6 +212,9 @@ impl Inventory {
         v.insert("numa_node", word(&r.numa_node.to_string()));
         v.insert("onic_module", word(&r.onic_module));
         v.insert("pacing_pps", word(&ctx.pacing_pps.to_string()));
+        // tcpreplay's bursts; nothing for evenly paced probes (the documented command).
+        let burst = if ctx.burst > 1 { vec![format!("--pps-multi={}", ctx.burst)] } else { Vec::new() };
+        v.insert("burst_args", list(&burst));
         let cores: Vec<String> = r.poller_cores.iter().map(u32::to_string).collect();
         v.insert("poller_cores", word(&cores.join(",")));
         v.insert("probe_format", word(ctx.probe_format));
@@ -271,6 +274,8 @@ pub struct StepContext<'a> {
     pub trace_file: &'a str,
     /// Replay pacing.
     pub pacing_pps: u32,
+    /// Probes sent back to back in each interval (1: evenly paced).
+    pub burst: u32,
     /// Probe id format name.
     pub probe_format: &'a str,
     /// Whether the study reflects probes to the sender.

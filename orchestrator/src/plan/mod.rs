@@ -103,6 +103,9 @@ pub struct Protocol {
     pub runs: u32,
     /// Replay rate, packets per second.
     pub pacing_pps: u32,
+    /// Probes sent back to back at each pacing interval, the intervals `burst` times as long (1:
+    /// evenly paced); tcpreplay's `--pps-multi`.
+    pub burst: u32,
     /// Idle time between runs, seconds (waited on every testbed; the first probe after it is
     /// excluded by the analysis).
     pub idle_gap_s: f64,

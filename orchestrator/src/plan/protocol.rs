@@ -16,6 +16,7 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
         m.required(d, "sessions", |d, v| d.either(v, decode_adaptive, |d, v| d.uint(v, 1..=1000).map(|n| (n, None))));
     let runs = m.required(d, "runs", |d, v| d.uint(v, 1..=10_000));
     let pacing_pps = m.required(d, "pacing_pps", |d, v| d.uint(v, 1..=100_000_000));
+    let burst = m.or(d, "burst", 1, |d, v| d.uint(v, 1..=10_000));
     let idle_gap_s = m.or(d, "idle_gap_s", 5.0, |d, v| d.number(v, 0.0..=86_400.0));
     let settle_s = m.or(d, "settle_s", 0.0, |d, v| d.number(v, 0.0..=86_400.0));
     let seed = m.or(d, "seed", 1, |d, v| d.uint(v, 0..=i64::MAX));
@@ -30,6 +31,7 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
         adaptive,
         runs: runs?,
         pacing_pps: pacing_pps?,
+        burst: burst?,
         idle_gap_s: idle_gap_s?,
         settle_s: settle_s?,
         seed: seed?,

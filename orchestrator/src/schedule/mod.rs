@@ -134,7 +134,19 @@ pub struct Session {
     pub agent_control: Option<String>,
 }
 
+impl Run {
+    /// The name of the run's level, if it has one.
+    pub fn level_name(&self) -> Option<String> {
+        self.level.as_ref().map(Level::name)
+    }
+}
+
 impl Session {
+    /// Path of a run's data in the results folder, relative to it.
+    pub fn run_rel_path(&self, r: &Run) -> std::path::PathBuf {
+        crate::results::ResultsDir::run_rel_path(&self.program, r.level_name().as_deref(), self.session, r.run)
+    }
+
     /// `program_sN`, used for paths on hosts.
     pub fn name(&self) -> String {
         format!("{}_s{}", self.program, self.session)
@@ -163,6 +175,8 @@ pub struct Run {
     pub level: Option<Level>,
     /// Replay rate, packets per second.
     pub pacing_pps: u32,
+    /// Probes sent back to back at each interval.
+    pub burst: u32,
     /// The trace replayed (the session's, or its copy at the level's frame size).
     pub trace: String,
     /// Steps of the run.
@@ -254,8 +268,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             let session_name = format!("{}_s{s}", g.name);
             let bitstream_file =
                 g.bitstream.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            // (run number, pacing, trace file) of a run step; the first level's for the bring-up.
-            let render = |action: Action, run: Option<(u32, u32, &str)>| -> Step {
+            // (run number, pacing, burst, trace file) of a run step; the protocol's for the bring-up.
+            let render = |action: Action, run: Option<(u32, u32, u32, &str)>| -> Step {
                 match inventory {
                     None => Step {
                         host: "sim".into(),
@@ -265,9 +279,9 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                     },
                     Some(inv) => {
                         let base_trace = trace.file_name();
-                        let (run, pacing_pps, trace_file) = match run {
-                            Some((r, pps, file)) => (Some(r), pps, file),
-                            None => (None, proto.pacing_pps, base_trace.as_str()),
+                        let (run, pacing_pps, burst, trace_file) = match run {
+                            Some((r, pps, burst, file)) => (Some(r), pps, burst, file),
+                            None => (None, proto.pacing_pps, proto.burst, base_trace.as_str()),
                         };
                         let ctx = StepContext {
                             program: &g.name,
@@ -280,6 +294,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                             table_driver_dir: g.bitstream.table_driver_dir.as_deref(),
                             trace_file,
                             pacing_pps,
+                            burst,
                             probe_format,
                             reflect: proto.reflect,
                         };
@@ -313,6 +328,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 let run_trace = &plan.traces[plan.level_trace(g.trace, level.as_ref())];
                 let pacing_pps =
                     level.as_ref().and_then(|l| l.get(crate::plan::FactorName::PacingPps)).unwrap_or(proto.pacing_pps);
+                let burst = level.as_ref().and_then(|l| l.get(crate::plan::FactorName::Burst)).unwrap_or(proto.burst);
                 let replay_s = probes[g.trace] as f64 / f64::from(pacing_pps);
                 for _ in 0..proto.runs {
                     let r = runs.len() as u32 + 1;
@@ -320,7 +336,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                     let steps = [Action::CaptureStart, Action::Replay, Action::CaptureStop]
                         .into_iter()
                         .filter(|a| proto.reflect || *a == Action::Replay)
-                        .map(|a| render(a, Some((r, pacing_pps, &file))))
+                        .map(|a| render(a, Some((r, pacing_pps, burst, &file))))
                         .collect();
                     let wait_before_s = if r == 1 { proto.settle_s } else { proto.idle_gap_s };
                     if let Some(lp) = level.as_ref().and_then(|l| per_level.iter_mut().find(|p| p.name == l.name())) {
@@ -331,6 +347,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         run: r,
                         level: level.clone(),
                         pacing_pps,
+                        burst,
                         trace: run_trace.name.clone(),
                         steps,
                         replay_s,

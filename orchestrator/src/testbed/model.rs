@@ -17,7 +17,9 @@
 //! | `delta_ns` | per trace template | port asymmetry δ of each trace: forward 24, five_tuple 18, remove_header 28, checksum 14; other traces 20 |
 //! | `programs` | per bitstream | latency quantiles (p5 p25 p50 p75 p95 p99, ns) of each mode: the paper's Table I |
 //! | `mode_weights` | per bitstream | relative frequency of each mode at a bring-up (else: the first mode with probability 1 − `mode_change_prob`, the others evenly) |
-//! | `capacity_pps` | per bitstream | service rate μ of the pipeline path: forward 2e6, five_tuple 1.5e6, remove_header 2e6, checksum 1e6; others unlimited |
+//! | `line_gbps` | 100 | line rate of a burst's back-to-back probes (each frame plus 24 B of preamble, FCS and gap) |
+//! | `sender_bursts` | true | whether the sender sends bursts as asked (false: evenly paced, caught by the run checks) |
+//! | `capacity_pps` | per bitstream | service rate μ of the pipeline path: forward 20e6, five_tuple 15e6, remove_header 20e6, checksum 10e6; others unlimited |
 //!
 //! The packet-dependent part of a probe's latency is drawn once per (bitstream, probe id) by
 //! inverting the piecewise-linear CDF through the program's quantiles, so it repeats across runs
@@ -26,7 +28,9 @@
 //!
 //! Load: at an offered load ρ = pps / μ below 1, every pipeline copy waits the mean M/D/1 queueing
 //! delay ρ / (2μ(1 − ρ)) (flat at low load, rising sharply near capacity); at ρ ≥ 1 the queue grows
-//! by 1/μ − 1/pps per probe. The paper's 500 pps adds under a picosecond.
+//! by 1/μ − 1/pps per probe. The paper's 500 pps adds at most 2.5 ps. In a burst, the j-th probe
+//! (from 0) also waits j × (1/μ − t_wire) behind the others, t_wire being a frame's time on the
+//! wire.
 
 use std::collections::BTreeMap;
 
@@ -101,6 +105,11 @@ pub struct SimModel {
     pub delta_ns: BTreeMap<String, f64>,
     /// Latency model per bitstream name.
     pub programs: BTreeMap<String, ProgramModel>,
+    /// Line rate the sender sends a burst's probes back to back at, Gb/s.
+    pub line_gbps: f64,
+    /// Whether the sender sends a run's `burst` probes back to back (false: it paces every probe
+    /// evenly whatever it is asked, a sender the run checks must catch).
+    pub sender_bursts: bool,
     /// Relative frequency of each mode at a bring-up, per bitstream name (one weight per mode).
     #[serde(default)]
     pub mode_weights: BTreeMap<String, Vec<f64>>,
@@ -130,6 +139,8 @@ impl Default for SimModel {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         SimModel {
+            line_gbps: 100.0,
+            sender_bursts: true,
             mode_weights: BTreeMap::new(),
             capacity_pps,
             tsc_hz: 2.89e9,
@@ -158,6 +169,12 @@ impl SimModel {
         let Some(&mu) = self.capacity_pps.get(bitstream) else { return 0.0 };
         let rho = pps / mu;
         if rho < 1.0 { 1e9 * rho / (2.0 * mu * (1.0 - rho)) } else { 1e9 * k as f64 * (1.0 / mu - 1.0 / pps) }
+    }
+
+    /// The extra wait of the `position`-th probe (from 0) of a burst whose probes arrive every
+    /// `wire_ns`: each waits for the ones before it to be served, ns.
+    pub fn burst_wait_ns(&self, bitstream: &str, position: u64, wire_ns: f64) -> f64 {
+        self.capacity_pps.get(bitstream).map_or(0.0, |mu| position as f64 * (1e9 / mu - wire_ns).max(0.0))
     }
 
     /// δ of a trace template (20 ns when not listed).
@@ -200,6 +217,10 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
         out.pacing_error = v;
     }
     num(d, &mut m, "mode_change_prob", &mut out.mode_change_prob, 1.0);
+    num(d, &mut m, "line_gbps", &mut out.line_gbps, 1e4);
+    if let Some(v) = m.get(d, "sender_bursts").and_then(|v| d.boolean(v)) {
+        out.sender_bursts = v;
+    }
     num(d, &mut m, "step_failure_prob", &mut out.step_failure_prob, 1.0);
     for (key, target) in [("outlier_ns", &mut out.outlier_ns), ("first_probe_ns", &mut out.first_probe_ns)] {
         if let Some(v) = m.get(d, key) {
@@ -271,6 +292,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "programs",
             "mode_weights",
             "capacity_pps",
+            "line_gbps",
+            "sender_bursts",
         ],
     );
     Some(out)

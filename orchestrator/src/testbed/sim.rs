@@ -29,6 +29,8 @@ const TSC_BASE: u64 = 1_000_000_000_000;
 const WIRE_NS: f64 = 1500.0;
 /// Reflected copies: receiver-to-sender path, ns.
 const REFLECT_NS: f64 = 5000.0;
+/// Preamble, start delimiter, FCS and inter-frame gap around every Ethernet frame on the wire, bytes.
+const ETHERNET_OVERHEAD: u32 = 24;
 /// Frame length recorded for a pcap trace, whose frames the simulator does not read, bytes.
 const FRAME_LEN: u16 = 128;
 
@@ -218,9 +220,18 @@ impl SimTestbed {
         let mut pipe: Vec<(f64, u64)> = Vec::with_capacity(n as usize);
         let mut byp: Vec<(f64, u64)> = Vec::with_capacity(n as usize);
         let (mut first_sent, mut last_sent) = (f64::INFINITY, f64::NEG_INFINITY);
+        // Bursts: `burst` probes back to back at line rate, one burst every `burst` intervals, the
+        // sender's jitter moving each burst as a whole.
+        let burst = if m.sender_bursts { u64::from(run.burst.max(1)) } else { 1 };
+        let burst_ns = interval * burst as f64;
+        let wire_ns = f64::from(u32::from(frame_len) + ETHERNET_OVERHEAD) * 8.0 / m.line_gbps;
+        let mut jitter = 0.0;
         for id in probes::ids(n) {
-            let jitter = (m.pacing_jitter_ns * normal(&mut r)).clamp(-interval / 3.0, interval / 3.0);
-            let sent = (id - 1) as f64 * interval + jitter;
+            let (b, j) = ((id - 1) / burst, (id - 1) % burst);
+            if j == 0 {
+                jitter = (m.pacing_jitter_ns * normal(&mut r)).clamp(-burst_ns / 3.0, burst_ns / 3.0);
+            }
+            let sent = b as f64 * burst_ns + j as f64 * wire_ns + jitter;
             (first_sent, last_sent) = (first_sent.min(sent), last_sent.max(sent));
             let arrive = sent + WIRE_NS;
             if let Some(t) = copy(&mut r, arrive) {
@@ -228,7 +239,9 @@ impl SimTestbed {
             }
             let forwards = session.kind == SessionKind::Null || template.is_none_or(|t| probes::forwarded(t, id));
             if forwards {
-                let mut t = arrive + lat[id as usize] + delta + m.queue_wait_ns(&session.bitstream, pps, id - 1);
+                let queue =
+                    m.queue_wait_ns(&session.bitstream, pps, id - 1) + m.burst_wait_ns(&session.bitstream, j, wire_ns);
+                let mut t = arrive + lat[id as usize] + delta + queue;
                 if id == 1 {
                     t += r.random_range(m.first_probe_ns[0]..=m.first_probe_ns[1]);
                 }

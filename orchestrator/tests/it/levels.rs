@@ -130,7 +130,7 @@ fn factor_mistakes_are_all_reported() {
             "tests/fixtures/bad/factors.yaml:5:26: 0 is out of range (1..=100000000)",
             "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: 40 B is too short for trace `made` (at least 60 B hold its headers and probe ids)",
             "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: trace `published` is not generated, so it cannot be made at other sizes",
-            "tests/fixtures/bad/factors.yaml:7:3: unknown factor `burst`",
+            "tests/fixtures/bad/factors.yaml:7:3: unknown factor `flows`",
             "tests/fixtures/bad/factors.yaml:9:8: unknown value `sessions_first`: expected one of `session_level_run`, `level_session_run`",
         ],
     );
@@ -158,5 +158,43 @@ fn a_header_inserting_programs_bound_follows_each_levels_frame_size() {
     assert!(
         md.contains("transit inserts headers: its bound is 55 base cycles + 1 cycles × 28 packets in flight (128 B"),
         "{md}"
+    );
+}
+
+#[test]
+fn bursts_queue_behind_each_other_and_a_sender_that_does_not_burst_is_caught() {
+    let dir = tmp("bursts");
+    let plan = "tests/fixtures/good/bursts.yaml";
+    let o = orchestrate(&["run", plan, "--out", dir.to_str().unwrap(), "--sim-model", QUIET, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&dir);
+    let median = |b: u32| {
+        s.programs["forward"].levels.iter().find(|l| l.factors["burst"] == b).unwrap().summary.latency_ns["p50"]
+    };
+    // By hand: at 1 Mpps on the 20 Mpps pipeline, ρ = 0.05 adds 1.32 ns to every probe; in a
+    // burst the j-th probe also waits j × (50 − 12.16) ns (a 128 B frame and 24 B of overhead at
+    // 100 Gb/s take 12.16 ns): half the probes wait at most 3 × 37.84 ns, half at least 4 ×,
+    // so the median moves by about 3.5 × 37.84 = 132.4 ns.
+    assert!((median(1) - model_median(1_000_000)).abs() < 0.5, "{}", median(1));
+    assert!((median(8) - median(1) - 132.4).abs() < 10.0, "{} against {}", median(8), median(1));
+    let dry = String::from_utf8_lossy(&orchestrate(&["plan", plan, "--testbed", "../testbeds/oct-u280.yaml"]).stdout)
+        .into_owned();
+    assert!(dry.contains("--pps=1000000 --pps-multi=8 ") && dry.contains("--pps=1000000 /var/tmp"), "{dry}");
+
+    let dir = tmp("even-sender");
+    let o = orchestrate(&[
+        "run",
+        plan,
+        "--out",
+        dir.to_str().unwrap(),
+        "--sim-model",
+        "tests/fixtures/good/even-sender.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the bypass copies arrived in bursts of 1.")
+            && stderr(&o).contains("probes on average, not 8"),
+        "{}",
+        stderr(&o)
     );
 }

@@ -191,6 +191,7 @@ pub const VARIABLES: &[&str] = &[
     "bar_file",
     "bitstream",
     "bitstream_sha256",
+    "burst_args",
     "capture_file",
     "capture_iface",
     "capture_pidfile",
@@ -230,6 +231,7 @@ pub const VARIABLES: &[&str] = &[
 
 /// The variables whose value is a list of words: they must stand alone in a template.
 pub const LIST_VARIABLES: &[&str] = &[
+    "burst_args",
     "capture_args",
     "config_fpga_as",
     "eal_args",

@@ -1,1 +1,1 @@
-taskset -c {{ replay_core }} tcpreplay -q -T nano -i {{ sender_iface }} --pps={{ pacing_pps }} {{ trace }}
+taskset -c {{ replay_core }} tcpreplay -q -T nano -i {{ sender_iface }} --pps={{ pacing_pps }} {{ burst_args }} {{ trace }}
