@@ -1,10 +1,89 @@
-//! Decoding of a plan's `protocol:` (sessions, runs, pacing, flashing, step policies, run checks).
+//! A plan's `protocol:` (sessions, adaptive sessions, runs, pacing and bursts, flashing, step
+//! policies, run checks): its types and its decoding.
 
 use std::collections::BTreeMap;
 
 use super::steps::decode_steps;
 use super::yaml::{Decoder, Node};
-use super::{Adaptive, FlashPolicy, Protocol, RunChecks};
+use serde::Serialize;
+
+use super::inventory::Action;
+use super::steps::StepPolicy;
+
+/// Thresholds a run must meet to count.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RunChecks {
+    /// Minimum fraction of the probes the program forwards that must be matched on both ports.
+    pub min_matched_fraction: f64,
+    /// Maximum duplicated probe copies.
+    pub max_duplicates: u64,
+    /// Attempts of one run before it is reported failed.
+    pub max_attempts: u32,
+    /// Largest relative deviation of the achieved pacing from `pacing_pps`, as reported by the
+    /// sender and as seen in the receiver's stamps of the bypass copies.
+    pub pacing_tolerance: f64,
+}
+
+/// The measurement protocol.
+#[derive(Clone, Debug, Serialize)]
+pub struct Protocol {
+    /// Bring-ups per program (and per null/trace pair); with `adaptive`, the most a program may
+    /// take.
+    pub sessions: u32,
+    /// Adaptive sessions: a program keeps being brought up until its stopping rule holds.
+    pub adaptive: Option<Adaptive>,
+    /// Replay runs per session.
+    pub runs: u32,
+    /// Replay rate, packets per second.
+    pub pacing_pps: u32,
+    /// Probes sent back to back at each pacing interval, the intervals `burst` times as long (1:
+    /// evenly paced); tcpreplay's `--pps-multi`.
+    pub burst: u32,
+    /// Idle time between runs, seconds (waited on every testbed; the first probe after it is
+    /// excluded by the analysis).
+    pub idle_gap_s: f64,
+    /// Time the capture settles after a bring-up before the first run, seconds.
+    pub settle_s: f64,
+    /// Seed of the simulator and of every resampling.
+    pub seed: u64,
+    /// Whether stamped probes are reflected to the sender's hardware clock.
+    pub reflect: bool,
+    /// When the card is reprogrammed.
+    pub flash: FlashPolicy,
+    /// Per-step overrides of the inventory's timeouts and retries.
+    pub steps: BTreeMap<Action, StepPolicy>,
+    /// Run acceptance thresholds.
+    pub run_checks: RunChecks,
+}
+
+/// Adaptive sessions (`sessions: {min, max, until}`): after each of a program's sessions from the
+/// `min`-th on, the study stops bringing it up once its reset modes are stable and its median is
+/// known well enough; never past `max`. Null calibrations take `min` sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Adaptive {
+    /// Sessions always run.
+    pub min: u32,
+    /// Sessions never exceeded.
+    pub max: u32,
+    /// No new mode may have appeared in this many latest sessions.
+    pub stable_sessions: u32,
+    /// The Good–Turing estimate of the probability that the next bring-up lands in a mode not seen
+    /// yet (modes seen in exactly one session / sessions) must be below this.
+    pub unseen_mode_below: f64,
+    /// The 95 % interval of the headline mode's median over its sessions must be narrower than
+    /// this, ns (none: not required).
+    pub median_ci_ns: Option<f64>,
+}
+
+/// When a session reprograms the card.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlashPolicy {
+    /// Every session flashes and boots its image (a full bring-up, as in the paper).
+    EverySession,
+    /// Skip flash and boot when the previous session left the same image on the card.
+    OnChange,
+}
 
 const FLASH: &[(&str, FlashPolicy)] =
     &[("every_session", FlashPolicy::EverySession), ("on_change", FlashPolicy::OnChange)];
