@@ -25,7 +25,7 @@ packages=(
   "libclang-dev:bindgen for the DPDK bindings"
   "shellcheck:every rendered host command is checked"
   "groff-base:the manual pages are rendered"
-  "python3-venv:DuckDB, pyarrow and pandas read a results folder, check-jsonschema the YAML files, in tests"
+  "python3-venv:DuckDB, pyarrow and pandas read a results folder, check-jsonschema the YAML files, scapy the traces, in tests"
 )
 
 missing=()
@@ -57,13 +57,14 @@ echo "--- Rust components"
 rustup component add rustfmt clippy >/dev/null
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 
-# Other tools reading our files: DuckDB, pyarrow and pandas (results) and check-jsonschema (plans,
-# inventories and manifests against schemas/) from PyPI, in a virtual environment.
+# Other tools reading our files: DuckDB, pyarrow and pandas (results), check-jsonschema (plans,
+# inventories and manifests against schemas/) and scapy (generated traces) from PyPI, in a
+# virtual environment.
 venv=${LATENCY_TEST_VENV:-/opt/latency-test-venv}
-if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema" 2>/dev/null; then
-  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema) into $venv"
+if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, scapy" 2>/dev/null; then
+  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema, scapy) into $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema
+  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema scapy
 fi
 export LATENCY_TEST_PYTHON="$venv/bin/python"
 

@@ -31,13 +31,13 @@ pub fn tmp(name: &str) -> PathBuf {
 }
 
 /// The Python with the other tools that read our files (DuckDB, pyarrow, pandas,
-/// check-jsonschema), which `scripts/test.sh` installs.
+/// check-jsonschema, scapy), which `scripts/test.sh` installs.
 pub fn test_python() -> PathBuf {
     let python = std::env::var_os("LATENCY_TEST_PYTHON")
         .map_or_else(|| PathBuf::from("/opt/latency-test-venv/bin/python"), PathBuf::from);
     assert!(
         python.is_file(),
-        "{} not found: scripts/test.sh installs DuckDB, pyarrow, pandas and check-jsonschema there (or set \
+        "{} not found: scripts/test.sh installs DuckDB, pyarrow, pandas, check-jsonschema and scapy there (or set \
          LATENCY_TEST_PYTHON)",
         python.display()
     );

@@ -1,13 +1,13 @@
 //! Generated probe traces, read back independently of the generator: with etherparse (headers,
 //! IPv4 and UDP checksums, VLAN tags, destinations against the programs' tables), pcap-file (the
-//! records and timestamps) and, where installed, tcpdump; and inspection of a hand-built pcap with
+//! records and timestamps), scapy (frame sizes and checksums) and, where installed, tcpdump; and inspection of a hand-built pcap with
 //! a duplicated id and a packet that is not a probe.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::tmp_dir;
+use crate::common::{orchestrate, test_python, tmp_dir};
 use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
 use latency_proto::probe::{self, Probe};
 use orchestrator::plan::{Generated, ProbeFormat, TraceTemplate};
@@ -365,4 +365,64 @@ fn tcpdump_reads_generated_traces() {
             }
         }
     }
+}
+
+/// Check, with scapy (an independent reader), every frame of the pcaps given as arguments: its
+/// length, then the IPv4 and UDP checksums recomputed by scapy against those in the file. Prints
+/// `path frames length-min length-max bad-checksums`.
+const SCAPY_CHECK: &str = r#"
+import sys
+from scapy.all import IP, UDP, Ether, rdpcap
+for path in sys.argv[1:]:
+    frames = rdpcap(path)
+    bad = 0
+    for f in frames:
+        ip, udp = f[IP], f[UDP]
+        for layer in (ip, udp):
+            stated = layer.chksum
+            del layer.chksum
+            if Ether(bytes(f))[type(layer)].chksum != stated:
+                bad += 1
+            layer.chksum = stated
+    lengths = [len(bytes(f)) for f in frames]
+    print(path, len(frames), min(lengths), max(lengths), bad)
+"#;
+
+#[test]
+fn scapy_reads_the_asked_frame_sizes_with_valid_checksums() {
+    let dir = tmp_dir("frame-sizes");
+    let mut cases = Vec::new();
+    for (template, vlan, size) in
+        [("forward", "none", 64), ("forward", "none", 1518), ("checksum", "7", 512), ("remove_header", "100", 256)]
+    {
+        let out = dir.join(format!("{template}-{size}.pcap"));
+        let o = orchestrate(&[
+            "trace",
+            "generate",
+            "--template",
+            template,
+            "--count",
+            "300",
+            "--frame-size",
+            &size.to_string(),
+            "--vlan",
+            vlan,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        cases.push((out, size));
+    }
+    let o = std::process::Command::new(test_python())
+        .arg("-c")
+        .arg(SCAPY_CHECK)
+        .args(cases.iter().map(|(p, _)| p))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
+    for ((path, size), line) in cases.iter().zip(&lines) {
+        assert_eq!(line, &format!("{} 300 {size} {size} 0", path.display()));
+    }
+    assert_eq!(lines.len(), cases.len());
 }
