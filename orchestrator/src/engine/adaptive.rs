@@ -81,7 +81,9 @@ pub fn decide(rule: &Adaptive, settings: &ModeSettings, medians: &[f64]) -> Verd
 }
 
 /// The raw median of a session: per probe the median over its stored runs of the differential,
-/// then the median over probes, ns. Reads the session's run files the journal records complete.
+/// then the median over probes, ns; with factors, over the runs of the session's first level (the
+/// same level in every session, so that the medians compare). Reads the session's run files the
+/// journal records complete.
 pub fn session_median(
     dir: &ResultsDir,
     s: &Session,
@@ -89,7 +91,8 @@ pub fn session_median(
     tsc_hz: f64,
 ) -> Option<f64> {
     let mut by_probe: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-    for r in &s.runs {
+    let first_level = s.runs.first().and_then(|r| r.level.as_ref());
+    for r in s.runs.iter().filter(|r| r.level.as_ref() == first_level) {
         let Some(c) = completed.get(&(s.program.clone(), s.session, r.run)) else { continue };
         let Ok((batches, _)) = runfile::read(&dir.root().join(&c.path)) else { continue };
         for (id, d) in pairs::pair(&batches).diffs {
