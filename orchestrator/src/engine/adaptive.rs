@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use crate::analysis::{modes, pairs, stats, uncertainty};
 use crate::plan::{Adaptive, ModeSettings};
 use crate::results::ResultsDir;
-use crate::results::journal::Completed;
 use crate::results::runfile;
 use crate::schedule::Session;
 
@@ -82,19 +81,14 @@ pub fn decide(rule: &Adaptive, settings: &ModeSettings, medians: &[f64]) -> Verd
 
 /// The raw median of a session: per probe the median over its stored runs of the differential,
 /// then the median over probes, ns; with factors, over the runs of the session's first level (the
-/// same level in every session, so that the medians compare). Reads the session's run files the
-/// journal records complete.
-pub fn session_median(
-    dir: &ResultsDir,
-    s: &Session,
-    completed: &BTreeMap<(String, u32, u32), Completed>,
-    tsc_hz: f64,
-) -> Option<f64> {
+/// same level in every session, so that the medians compare). Reads the session's run files at
+/// their places in the tree: a run is stored there only once it passed its checks, and a resume
+/// has moved aside whatever the journal does not vouch for; a run that failed has no file.
+pub fn session_median(dir: &ResultsDir, s: &Session, tsc_hz: f64) -> Option<f64> {
     let mut by_probe: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     let first_level = s.runs.first().and_then(|r| r.level.as_ref());
     for r in s.runs.iter().filter(|r| r.level.as_ref() == first_level) {
-        let Some(c) = completed.get(&(s.program.clone(), s.session, r.run)) else { continue };
-        let Ok((batches, _)) = runfile::read(&dir.root().join(&c.path)) else { continue };
+        let Ok((batches, _)) = runfile::read(&dir.root().join(s.run_rel_path(r))) else { continue };
         for (id, d) in pairs::pair(&batches).diffs {
             by_probe.entry(id).or_default().push(d as f64 * 1e9 / tsc_hz);
         }

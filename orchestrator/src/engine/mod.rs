@@ -464,9 +464,8 @@ impl Ladder {
         let Some(rule) = engine.plan.protocol.adaptive.filter(|_| s.kind == SessionKind::Program) else {
             return Ok(());
         };
-        let completed = journal::completed(&journal::read(&engine.dir.journal_path())?);
         let medians = self.medians.entry(s.program.clone()).or_default();
-        medians.extend(adaptive::session_median(engine.dir, s, &completed, tb.tsc_hz()));
+        medians.extend(adaptive::session_median(engine.dir, s, tb.tsc_hz()));
         if s.session < rule.min {
             return Ok(());
         }

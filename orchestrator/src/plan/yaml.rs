@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 
+pub use super::decoder::{Decoder, MapReader, closest, is_safe_ident, resolve};
+
 /// 1-based line and column of a node in its source file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pos {
@@ -172,8 +174,6 @@ fn convert(file: &Path, y: &MarkedYaml<'_>) -> Result<Node, Diagnostic> {
     };
     Ok(Node { pos, value })
 }
-
-pub use super::decoder::{Decoder, MapReader, closest, is_safe_ident, resolve};
 
 #[cfg(test)]
 mod tests {
