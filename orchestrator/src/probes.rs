@@ -15,7 +15,11 @@ pub fn ids(count: u64) -> std::ops::RangeInclusive<u64> {
 pub fn forwarded(template: TraceTemplate, id: u64) -> bool {
     match template {
         TraceTemplate::Forward => !matches!(id % 10, 3 | 6 | 9),
-        TraceTemplate::FiveTuple | TraceTemplate::RemoveHeader | TraceTemplate::Checksum => true,
+        TraceTemplate::FiveTuple
+        | TraceTemplate::RemoveHeader
+        | TraceTemplate::Checksum
+        | TraceTemplate::Int
+        | TraceTemplate::IntGre => true,
     }
 }
 

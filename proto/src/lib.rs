@@ -4,6 +4,8 @@
 //! - [`schema`]: the Arrow schema of the per-packet records (agent run streams, Parquet run files,
 //!   simulator, importer, analysis), with [`Port`] and the column-wise [`RecordBuilder`];
 //! - [`probe`]: the probe wire formats (how a probe id and its reflect tag sit in a frame);
+//! - [`int`]: the INT-MD headers of INT probes (written by the trace generator, pushed onto by the
+//!   emulated INT transit program);
 //! - [`control`]: the agent control protocol — the command lines a controller sends
 //!   ([`AgentCommand`]) and the JSON-line events the agent answers with ([`AgentEvent`]);
 //! - [`meta`]: the key-value metadata keys of a run file;
@@ -16,6 +18,7 @@
 pub mod capture;
 pub mod control;
 pub mod eal;
+pub mod int;
 pub mod meta;
 pub mod probe;
 pub mod schema;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::yaml::{Decoder, Node, Pos};
 use super::{Generated, Plan, Program, Trace, TraceSource};
+use crate::trace::Shape;
 
 /// What a factor varies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -249,21 +250,15 @@ pub(super) fn sized_traces(d: &mut Decoder, traces: &[Trace], programs: &[Progra
             continue;
         };
         for &size in &f.values {
-            match Generated::with(g.template, g.count, g.probe_id, Some(g.vlan), Some(size)) {
+            let shape = Shape { frame_len: Some(size), ..Shape::of(g) };
+            match Generated::with(g.template, g.count, g.probe_id, shape) {
                 Ok(sized) => out.push(Trace {
                     name: sized_trace_name(&t.name, size),
                     source: TraceSource::Generate(sized),
                     at: t.at,
                 }),
-                Err(shortest) => {
-                    d.error(
-                        f.at,
-                        format!(
-                            "factor `frame_size`: {size} B is too short for trace `{}` (at least {shortest} B hold its \
-                             headers and probe ids)",
-                            t.name
-                        ),
-                    );
+                Err(refused) => {
+                    d.error(f.at, format!("factor `frame_size`: trace `{}`: {refused}", t.name));
                     ok = false;
                 }
             }

@@ -92,6 +92,34 @@ pub enum TraceTemplate {
     RemoveHeader,
     /// IPv4/UDP with valid header checksums.
     Checksum,
+    /// INT-MD over UDP or TCP: DSCP marks the INT shim after the transport header, then the INT-MD
+    /// header and the source's hop metadata (one hop), then the probe; to the Forward table's hits.
+    Int,
+    /// INT-MD over GRE: the INT shim after the GRE header, then the INT-MD header, the source's hop
+    /// metadata and the original IPv4 packet carrying the probe; to the Forward table's hits.
+    IntGre,
+}
+
+/// IP version of generated probes (`ip: ipv4 | ipv6`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IpVersion {
+    /// IPv4 (20-byte header, no options).
+    #[default]
+    Ipv4,
+    /// IPv6 (40-byte header, no extension headers).
+    Ipv6,
+}
+
+/// Transport of generated probes (`transport: udp | tcp`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// UDP (8-byte header).
+    #[default]
+    Udp,
+    /// TCP (20-byte header, PSH+ACK, the probe id as sequence number).
+    Tcp,
 }
 
 /// A probe trace.
@@ -146,6 +174,12 @@ pub struct Generated {
     /// 802.1Q VLAN id of every frame; none: untagged.
     #[serde(default)]
     pub vlan: Option<u16>,
+    /// IP version.
+    #[serde(default)]
+    pub ip: IpVersion,
+    /// Transport.
+    #[serde(default)]
+    pub transport: Transport,
 }
 
 fn default_frame_len() -> u32 {

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use super::yaml::{self, Decoder, Diagnostic, Node};
-use super::{Generated, Inventory, Plan, ProbeFormat, TraceSource, bitstream};
-use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, TEMPLATES};
+use super::{Generated, Inventory, IpVersion, Plan, ProbeFormat, TraceSource, Transport, bitstream};
+use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, Refused, Shape, TEMPLATES};
 
 /// Decode `traces:`; every name is returned (so that references can be checked) with its source
 /// when that decoded.
@@ -72,7 +72,7 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
     }
 }
 
-/// A generation spec: `{template, count, probe_id, frame_size, vlan}`.
+/// A generation spec: `{template, count, probe_id, frame_size, vlan, ip, transport}`.
 fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
     let mut gm = d.map(g, "trace generation spec")?;
     let template = gm.required(d, "template", |d, v| d.choice(v, &TEMPLATES));
@@ -82,25 +82,20 @@ fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
     // `vlan: <id>` tags every frame, `vlan: none` none; absent: as the template's traffic is.
     let vlan =
         gm.optional(d, "vlan", |d, v| if d.is_word(v, "none") { Some(None) } else { d.uint(v, 1..=4094).map(Some) });
-    let frame_size =
-        gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)).map(|f| (f, v.pos)));
+    let frame_size = gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)));
+    let ip =
+        gm.or(d, "ip", IpVersion::Ipv4, |d, v| d.choice(v, &[("ipv4", IpVersion::Ipv4), ("ipv6", IpVersion::Ipv6)]));
+    let transport =
+        gm.or(d, "transport", Transport::Udp, |d, v| d.choice(v, &[("udp", Transport::Udp), ("tcp", Transport::Tcp)]));
+    let (at_ip, at_size) = (gm.at("ip"), gm.at("frame_size"));
     gm.done(d);
     let (template, count, probe_id) = (template?, count?, probe_id?);
-    let (vlan, frame_size) = (vlan?, frame_size?);
-    match Generated::with(template, count, probe_id, vlan, frame_size.map(|(f, _)| f)) {
+    let shape = Shape { vlan: vlan?, frame_len: frame_size?, ip: ip?, transport: transport? };
+    match Generated::with(template, count, probe_id, shape) {
         Ok(g) => Some(g),
-        Err(shortest) => {
-            let tagged = vlan.unwrap_or_else(|| crate::trace::default_vlan(template)).is_some();
-            let (f, at) = frame_size?;
-            d.error(
-                at,
-                format!(
-                    "a frame of {f} B is too short: at least {shortest} B hold the headers{}, a {} probe id up to \
-                     {count} and Ethernet's 60 B minimum",
-                    if tagged { " with the VLAN tag" } else { "" },
-                    probe_id.name()
-                ),
-            );
+        Err(refused) => {
+            let at = if matches!(refused, Refused::Ipv6 { .. }) { at_ip } else { at_size };
+            d.error(at.unwrap_or(g.pos), refused.to_string());
             None
         }
     }

@@ -202,7 +202,7 @@ fn trace_generate_takes_a_frame_size_and_a_vlan() {
     std::fs::remove_file(&out).unwrap();
     let o = generate(&["--frame-size", "59"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--frame-size 59: a frame must hold the headers and the probe ids, at least 60 B"));
+    assert!(stderr(&o).contains("--frame-size: a frame of 59 B is too short: at least 60 B hold its headers, the probe ids and Ethernet's 60 B minimum"));
     let o = generate(&["--vlan", "4095"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("`4095` is no VLAN id (1..=4094) nor `none`"), "{}", stderr(&o));

@@ -128,7 +128,7 @@ fn factor_mistakes_are_all_reported() {
         &[
             "tests/fixtures/bad/factors.yaml:5:15: factor `pacing_pps` repeats the value 500",
             "tests/fixtures/bad/factors.yaml:5:26: 0 is out of range (1..=100000000)",
-            "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: 40 B is too short for trace `made` (at least 60 B hold its headers and probe ids)",
+            "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: trace `made`: a frame of 40 B is too short: at least 60 B hold its headers, the probe ids and Ethernet's 60 B minimum",
             "tests/fixtures/bad/factors.yaml:6:15: factor `frame_size`: trace `published` is not generated, so it cannot be made at other sizes",
             "tests/fixtures/bad/factors.yaml:7:3: unknown factor `flows`",
             "tests/fixtures/bad/factors.yaml:9:8: unknown value `sessions_first`: expected one of `session_level_run`, `level_session_run`",

@@ -11,7 +11,7 @@ fn an_absent_published_trace_is_replaced_by_its_stand_in_except_on_real_hardware
     assert_invalid(
         bad,
         &[
-            "tests/fixtures/bad/stand-in.yaml:7:62: a frame of 59 B is too short: at least 60 B hold the headers, a latencylab probe id up to 20000 and Ethernet's 60 B minimum",
+            "tests/fixtures/bad/stand-in.yaml:7:62: a frame of 59 B is too short: at least 60 B hold its headers, the probe ids and Ethernet's 60 B minimum",
             "tests/fixtures/bad/stand-in.yaml:9:54: 4095 is out of range (1..=4094)",
             "tests/fixtures/bad/stand-in.yaml:10:15: `stand_in` replaces an absent `pcap`; a generated trace needs none",
             "tests/fixtures/bad/stand-in.yaml:12:11: file not found: ../traces/not-published.pcap (looked for tests/fixtures/traces/not-published.pcap)",

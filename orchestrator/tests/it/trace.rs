@@ -368,34 +368,90 @@ fn tcpdump_reads_generated_traces() {
 }
 
 /// Check, with scapy (an independent reader), every frame of the pcaps given as arguments: its
-/// length, then the IPv4 and UDP checksums recomputed by scapy against those in the file. Prints
-/// `path frames length-min length-max bad-checksums`.
+/// length; the IPv4, UDP and TCP checksums (over IPv4 or IPv6) recomputed by scapy against those
+/// in the file; and, in frames marked as INT (DSCP 0x17 over UDP/TCP, GRE protocol 0x88B5), the
+/// INT-MD stack read field by field as the INT v2.1 specification lays it out. Prints
+/// `path frames length-min length-max bad-checksums int-frames-with-one-hop`.
 const SCAPY_CHECK: &str = r#"
 import sys
-from scapy.all import IP, UDP, Ether, rdpcap
+from scapy.all import GRE, IP, IPv6, TCP, UDP, Ether, rdpcap
+
+# Words per hop of each instruction bit (bit 0 = most significant): node id, level-1 port ids, hop
+# latency, queue id and occupancy, ingress timestamp (2), egress timestamp (2), level-2 port ids
+# (2), egress port tx utilisation, buffer id and occupancy.
+WORDS = {0: 1, 1: 1, 2: 1, 3: 1, 4: 2, 5: 2, 6: 2, 7: 1, 8: 1}
+
+def int_md(raw):
+    """Hops of a valid INT-MD stack at the start of raw (shim first), and what follows it."""
+    assert raw[0] >> 4 == 1, "shim type INT-MD"
+    words = raw[1]
+    assert raw[4] >> 4 == 2, "INT-MD version 2"
+    hop_ml, remaining = raw[6] & 0x1F, raw[7]
+    bitmap = raw[8] << 8 | raw[9]
+    assert hop_ml == sum(w for bit, w in WORDS.items() if bitmap & (0x8000 >> bit)), "hop ML matches the bitmap"
+    stack = 4 * words - 16
+    assert stack > 0 and stack % (4 * hop_ml) == 0, "whole hops"
+    hops = stack // (4 * hop_ml)
+    assert hops + remaining == 8, (hops, remaining)
+    return hops, raw[4 * words:]
+
+def checked(layers, f):
+    bad = 0
+    for layer in layers:
+        stated = layer.chksum
+        del layer.chksum
+        if Ether(bytes(f))[type(layer)].chksum != stated:
+            bad += 1
+        layer.chksum = stated
+    return bad
+
 for path in sys.argv[1:]:
     frames = rdpcap(path)
-    bad = 0
+    bad = one_hop = 0
     for f in frames:
-        ip, udp = f[IP], f[UDP]
-        for layer in (ip, udp):
-            stated = layer.chksum
-            del layer.chksum
-            if Ether(bytes(f))[type(layer)].chksum != stated:
-                bad += 1
-            layer.chksum = stated
+        if GRE in f and f[GRE].proto == 0x88B5:
+            hops, rest = int_md(bytes(f[GRE].payload))
+            inner = IP(rest)
+            l4 = inner[UDP] if UDP in inner else inner[TCP]
+            assert b"oct-fpga-id:" in bytes(l4.payload)
+            # The inner packet's checksums, recomputed by scapy on the packet alone.
+            for layer in (inner, l4):
+                stated = layer.chksum
+                del layer.chksum
+                bad += IP(bytes(inner))[type(layer)].chksum != stated
+                layer.chksum = stated
+            bad += checked([f[IP]], f)
+            one_hop += hops == 1
+            continue
+        l4 = f[UDP] if UDP in f else f[TCP]
+        if IP in f and f[IP].tos >> 2 == 0x17:
+            hops, rest = int_md(bytes(l4.payload))
+            assert b"oct-fpga-id:" in rest
+            one_hop += hops == 1
+        bad += checked([l4] + ([f[IP]] if IP in f else []), f)
     lengths = [len(bytes(f)) for f in frames]
-    print(path, len(frames), min(lengths), max(lengths), bad)
+    print(path, len(frames), min(lengths), max(lengths), bad, one_hop)
 "#;
 
 #[test]
-fn scapy_reads_the_asked_frame_sizes_with_valid_checksums() {
+fn scapy_reads_the_asked_frame_sizes_with_valid_checksums_and_int_stacks() {
     let dir = tmp_dir("frame-sizes");
     let mut cases = Vec::new();
-    for (template, vlan, size) in
-        [("forward", "none", 64), ("forward", "none", 1518), ("checksum", "7", 512), ("remove_header", "100", 256)]
-    {
-        let out = dir.join(format!("{template}-{size}.pcap"));
+    let plain =
+        [("forward", "none", 64), ("forward", "none", 1518), ("checksum", "7", 512), ("remove_header", "100", 256)];
+    let traffic = [
+        ("checksum", "none", 200, "ipv6", "tcp"),
+        ("remove_header", "100", 300, "ipv6", "udp"),
+        ("five_tuple", "none", 90, "ipv4", "tcp"),
+        ("int", "none", 128, "ipv4", "udp"),
+        ("int", "none", 512, "ipv4", "tcp"),
+        ("int_gre", "none", 256, "ipv4", "udp"),
+        ("int_gre", "9", 1500, "ipv4", "tcp"),
+    ];
+    let all = plain.iter().map(|&(t, v, s)| (t, v, s, "ipv4", "udp")).chain(traffic);
+    for (template, vlan, size, ip, transport) in all {
+        let out = dir.join(format!("{template}-{size}-{ip}-{transport}.pcap"));
+        let size_arg = size.to_string();
         let o = orchestrate(&[
             "trace",
             "generate",
@@ -404,25 +460,33 @@ fn scapy_reads_the_asked_frame_sizes_with_valid_checksums() {
             "--count",
             "300",
             "--frame-size",
-            &size.to_string(),
+            &size_arg,
             "--vlan",
             vlan,
+            "--ip",
+            ip,
+            "--transport",
+            transport,
             "--out",
             out.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        cases.push((out, size));
+        cases.push((out, size, if template.starts_with("int") { 300 } else { 0 }));
     }
     let o = std::process::Command::new(test_python())
         .arg("-c")
         .arg(SCAPY_CHECK)
-        .args(cases.iter().map(|(p, _)| p))
+        .args(cases.iter().map(|(p, ..)| p))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
-    for ((path, size), line) in cases.iter().zip(&lines) {
-        assert_eq!(line, &format!("{} 300 {size} {size} 0", path.display()));
+    for ((path, size, int), line) in cases.iter().zip(&lines) {
+        assert_eq!(line, &format!("{} 300 {size} {size} 0 {int}", path.display()));
     }
     assert_eq!(lines.len(), cases.len());
+    // IPv6 where the template's program reads IPv4 only is refused, naming the flag.
+    let o = orchestrate(&["trace", "generate", "--template", "int", "--count", "3", "--ip", "ipv6", "--out", "x.pcap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ip ipv6: template `int` is IPv4 traffic"));
 }

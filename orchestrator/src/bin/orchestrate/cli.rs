@@ -168,7 +168,8 @@ pub(crate) enum Command {
 pub(crate) enum TraceOp {
     /// Generate a probe trace.
     Generate {
-        /// Header template: forward, five_tuple, remove_header, checksum.
+        /// Header template: forward, five_tuple, remove_header, checksum, int (INT-MD over UDP/TCP),
+        /// int_gre (INT-MD over GRE).
         #[arg(long)]
         template: String,
         /// Number of probes (ids 1..=N), at least 1.
@@ -184,6 +185,12 @@ pub(crate) enum TraceOp {
         /// 100 for remove_header, none for the others).
         #[arg(long, value_parser = parse_vlan)]
         vlan: Option<Vlan>,
+        /// IP version: ipv4 or ipv6 (remove_header and checksum only).
+        #[arg(long, default_value = "ipv4", value_parser = parse_ip)]
+        ip: plan::IpVersion,
+        /// Transport: udp or tcp.
+        #[arg(long, default_value = "udp", value_parser = parse_transport)]
+        transport: plan::Transport,
         /// Output pcap (must not exist).
         #[arg(long)]
         out: PathBuf,
@@ -219,6 +226,22 @@ fn parse_vlan(s: &str) -> Result<Vlan, String> {
             Ok(v @ 1..=4094) => Ok(Vlan(Some(v))),
             _ => Err(format!("`{s}` is no VLAN id (1..=4094) nor `none`")),
         },
+    }
+}
+
+fn parse_ip(s: &str) -> Result<plan::IpVersion, String> {
+    match s {
+        "ipv4" => Ok(plan::IpVersion::Ipv4),
+        "ipv6" => Ok(plan::IpVersion::Ipv6),
+        _ => Err(format!("`{s}` is not `ipv4` or `ipv6`")),
+    }
+}
+
+fn parse_transport(s: &str) -> Result<plan::Transport, String> {
+    match s {
+        "udp" => Ok(plan::Transport::Udp),
+        "tcp" => Ok(plan::Transport::Tcp),
+        _ => Err(format!("`{s}` is not `udp` or `tcp`")),
     }
 }
 

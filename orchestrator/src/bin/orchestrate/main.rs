@@ -288,17 +288,16 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
     use orchestrator::trace;
     let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
     match op {
-        TraceOp::Generate { template, count, probe_id, frame_size, vlan, out } => {
+        TraceOp::Generate { template, count, probe_id, frame_size, vlan, ip, transport, out } => {
             let t = trace::template_by_name(&template).ok_or_else(|| {
-                Failure::Usage(format!("unknown template `{template}` (forward, five_tuple, remove_header, checksum)"))
+                let names: Vec<&str> = trace::TEMPLATES.iter().map(|(n, _)| *n).collect();
+                Failure::Usage(format!("unknown template `{template}` ({})", names.join(", ")))
             })?;
-            let spec =
-                plan::Generated::with(t, count, probe_id, vlan.map(|Vlan(v)| v), frame_size).map_err(|shortest| {
-                    Failure::Usage(format!(
-                        "--frame-size {}: a frame must hold the headers and the probe ids, at least {shortest} B",
-                        frame_size.unwrap_or_default()
-                    ))
-                })?;
+            let shape = trace::Shape { vlan: vlan.map(|Vlan(v)| v), frame_len: frame_size, ip, transport };
+            let spec = plan::Generated::with(t, count, probe_id, shape).map_err(|refused| {
+                let flag = if matches!(refused, trace::Refused::Ipv6 { .. }) { "--ip ipv6" } else { "--frame-size" };
+                Failure::Usage(format!("{flag}: {refused}"))
+            })?;
             let info = trace::generate(&spec, &out).map_err(|e| match e {
                 trace::TraceError::NoProbes { .. } => Failure::Usage(e.to_string()),
                 e => failed(e),
