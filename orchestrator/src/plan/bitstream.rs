@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::yaml::{Decoder, Node};
+use super::yaml::{Decoder, Node, Pos};
 use crate::digest;
 
 /// How an image is written to the card.
@@ -25,8 +25,12 @@ pub struct Bitstream {
     pub name: String,
     /// Where the image file belongs (resolved against the manifest's folder).
     pub file: PathBuf,
-    /// Expected sha256 of the image, lowercase hex.
+    /// Expected sha256 of the image, lowercase hex, or [`UNBUILT`] for an image not built yet
+    /// (refused by real hardware: [`crate::plan::refused_on`]).
     pub sha256: String,
+    /// Where the manifest gives the sha256.
+    #[serde(skip)]
+    pub sha256_at: Pos,
     /// Whether the image file is present locally (its checksum was then verified).
     pub present: bool,
     /// Board, e.g. `au280`.
@@ -61,7 +65,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let name = m.required(d, "name", Decoder::ident);
     let file_node = m.req(d, "file");
     let file = file_node.and_then(|n| d.path(n, false));
-    let sha256 = m.required(d, "sha256", sha256_field);
+    let sha256 = m.required(d, "sha256", image_sha256);
+    let sha256_at = m.at("sha256").unwrap_or(m.pos);
     let board = m.required(d, "board", Decoder::string);
     let shell = m.required(d, "shell", Decoder::string);
     let clock_mhz = m.required(d, "clock_mhz", |d, n| d.number(n, 1.0..=1000.0));
@@ -78,7 +83,9 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
 
     let (file, sha256) = (file?, sha256?);
     let present = file.is_file();
-    if present {
+    if present && sha256 == UNBUILT {
+        d.error(sha256_at, format!("{} is here: put its sha256 in place of `{UNBUILT}`", file.display()));
+    } else if present {
         check_sha256(d, file_node?, &file, &sha256);
     }
     Some(Bitstream {
@@ -86,6 +93,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         name: name?,
         file,
         sha256,
+        sha256_at,
         present,
         board: board?,
         shell: shell?,
@@ -97,6 +105,15 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         programming: programming?,
         table_driver_dir: table_driver_dir?,
     })
+}
+
+/// The `sha256` of an image not built yet (its program is in `p4-programs/`, the image is not):
+/// the simulator and the emulated testbed run it, real hardware refuses it.
+pub const UNBUILT: &str = "unbuilt";
+
+/// An image's `sha256`: 64 hex digits (returned lowercase), or [`UNBUILT`].
+fn image_sha256(d: &mut Decoder, n: &Node) -> Option<String> {
+    if d.is_word(n, UNBUILT) { Some(UNBUILT.to_owned()) } else { sha256_field(d, n) }
 }
 
 /// A `sha256` value: 64 hex digits, returned lowercase.

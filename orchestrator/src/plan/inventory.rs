@@ -148,8 +148,9 @@ pub struct Inventory {
     pub steps: BTreeMap<Action, StepPolicy>,
     /// Expected duration of every action, seconds (for `orchestrate plan`).
     pub estimates_s: BTreeMap<Action, f64>,
-    /// Whether generated stand-ins of absent published traces may replay here: true only on
-    /// testbeds that are not the real hardware (`stand_in_traces: true`, as the emulated one).
+    /// Whether generated stand-ins of absent published traces may replay here, and images not
+    /// built yet (`sha256: unbuilt`) be flashed: true only on testbeds that are not the real
+    /// hardware (`stand_in_traces: true`, as the emulated one).
     pub stand_in_traces: bool,
 }
 

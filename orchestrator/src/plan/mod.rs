@@ -30,7 +30,6 @@ pub use factors::{FactorName, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
 pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks};
 pub use steps::{StepPolicy, decode_steps, default_policy};
-pub use traces::stand_ins_refused;
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -222,6 +221,35 @@ pub fn stand_in_note(name: &str, source: &TraceSource) -> Option<String> {
         pcap.display(),
         g.describe()
     ))
+}
+
+/// What testbed `inv` refuses to run of `plan` because it is the real hardware (an inventory
+/// without `stand_in_traces: true`): a stand-in for an absent published trace, an image not built
+/// yet (`sha256: unbuilt`). One diagnostic each, at the trace in the plan or the manifest's
+/// `sha256`.
+pub fn refused_on(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
+    if inv.stand_in_traces {
+        return Vec::new();
+    }
+    let mut out = traces::stand_ins_refused(plan, inv);
+    let images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).collect();
+    for b in images.into_iter().filter(|b| b.sha256 == bitstream::UNBUILT) {
+        if out.iter().any(|d| d.file == b.manifest) {
+            continue;
+        }
+        out.push(Diagnostic {
+            file: b.manifest.clone(),
+            pos: b.sha256_at,
+            message: format!(
+                "bitstream `{}` is not built (`sha256: {}`); testbed `{}` flashes built images only: build it \
+                 (p4-programs/README.md) and put its sha256 here",
+                b.name,
+                bitstream::UNBUILT,
+                inv.name
+            ),
+        });
+    }
+    out
 }
 
 /// A program under test.

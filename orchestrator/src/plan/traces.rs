@@ -117,10 +117,7 @@ fn check_pcap(d: &mut Decoder, at: &Node, path: &Path) {
 /// Stand-in traces replay only on testbeds that are not the real hardware: on the others the
 /// plan's pcap must be there before a study starts. One diagnostic per trace replayed as a stand-in
 /// on `inv`, at the trace in the plan.
-pub fn stand_ins_refused(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
-    if inv.stand_in_traces {
-        return Vec::new();
-    }
+pub(super) fn stand_ins_refused(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
     plan.traces
         .iter()
         .filter_map(|t| match &t.source {

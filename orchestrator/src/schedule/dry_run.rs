@@ -66,7 +66,10 @@ pub fn describe(s: &Schedule) -> String {
     for note in &s.stand_ins {
         let _ = writeln!(out, "stand-in: {note}");
     }
-    if !s.stand_ins.is_empty() {
+    for d in &s.refused {
+        let _ = writeln!(out, "refused: {d} (`run` refuses)");
+    }
+    if !s.stand_ins.is_empty() || !s.refused.is_empty() {
         out.push('\n');
     }
     let step_line = |out: &mut String, indent: &str, st: &Step| {

@@ -36,9 +36,11 @@ pub struct Schedule {
     /// What a real testbed does besides the steps, before the first session and after the last
     /// (leases, leftovers, cleanup); empty on the simulator.
     pub around: Around,
-    /// Traces replayed as generated stand-ins of absent published files, in plain words; on a
-    /// testbed that replays only published files, why `run` refuses them.
+    /// Traces replayed as generated stand-ins of absent published files, in plain words.
     pub stand_ins: Vec<String>,
+    /// What the testbed, being the real hardware, refuses to run (stand-ins, images not built),
+    /// each naming the file and line: `run` stops on them.
+    pub refused: Vec<String>,
     /// Adaptive sessions: the predicted total if every program stops at its minimum (the total
     /// above is at the maximum).
     pub adaptive_min_seconds: Option<f64>,
@@ -405,11 +407,15 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         adaptive_min_seconds: proto.adaptive.map(|_| predicted.total - beyond_min),
         around: inventory.map_or_else(Around::default, around),
         stand_ins: match inventory {
-            Some(inv) if !inv.stand_in_traces => {
-                crate::plan::stand_ins_refused(plan, inv).iter().map(|d| format!("{d} (`run` refuses)")).collect()
-            }
+            Some(inv) if !inv.stand_in_traces => Vec::new(),
             _ => plan.traces.iter().filter_map(Trace::stand_in_note).collect(),
         },
+        refused: inventory
+            .map(|inv| crate::plan::refused_on(plan, inv))
+            .unwrap_or_default()
+            .iter()
+            .map(|d| d.to_string())
+            .collect(),
     })
 }
 

@@ -20,6 +20,7 @@
 //! | `line_gbps` | 100 | line rate of a burst's back-to-back probes (each frame plus 24 B of preamble, FCS and gap) |
 //! | `sender_bursts` | true | whether the sender sends bursts as asked (false: evenly paced, caught by the run checks) |
 //! | `capacity_pps` | per bitstream | service rate μ of the pipeline path: forward 20e6, five_tuple 15e6, remove_header 20e6, checksum 10e6; others unlimited |
+//! | `ns_per_byte` | per bitstream | latency added per byte of the entering frame: int_transit 0.0625 (one 4 ns cycle per 64-byte beat of the 512-bit bus, the frame realigned behind the header it inserts); others 0 |
 //!
 //! The packet-dependent part of a probe's latency is drawn once per (bitstream, probe id) by
 //! inverting the piecewise-linear CDF through the program's quantiles, so it repeats across runs
@@ -117,6 +118,9 @@ pub struct SimModel {
     /// unlimited).
     #[serde(default)]
     pub capacity_pps: BTreeMap<String, f64>,
+    /// Latency added per byte of the entering frame, per bitstream name, ns (absent: 0).
+    #[serde(default)]
+    pub ns_per_byte: BTreeMap<String, f64>,
 }
 
 impl Default for SimModel {
@@ -139,6 +143,7 @@ impl Default for SimModel {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         SimModel {
+            ns_per_byte: [("int_transit".to_string(), 0.0625)].into(),
             line_gbps: 100.0,
             sender_bursts: true,
             mode_weights: BTreeMap::new(),
@@ -175,6 +180,11 @@ impl SimModel {
     /// `wire_ns`: each waits for the ones before it to be served, ns.
     pub fn burst_wait_ns(&self, bitstream: &str, position: u64, wire_ns: f64) -> f64 {
         self.capacity_pps.get(bitstream).map_or(0.0, |mu| position as f64 * (1e9 / mu - wire_ns).max(0.0))
+    }
+
+    /// The latency a frame of `len` bytes adds in `bitstream`'s pipeline for its length, ns.
+    pub fn length_ns(&self, bitstream: &str, len: u32) -> f64 {
+        self.ns_per_byte.get(bitstream).map_or(0.0, |k| k * f64::from(len))
     }
 
     /// δ of a trace template (20 ns when not listed).
@@ -240,12 +250,17 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             }
         }
     }
-    if let Some(v) = m.get(d, "capacity_pps")
-        && let Some(mut cm) = d.map(v, "service rate per bitstream")
-    {
-        for (k, x) in cm.names(d) {
-            if let Some(x) = d.number(x, 1.0..=1e12) {
-                out.capacity_pps.insert(k.to_string(), x);
+    for (key, what, map, range) in [
+        ("capacity_pps", "service rate per bitstream", &mut out.capacity_pps, 1.0..=1e12),
+        ("ns_per_byte", "latency per byte per bitstream", &mut out.ns_per_byte, 0.0..=1e3),
+    ] {
+        if let Some(v) = m.get(d, key)
+            && let Some(mut cm) = d.map(v, what)
+        {
+            for (k, x) in cm.names(d) {
+                if let Some(x) = d.number(x, range.clone()) {
+                    map.insert(k.to_string(), x);
+                }
             }
         }
     }
@@ -292,6 +307,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "programs",
             "mode_weights",
             "capacity_pps",
+            "ns_per_byte",
             "line_gbps",
             "sender_bursts",
         ],

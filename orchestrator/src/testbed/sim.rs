@@ -241,7 +241,8 @@ impl SimTestbed {
             if forwards {
                 let queue =
                     m.queue_wait_ns(&session.bitstream, pps, id - 1) + m.burst_wait_ns(&session.bitstream, j, wire_ns);
-                let mut t = arrive + lat[id as usize] + delta + queue;
+                let length = m.length_ns(&session.bitstream, u32::from(frame_len));
+                let mut t = arrive + lat[id as usize] + length + delta + queue;
                 if id == 1 {
                     t += r.random_range(m.first_probe_ns[0]..=m.first_probe_ns[1]);
                 }

@@ -330,7 +330,44 @@ fn emulated_study_end_to_end() {
         assert_eq!(c.reflected_loops, 0, "reflections looped back to the agent: {}: {c:?}", log.display());
     }
 
-    for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir] {
+    // 7. INT (plans/int.yaml): INT-MD probes through Forward and through the emulated INT transit
+    //    hop, which pushes 12 bytes onto every probe's stack and delays it 200 µs + 200 ns per
+    //    byte of the entering frame. Each frame size's delay is recovered within 5 %; Forward's
+    //    does not depend on it; the pipeline copies came back 12 bytes longer.
+    let int_dir = tmp("int");
+    let o = bin()
+        .args(["run", "../plans/int.yaml", "--testbed", "../testbeds/emulated.yaml", "--out"])
+        .arg(&int_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&int_dir);
+    for (program, model) in
+        [("forward", [300_000.0; 3]), ("int_transit", [128.0, 512.0, 1024.0].map(|f| 200_000.0 + 200.0 * f))]
+    {
+        let levels = &s.programs[program].levels;
+        assert_eq!(levels.len(), 3, "{program}");
+        for (l, want) in levels.iter().zip(model) {
+            let p50 = l.summary.latency_ns["p50"];
+            assert!((p50 - want).abs() <= 0.05 * want, "{program} at {:?}: {p50} ns vs {want} ns", l.factors);
+        }
+    }
+    let (batches, _) = orchestrator::results::runfile::read(
+        &int_dir.join("data/program=int_transit/frame_size=512/session=1/run=4.parquet"),
+    )
+    .unwrap();
+    // Frame lengths seen on each port (0 = pipeline, 1 = bypass).
+    let mut lens = std::collections::BTreeSet::new();
+    for b in &batches {
+        let col = |name: &str| b.column_by_name(name).unwrap().clone();
+        let (port, len) = (col("port"), col("frame_len"));
+        let port = port.as_any().downcast_ref::<arrow_array::UInt8Array>().unwrap();
+        let len = len.as_any().downcast_ref::<arrow_array::UInt16Array>().unwrap();
+        lens.extend(port.iter().zip(len.iter()).map(|(p, l)| (p.unwrap(), l.unwrap())));
+    }
+    assert_eq!(lens, [(0, 524), (1, 512)].into(), "the pipeline copy carries the pushed hop");
+
+    for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir, int_dir] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

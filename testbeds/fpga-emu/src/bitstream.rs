@@ -1,9 +1,10 @@
 //! Emulated bitstreams: a behaviour (one of the P4 programs, or null) and a latency model.
 //!
 //! A bitstream is named by what `flash` is given: a spec file (`.yaml`, `.yml` or `.json`:
-//! `name`, `behaviour`, optional `delay_us`), or an image path or bare name whose file stem maps to
-//! a behaviour (`bitstreams/bin/forward.mcs` → forward, `rmvhdr.mcs` → remove_header,
-//! `golden_nic.mcs` → null). The images themselves are never read: the emulator only needs to know
+//! `name`, `behaviour`, optional `delay_us` and `delay_ns_per_byte`), or an image path or bare name
+//! whose file stem maps to a behaviour (`bitstreams/bin/forward.mcs` → forward, `rmvhdr.mcs` →
+//! remove_header, `golden_nic.mcs` → null). A frame's pipeline delay is `delay_us` plus
+//! `delay_ns_per_byte` for each byte of the frame as it enters. The images themselves are never read: the emulator only needs to know
 //! which program the orchestrator meant to load.
 
 use std::borrow::Cow;
@@ -28,14 +29,22 @@ pub enum Behaviour {
     RemoveHeader,
     /// Drop frames with a bad IPv4 header checksum.
     Checksum,
+    /// Push an INT-MD hop onto INT probes' stacks (a header-inserting program).
+    IntTransit,
     /// Bypass: pass every frame with no delay (the null image).
     Null,
 }
 
 impl Behaviour {
     /// Every behaviour.
-    pub const ALL: [Behaviour; 5] =
-        [Behaviour::Forward, Behaviour::FiveTuple, Behaviour::RemoveHeader, Behaviour::Checksum, Behaviour::Null];
+    pub const ALL: [Behaviour; 6] = [
+        Behaviour::Forward,
+        Behaviour::FiveTuple,
+        Behaviour::RemoveHeader,
+        Behaviour::Checksum,
+        Behaviour::IntTransit,
+        Behaviour::Null,
+    ];
 
     /// Name as written in specs and state files.
     pub fn name(self) -> &'static str {
@@ -44,6 +53,7 @@ impl Behaviour {
             Behaviour::FiveTuple => "five_tuple",
             Behaviour::RemoveHeader => "remove_header",
             Behaviour::Checksum => "checksum",
+            Behaviour::IntTransit => "int_transit",
             Behaviour::Null => "null",
         }
     }
@@ -57,6 +67,7 @@ impl Behaviour {
             "five_tuple" | "fivetuple" | "5tuple" => Some(Behaviour::FiveTuple),
             "remove_header" | "removeheader" | "rmvhdr" => Some(Behaviour::RemoveHeader),
             "checksum" => Some(Behaviour::Checksum),
+            "int_transit" | "inttransit" => Some(Behaviour::IntTransit),
             "null" | "golden_nic" | "golden" | "bypass" => Some(Behaviour::Null),
             _ => None,
         }
@@ -69,13 +80,24 @@ impl Behaviour {
             Behaviour::FiveTuple => 250,
             Behaviour::RemoveHeader => 400,
             Behaviour::Checksum => 600,
+            Behaviour::IntTransit => 200,
             Behaviour::Null => 0,
         })
     }
 
-    /// Apply the program to a frame.
-    pub fn apply(self, frame: &[u8]) -> Verdict<'_> {
+    /// Default delay per byte of the entering frame, ns: 200 for IntTransit (its delay grows with
+    /// the frame it realigns behind the inserted hop: 226 µs at 128 B, 405 µs at 1024 B, below the
+    /// 500 µs between probes at 2,000 pps, so that the queue never holds two probes), 0 for the
+    /// others.
+    pub fn default_ns_per_byte(self) -> u64 {
+        if self == Behaviour::IntTransit { 200 } else { 0 }
+    }
+
+    /// Apply the program to a frame that spends `delay` in the pipeline (IntTransit reports it as
+    /// its hop latency).
+    pub fn apply(self, frame: &[u8], delay: Duration) -> Verdict<'_> {
         match self {
+            Behaviour::IntTransit => packet::int_transit(frame, u32::try_from(delay.as_nanos()).unwrap_or(u32::MAX)),
             Behaviour::Forward => packet::forward(frame),
             Behaviour::RemoveHeader => packet::remove_header(frame),
             Behaviour::Checksum => packet::checksum(frame),
@@ -102,6 +124,16 @@ pub struct Bitstream {
     /// Pipeline delay.
     #[serde(rename = "delay_us", with = "micros")]
     pub delay: Duration,
+    /// Pipeline delay added per byte of the entering frame, ns.
+    #[serde(rename = "delay_ns_per_byte", default)]
+    pub ns_per_byte: u64,
+}
+
+impl Bitstream {
+    /// The pipeline delay of a frame of `len` bytes.
+    pub fn delay_for(&self, len: usize) -> Duration {
+        self.delay + Duration::from_nanos(self.ns_per_byte.saturating_mul(len as u64))
+    }
 }
 
 /// A duration as whole µs.
@@ -124,7 +156,7 @@ mod micros {
 pub enum BitstreamError {
     /// The image's name maps to no behaviour.
     #[error(
-        "`{image}`: no emulated behaviour for `{stem}` (known: forward, five_tuple, remove_header/rmvhdr, checksum, null/golden_nic)"
+        "`{image}`: no emulated behaviour for `{stem}` (known: forward, five_tuple, remove_header/rmvhdr, checksum, int_transit, null/golden_nic)"
     )]
     Unknown {
         /// The image.
@@ -152,6 +184,8 @@ pub enum BitstreamError {
 
 /// Longest delay accepted (1 s): anything longer is a typo.
 pub const MAX_DELAY: Duration = Duration::from_secs(1);
+/// Largest delay per byte accepted (50 µs: a 9216-byte frame then waits under 0.5 s).
+pub const MAX_NS_PER_BYTE: u64 = 50_000;
 
 /// The file stem of `image` with every extension removed (`bin/rmvhdr.mcs` → `rmvhdr`).
 pub fn stem(image: &str) -> &str {
@@ -173,7 +207,13 @@ pub fn resolve(image: &str, delay: Option<Duration>) -> Result<Bitstream, Bitstr
         let s = stem(image);
         let behaviour = Behaviour::from_name(s)
             .ok_or_else(|| BitstreamError::Unknown { image: image.to_string(), stem: s.to_string() })?;
-        Bitstream { image: image.to_string(), name: s.to_string(), behaviour, delay: behaviour.default_delay() }
+        Bitstream {
+            image: image.to_string(),
+            name: s.to_string(),
+            behaviour,
+            delay: behaviour.default_delay(),
+            ns_per_byte: behaviour.default_ns_per_byte(),
+        }
     };
     if let Some(d) = delay {
         b.delay = d;
@@ -184,18 +224,30 @@ pub fn resolve(image: &str, delay: Option<Duration>) -> Result<Bitstream, Bitstr
             message: format!("delay {} µs is above the 1 s limit", b.delay.as_micros()),
         });
     }
+    if b.ns_per_byte > MAX_NS_PER_BYTE {
+        return Err(BitstreamError::Spec {
+            path: image.to_string(),
+            message: format!("delay_ns_per_byte {} is above the {MAX_NS_PER_BYTE} ns limit", b.ns_per_byte),
+        });
+    }
     Ok(b)
 }
 
 /// Parse a spec file's text (YAML; JSON is YAML too): `behaviour` (required), `name` (default: the
-/// file stem), `delay_us` (default: the behaviour's). Unknown keys are errors.
+/// file stem), `delay_us` and `delay_ns_per_byte` (default: the behaviour's). Unknown keys are
+/// errors.
 pub fn parse_spec(path: &str, text: &str) -> Result<Bitstream, BitstreamError> {
     let err = |message: String| BitstreamError::Spec { path: path.to_string(), message };
     let docs = Yaml::load_from_str(text).map_err(|e| err(e.to_string()))?;
     let Some(map) = docs.first().and_then(|d| d.as_mapping()) else {
         return Err(err("expected a mapping with `behaviour`, `name`, `delay_us`".into()));
     };
-    let (mut name, mut behaviour, mut delay) = (None, None, None);
+    let (mut name, mut behaviour, mut delay, mut per_byte) = (None, None, None, None);
+    let whole = |key: &str, v: &Yaml| {
+        v.as_integer()
+            .and_then(|i| u64::try_from(i).ok())
+            .ok_or_else(|| err(format!("`{key}` must be a non-negative integer")))
+    };
     for (k, v) in map {
         let key = k.as_str().unwrap_or("?");
         match key {
@@ -206,14 +258,13 @@ pub fn parse_spec(path: &str, text: &str) -> Result<Bitstream, BitstreamError> {
                 let s = v.as_str().ok_or_else(|| err("`behaviour` must be a string".into()))?;
                 behaviour = Some(Behaviour::from_name(s).ok_or_else(|| err(format!("unknown behaviour `{s}`")))?);
             }
-            "delay_us" => {
-                let us = v
-                    .as_integer()
-                    .and_then(|i| u64::try_from(i).ok())
-                    .ok_or_else(|| err("`delay_us` must be a non-negative integer".into()))?;
-                delay = Some(Duration::from_micros(us));
+            "delay_us" => delay = Some(Duration::from_micros(whole(key, v)?)),
+            "delay_ns_per_byte" => per_byte = Some(whole(key, v)?),
+            other => {
+                return Err(err(format!(
+                    "unknown key `{other}` (expected `name`, `behaviour`, `delay_us`, `delay_ns_per_byte`)"
+                )));
             }
-            other => return Err(err(format!("unknown key `{other}` (expected `name`, `behaviour`, `delay_us`)"))),
         }
     }
     let behaviour = behaviour.ok_or_else(|| err("`behaviour` is missing".into()))?;
@@ -222,6 +273,7 @@ pub fn parse_spec(path: &str, text: &str) -> Result<Bitstream, BitstreamError> {
         name: name.unwrap_or_else(|| stem(path).to_string()),
         behaviour,
         delay: delay.unwrap_or_else(|| behaviour.default_delay()),
+        ns_per_byte: per_byte.unwrap_or_else(|| behaviour.default_ns_per_byte()),
     })
 }
 
@@ -238,6 +290,7 @@ mod tests {
             ("checksum", Behaviour::Checksum, 600),
             ("five_tuple.bit", Behaviour::FiveTuple, 250),
             ("Remove-Header.tar.gz", Behaviour::RemoveHeader, 400),
+            ("bin/int_transit.mcs", Behaviour::IntTransit, 200),
         ];
         for (image, behaviour, us) in cases {
             let b = resolve(image, None).unwrap();
@@ -255,6 +308,13 @@ mod tests {
         assert_eq!((b.name.as_str(), b.behaviour, b.delay.as_micros()), ("fwd", Behaviour::Forward, 350));
         let b = parse_spec("x.json", r#"{"name": "cs", "behaviour": "checksum"}"#).unwrap();
         assert_eq!((b.name.as_str(), b.behaviour, b.delay.as_micros()), ("cs", Behaviour::Checksum, 600));
+        // A frame's delay: the fixed part plus the per-byte part of the frame as it enters.
+        let int = resolve("int_transit", None).unwrap();
+        assert_eq!(int.delay_for(128), Duration::from_nanos(200_000 + 200 * 128));
+        assert_eq!(resolve("forward", None).unwrap().delay_for(1500), Duration::from_micros(300));
+        let b = parse_spec("i.yaml", "behaviour: int_transit\ndelay_us: 10\ndelay_ns_per_byte: 7\n").unwrap();
+        assert_eq!(b.delay_for(1000), Duration::from_micros(17));
+        assert!(parse_spec("x.yaml", "behaviour: null\ndelay_ns_per_byte: -1\n").is_err());
         assert!(parse_spec("x.yaml", "delay_us: 3\n").unwrap_err().to_string().contains("`behaviour` is missing"));
         assert!(parse_spec("x.yaml", "behaviour: fwd\n").unwrap_err().to_string().contains("unknown behaviour"));
         assert!(parse_spec("x.yaml", "behaviour: null\ndelay: 3\n").unwrap_err().to_string().contains("unknown key"));

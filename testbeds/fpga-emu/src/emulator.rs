@@ -185,13 +185,15 @@ impl Emu {
     /// One pass: take what both switch links hold, forward due pipeline frames.
     fn pass(&mut self) {
         let now = Instant::now();
-        let behaviour = self.bitstream.behaviour;
-        let due = now + self.bitstream.delay;
+        let bitstream = &self.bitstream;
         let (queue, counters) = (&mut self.queue, &mut self.counters);
         let mut got = self.rx_a.poll(BUDGET, &mut |frame, _| {
             counters.pipeline_in += 1;
             counters.probes_in[0] += u64::from(is_probe(frame));
-            match behaviour.apply(frame) {
+            let delay = bitstream.delay_for(frame.len());
+            // A pipeline keeps frames in order: none leaves before the one ahead of it.
+            let due = queue.back().map_or(now + delay, |(ahead, _)| (now + delay).max(*ahead));
+            match bitstream.behaviour.apply(frame, delay) {
                 Verdict::Pass(out) => queue.push_back((due, out.into_owned())),
                 Verdict::Drop(reason) => {
                     *counters.pipeline_dropped.entry(Cow::Borrowed(reason.name())).or_default() += 1

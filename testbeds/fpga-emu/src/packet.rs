@@ -5,12 +5,18 @@
 
 use std::borrow::Cow;
 
+use latency_proto::int;
+
 /// EtherType of an 802.1Q tag.
 pub const ETHERTYPE_VLAN: u16 = 0x8100;
 /// EtherType of IPv4.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
 /// IP protocol number of UDP.
 pub const IPPROTO_UDP: u8 = 17;
+/// IP protocol number of TCP.
+pub const IPPROTO_TCP: u8 = 6;
+/// IP protocol number of GRE.
+pub const IPPROTO_GRE: u8 = 47;
 /// Length of an Ethernet header without tag.
 pub const ETH_LEN: usize = 14;
 /// Length of an 802.1Q tag.
@@ -19,6 +25,12 @@ pub const VLAN_LEN: usize = 4;
 pub const IPV4_LEN: usize = 20;
 /// Length of a UDP header.
 pub const UDP_LEN: usize = 8;
+/// Length of a TCP header without options.
+pub const TCP_LEN: usize = 20;
+/// Length of a GRE header without options.
+pub const GRE_LEN: usize = 4;
+/// Node id IntTransit reports in the hops it pushes.
+pub const INT_NODE_ID: u32 = 2;
 
 /// What a program does with a frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,6 +176,73 @@ pub fn remove_header(frame: &[u8]) -> Verdict<'_> {
     }
 }
 
+/// IntTransit (p4-programs/int_transit): an INT-MD transit hop. A frame carrying an INT-MD stack
+/// (IPv4 without options; DSCP [`int::DSCP`] over UDP or TCP without options, or GRE with protocol
+/// type [`int::GRE_PROTOCOL`]) leaves with the hop pushed onto its stack ([`int::push`]: node
+/// [`INT_NODE_ID`], ports 0 → 1, `hop_latency_ns`), the IPv4 total length, UDP length and the
+/// IPv4, UDP and TCP checksums updated (a UDP checksum of 0, "none", stays 0). Other frames pass
+/// unchanged; nothing is dropped.
+pub fn int_transit(frame: &[u8], hop_latency_ns: u32) -> Verdict<'_> {
+    match int_push(frame, hop_latency_ns) {
+        Some(out) => Verdict::Pass(Cow::Owned(out)),
+        None => Verdict::Pass(Cow::Borrowed(frame)),
+    }
+}
+
+fn int_push(frame: &[u8], latency: u32) -> Option<Vec<u8>> {
+    let l = l2(frame)?;
+    let ip = frame.get(l.l3..l.l3 + IPV4_LEN)?;
+    if l.ethertype != ETHERTYPE_IPV4 || ip[0] != 0x45 {
+        return None;
+    }
+    let (l4, marked) = (l.l3 + IPV4_LEN, ip[1] >> 2 == int::DSCP);
+    let shim = match ip[9] {
+        IPPROTO_UDP if marked => l4 + UDP_LEN,
+        IPPROTO_TCP if marked && *frame.get(l4 + 12)? >> 4 == 5 => l4 + TCP_LEN,
+        IPPROTO_GRE if be16(frame, l4)? == 0 && be16(frame, l4 + 2)? == int::GRE_PROTOCOL => l4 + GRE_LEN,
+        _ => return None,
+    };
+    let mut out = frame.to_vec();
+    let hop = int::Hop { node: INT_NODE_ID, ingress_port: 0, egress_port: 1, latency };
+    let added = int::push(&mut out, shim, hop)? as u16;
+    let total = be16(&out, l.l3 + 2)? + added;
+    out[l.l3 + 2..l.l3 + 4].copy_from_slice(&total.to_be_bytes());
+    out[l.l3 + 10..l.l3 + 12].fill(0);
+    let c = ipv4_checksum(&out[l.l3..l4]);
+    out[l.l3 + 10..l.l3 + 12].copy_from_slice(&c.to_be_bytes());
+    let segment = usize::from(total) - IPV4_LEN;
+    match ip[9] {
+        IPPROTO_UDP => {
+            out[l4 + 4..l4 + 6].copy_from_slice(&(segment as u16).to_be_bytes());
+            if be16(&out, l4 + 6)? != 0 {
+                let c = transport_checksum(&out[l.l3..], IPPROTO_UDP, 6);
+                out[l4 + 6..l4 + 8].copy_from_slice(&(if c == 0 { 0xFFFF } else { c }).to_be_bytes());
+            }
+        }
+        IPPROTO_TCP => {
+            let c = transport_checksum(&out[l.l3..], IPPROTO_TCP, 16);
+            out[l4 + 16..l4 + 18].copy_from_slice(&c.to_be_bytes());
+        }
+        _ => {}
+    }
+    Some(out)
+}
+
+/// The UDP or TCP checksum of the segment after the 20-byte IPv4 header at the start of `packet`
+/// (as long as the header's total length says), its checksum field (at `field` in the segment)
+/// taken as 0: RFC 768/793, over the pseudo header.
+fn transport_checksum(packet: &[u8], protocol: u8, field: usize) -> u16 {
+    let total = usize::from(u16::from_be_bytes([packet[2], packet[3]]));
+    let mut buf = Vec::with_capacity(12 + total);
+    buf.extend_from_slice(&packet[12..20]);
+    buf.extend_from_slice(&[0, protocol]);
+    buf.extend_from_slice(&((total - IPV4_LEN) as u16).to_be_bytes());
+    let at = buf.len() + field;
+    buf.extend_from_slice(&packet[IPV4_LEN..total]);
+    buf[at..at + 2].fill(0);
+    ipv4_checksum(&buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +353,94 @@ mod tests {
         arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
         assert!(matches!(checksum(&arp), Verdict::Pass(_)));
         assert_eq!(checksum(&good[..ETH_LEN + 10]), Verdict::Drop(DropReason::Truncated));
+    }
+
+    /// An INT probe over UDP or TCP (DSCP 0x17), or over GRE, built with etherparse: the source's
+    /// stack, then the probe marker.
+    fn int_probe(transport: u8) -> Vec<u8> {
+        use etherparse::{IpDscp, IpHeaders, IpNumber, Ipv4Header, PacketBuilder};
+        let mut payload = int::source_stack(int::Carrier::Transport);
+        payload.extend_from_slice(b"oct-fpga-id:42");
+        payload.resize(payload.len() + 30, 0);
+        let ip = Ipv4Header {
+            source: [10, 0, 0, 100],
+            destination: [10, 0, 0, 1],
+            time_to_live: 64,
+            dscp: IpDscp::try_new(int::DSCP).unwrap(),
+            ..Default::default()
+        };
+        let b = PacketBuilder::ethernet2([0xff; 6], [2, 0, 0, 0, 0, 1]).ip(IpHeaders::Ipv4(ip, Default::default()));
+        let mut out = Vec::new();
+        match transport {
+            IPPROTO_UDP => b.udp(4000, 5000).write(&mut out, &payload).unwrap(),
+            IPPROTO_TCP => b.tcp(4000, 5000, 42, 65535).psh().ack(1).write(&mut out, &payload).unwrap(),
+            _ => {
+                let mut inner = Vec::new();
+                PacketBuilder::ipv4([10, 0, 0, 100], [10, 0, 0, 1], 64)
+                    .udp(4000, 5000)
+                    .write(&mut inner, b"oct-fpga-id:42")
+                    .unwrap();
+                let mut gre = vec![0, 0, 0x88, 0xb5];
+                gre.extend(int::source_stack(int::Carrier::Gre(int::ETHERTYPE_IPV4)));
+                gre.extend(inner);
+                let mut outer =
+                    Ipv4Header::new(gre.len() as u16, 64, IpNumber::GRE, [10, 0, 0, 100], [10, 0, 0, 1]).unwrap();
+                outer.header_checksum = outer.calc_header_checksum();
+                out.extend_from_slice(&[0xff; 6]);
+                out.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+                outer.write(&mut out).unwrap();
+                out.extend(gre);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn int_transit_pushes_a_hop_and_keeps_every_checksum_valid() {
+        use etherparse::{Ipv4HeaderSlice, TcpHeaderSlice, UdpHeaderSlice};
+        for proto in [IPPROTO_UDP, IPPROTO_TCP, IPPROTO_GRE] {
+            let f = int_probe(proto);
+            let Verdict::Pass(out) = int_transit(&f, 251_200) else { panic!("dropped") };
+            assert_eq!(out.len(), f.len() + 12, "{proto}: one hop of three words");
+            // Checksums as etherparse computes them on the frame that leaves.
+            let ip = Ipv4HeaderSlice::from_slice(&out[ETH_LEN..]).unwrap();
+            assert_eq!(usize::from(ip.total_len()), out.len() - ETH_LEN);
+            assert_eq!(ip.header_checksum(), ip.to_header().calc_header_checksum(), "{proto}");
+            let l4 = &out[ETH_LEN + IPV4_LEN..];
+            let shim = match proto {
+                IPPROTO_UDP => {
+                    let udp = UdpHeaderSlice::from_slice(l4).unwrap();
+                    assert_eq!(usize::from(udp.length()), l4.len());
+                    let sum = udp.to_header().calc_checksum_ipv4(&ip.to_header(), &l4[UDP_LEN..]).unwrap();
+                    assert_eq!(udp.checksum(), sum);
+                    UDP_LEN
+                }
+                IPPROTO_TCP => {
+                    let tcp = TcpHeaderSlice::from_slice(l4).unwrap();
+                    let sum = tcp.to_header().calc_checksum_ipv4(&ip.to_header(), &l4[TCP_LEN..]).unwrap();
+                    assert_eq!(tcp.checksum(), sum);
+                    TCP_LEN
+                }
+                _ => GRE_LEN,
+            };
+            let s = int::parse(l4, shim).unwrap();
+            assert_eq!((s.words, s.remaining, s.hops.len()), (10, 6, 2), "{proto}");
+            let hop = int::Hop { node: INT_NODE_ID, ingress_port: 0, egress_port: 1, latency: 251_200 };
+            assert_eq!(s.hops[0], hop.bytes(), "the transit's hop first");
+            assert_eq!(s.hops[1][..4], int::SOURCE_NODE.to_be_bytes(), "then the source's");
+            assert_eq!(
+                latency_proto::probe::parse(&out, latency_proto::probe::ProbeFormat::Latencylab).unwrap().id,
+                42
+            );
+        }
+        // Frames without an INT stack pass unchanged.
+        let plain = frame([10, 0, 0, 1], None);
+        assert_eq!(int_transit(&plain, 5), Verdict::Pass(Cow::Borrowed(&plain[..])));
+        // A full stack is passed with its E flag set and no hop pushed.
+        let mut f = int_probe(IPPROTO_UDP);
+        f[ETH_LEN + IPV4_LEN + UDP_LEN + int::SHIM_LEN + 3] = 0;
+        let Verdict::Pass(out) = int_transit(&f, 5) else { panic!("dropped") };
+        assert_eq!(out.len(), f.len());
+        assert!(int::parse(&out, ETH_LEN + IPV4_LEN + UDP_LEN).unwrap().exceeded);
     }
 }

@@ -137,7 +137,7 @@ fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
             Ok(doc) => {
                 eprintln!("{}: ok ({})", p.display(), doc.summary());
                 if let plan::Document::Plan(plan, Some(inv)) = &doc {
-                    for d in plan::stand_ins_refused(plan, inv) {
+                    for d in plan::refused_on(plan, inv) {
                         eprintln!("warning: {d}; `run` refuses without it");
                     }
                 }

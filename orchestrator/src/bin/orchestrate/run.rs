@@ -30,7 +30,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
     let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
     // Traces a real testbed cannot replay stop the study before anything is written (on resume,
     // once it is known that the folder's study is this one).
-    let refused = inventory.as_ref().map(|inv| plan::stand_ins_refused(&plan, inv)).unwrap_or_default();
+    let refused = inventory.as_ref().map(|inv| plan::refused_on(&plan, inv)).unwrap_or_default();
     if !refused.is_empty() && !args.resume {
         return Err(Failure::Invalid(refused));
     }
