@@ -83,6 +83,10 @@ pub struct Reader<R> {
     offset: u64,
     /// Complete records read so far.
     records: u64,
+    /// Whether time stamps are in ns (else µs).
+    nanos: bool,
+    /// Time stamps of the first and the last record read, ns.
+    stamps: Option<(u64, u64)>,
     buf: Vec<u8>,
 }
 
@@ -121,14 +125,17 @@ impl<R: Read> Reader<R> {
             return Err(PcapError::Empty);
         }
         if n >= 4 {
-            let big_endian = match u32::from_le_bytes([header[0], header[1], header[2], header[3]]) {
-                0xa1b2_c3d4 | 0xa1b2_3c4d => false,
-                0xd4c3_b2a1 | 0x4d3c_b2a1 => true,
+            let (big_endian, nanos) = match u32::from_le_bytes([header[0], header[1], header[2], header[3]]) {
+                0xa1b2_c3d4 => (false, false),
+                0xa1b2_3c4d => (false, true),
+                0xd4c3_b2a1 => (true, false),
+                0x4d3c_b2a1 => (true, true),
                 PCAPNG_MAGIC => return Err(PcapError::Pcapng),
                 other => return Err(PcapError::Magic(other)),
             };
             if n == HEADER_LEN {
-                return Ok(Reader { src, big_endian, offset: HEADER_LEN as u64, records: 0, buf: Vec::new() });
+                let offset = HEADER_LEN as u64;
+                return Ok(Reader { src, big_endian, offset, records: 0, nanos, stamps: None, buf: Vec::new() });
             }
         }
         Err(PcapError::ShortHeader(n))
@@ -153,8 +160,13 @@ impl<R: Read> Reader<R> {
         if n < RECORD_HEADER_LEN {
             return Err(truncated(n, RECORD_HEADER_LEN));
         }
-        let cap = [header[8], header[9], header[10], header[11]];
-        let caplen = if self.big_endian { u32::from_be_bytes(cap) } else { u32::from_le_bytes(cap) };
+        let word = |at: usize| {
+            let b = [header[at], header[at + 1], header[at + 2], header[at + 3]];
+            if self.big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+        };
+        let caplen = word(8);
+        let fraction = u64::from(word(4)) * if self.nanos { 1 } else { 1000 };
+        let stamp = u64::from(word(0)) * 1_000_000_000 + fraction;
         if caplen > MAX_RECORD {
             return Err(PcapError::Oversized { offset: at, record, caplen });
         }
@@ -166,6 +178,7 @@ impl<R: Read> Reader<R> {
         }
         self.offset += (RECORD_HEADER_LEN + len) as u64;
         self.records = record;
+        self.stamps = Some(self.stamps.map_or((stamp, stamp), |(first, _)| (first, stamp)));
         Ok(Some(&self.buf))
     }
 
@@ -173,14 +186,42 @@ impl<R: Read> Reader<R> {
     pub fn records(&self) -> u64 {
         self.records
     }
+
+    /// Time from the first record read to the last, ns (0 before two records; saturating when the
+    /// stamps go back).
+    pub fn span_ns(&self) -> u64 {
+        self.stamps.map_or(0, |(first, last)| last.saturating_sub(first))
+    }
+}
+
+/// How many records a capture holds and the time they span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    /// Packet records.
+    pub packets: u64,
+    /// Time from the first record to the last, ns.
+    pub span_ns: u64,
+}
+
+impl Extent {
+    /// The mean rate of the records as time-stamped, packets per second (none for fewer than two
+    /// records or no time between them).
+    pub fn rate_pps(&self) -> Option<f64> {
+        (self.packets > 1 && self.span_ns > 0).then(|| (self.packets - 1) as f64 * 1e9 / self.span_ns as f64)
+    }
+}
+
+/// The [`Extent`] of a classic capture file (as [`count_packets`] reads it).
+pub fn extent(path: &Path) -> io::Result<Extent> {
+    let mut r = Reader::open(path)?;
+    while r.next_record()?.is_some() {}
+    Ok(Extent { packets: r.records(), span_ns: r.span_ns() })
 }
 
 /// Number of packet records in a classic (libpcap) capture file, µs or ns resolution, either byte
 /// order; a file that is not one, or is truncated, is an error.
 pub fn count_packets(path: &Path) -> io::Result<u64> {
-    let mut r = Reader::open(path)?;
-    while r.next_record()?.is_some() {}
-    Ok(r.records())
+    extent(path).map(|e| e.packets)
 }
 
 #[cfg(test)]
@@ -253,5 +294,30 @@ mod tests {
             read_all(&huge).unwrap_err(),
             "corrupt record 1 at byte 24: it claims 4294967295 captured bytes (at most 262144)"
         );
+    }
+
+    #[test]
+    fn extents_read_microsecond_and_nanosecond_stamps_in_either_byte_order() {
+        // Three records 250 µs apart from t = 7 s: 2 intervals in 500 µs, 4,000 packets per second.
+        let record = |big: bool, secs: u32, frac: u32| {
+            let w = |v: u32| if big { v.to_be_bytes() } else { v.to_le_bytes() };
+            [w(secs), w(frac), w(4), w(4)].concat().into_iter().chain([1, 2, 3, 4]).collect::<Vec<u8>>()
+        };
+        for (magic, nanos) in [(0xa1b2_c3d4u32, false), (0xa1b2_3c4d, true)] {
+            for big in [false, true] {
+                let mut bytes = if big { magic.to_be_bytes() } else { magic.to_le_bytes() }.to_vec();
+                bytes.extend_from_slice(&[0; 20]);
+                let unit = if nanos { 1000 } else { 1 };
+                for k in 0..3 {
+                    bytes.extend(record(big, 7, k * 250 * unit));
+                }
+                let mut r = Reader::new(&bytes[..]).unwrap();
+                while r.next_record().unwrap().is_some() {}
+                let e = Extent { packets: r.records(), span_ns: r.span_ns() };
+                assert_eq!((e.packets, e.span_ns), (3, 500_000), "{magic:x} big-endian {big}");
+                assert_eq!(e.rate_pps(), Some(4000.0));
+            }
+        }
+        assert_eq!(Extent { packets: 1, span_ns: 0 }.rate_pps(), None);
     }
 }

@@ -213,6 +213,12 @@ impl Inventory {
         v.insert("numa_node", word(&r.numa_node.to_string()));
         v.insert("onic_module", word(&r.onic_module));
         v.insert("pacing_pps", word(&ctx.pacing_pps.to_string()));
+        // tcpreplay's pacing: even (`--pps`) or the trace's own gaps, sped up (`--multiplier`).
+        let pace = match ctx.timing {
+            super::Timing::Pps => format!("--pps={}", ctx.pacing_pps),
+            super::Timing::Trace { multiplier } => format!("--multiplier={multiplier}"),
+        };
+        v.insert("pace_args", word(&pace));
         // tcpreplay's bursts; nothing for evenly paced probes (the documented command).
         let burst = if ctx.burst > 1 { vec![format!("--pps-multi={}", ctx.burst)] } else { Vec::new() };
         v.insert("burst_args", list(&burst));
@@ -275,6 +281,8 @@ pub struct StepContext<'a> {
     pub trace_file: &'a str,
     /// Replay pacing.
     pub pacing_pps: u32,
+    /// How the run's probes are timed.
+    pub timing: super::Timing,
     /// Probes sent back to back in each interval (1: evenly paced).
     pub burst: u32,
     /// Probe id format name.

@@ -169,6 +169,7 @@ mod tests {
             table_driver_dir: None,
             trace_file: "forward_500.pcap",
             pacing_pps: 2000,
+            timing: crate::plan::Timing::Pps,
             burst: 1,
             probe_format: "latencylab",
             reflect: true,

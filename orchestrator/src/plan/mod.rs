@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use bitstream::Bitstream;
 pub use factors::{FactorName, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
-pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks};
+pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Timing};
 pub use steps::{StepPolicy, decode_steps, default_policy};
 use yaml::{Decoder, Diagnostic, Node, Value};
 
@@ -457,6 +457,7 @@ fn with_inventory(
     });
     if let (Some(p), Some(inv)) = (&plan, &inventory) {
         check_reflect(p, inv, &mut diags);
+        check_timing(p, inv, &mut diags);
     }
     diags.sort();
     diags.dedup();
@@ -536,6 +537,14 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         (Some(traces), Some(progs), Some(f)) => factors::sized_traces(d, traces, progs, f),
         _ => Some(Vec::new()),
     };
+    if let (Some(p), Some(f)) = (&protocol, factor_list.iter().find(|f| f.name == FactorName::PacingPps))
+        && p.timing != Timing::Pps
+    {
+        d.error(
+            f.at,
+            "factor `pacing_pps` needs `timing: pps`: with `timing: trace` the trace's time stamps pace the probes",
+        );
+    }
     let factors = Factors { factors: factor_list, design: design?, order: order? };
     if let (Some(p), factors::Order::LevelSessionRun, Some(at)) = (&protocol, factors.order, protocol_node)
         && p.adaptive.is_some()
@@ -587,6 +596,20 @@ fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program], le
                 if levels > 1 { format!(" × {levels} levels") } else { String::new() }
             ),
         );
+    }
+}
+
+/// A plan that replays with the traces' timing needs a replay command that takes it.
+fn check_timing(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    let replay = &inv.actions[&Action::Replay];
+    if plan.protocol.timing != Timing::Pps && !replay.variables().any(|v| v == "pace_args") {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `timing: trace` but the testbed's `replay` command does not use `{{ pace_args }}` \
+                      (tcpreplay's `--multiplier`), so it would replay at a fixed rate"
+                .into(),
+        });
     }
 }
 

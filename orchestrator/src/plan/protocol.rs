@@ -34,8 +34,10 @@ pub struct Protocol {
     pub adaptive: Option<Adaptive>,
     /// Replay runs per session.
     pub runs: u32,
-    /// Replay rate, packets per second.
+    /// Replay rate, packets per second (0 with [`Timing::Trace`]: each run's rate is its trace's).
     pub pacing_pps: u32,
+    /// How the probes of a run are timed.
+    pub timing: Timing,
     /// Probes sent back to back at each pacing interval, the intervals `burst` times as long (1:
     /// evenly paced); tcpreplay's `--pps-multi`.
     pub burst: u32,
@@ -54,6 +56,20 @@ pub struct Protocol {
     pub steps: BTreeMap<Action, StepPolicy>,
     /// Run acceptance thresholds.
     pub run_checks: RunChecks,
+}
+
+/// How a run's probes are timed (`timing: pps`, or `timing: trace` with `multiplier`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "timing")]
+pub enum Timing {
+    /// Evenly, `pacing_pps` (or the level's) per second: tcpreplay's `--pps`.
+    Pps,
+    /// At the gaps of the trace's time stamps divided by `multiplier`: tcpreplay's
+    /// `--multiplier`. The run checks expect the trace's mean rate times `multiplier`.
+    Trace {
+        /// How many times faster than recorded.
+        multiplier: f64,
+    },
 }
 
 /// Adaptive sessions (`sessions: {min, max, until}`): after each of a program's sessions from the
@@ -94,7 +110,10 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let sessions =
         m.required(d, "sessions", |d, v| d.either(v, decode_adaptive, |d, v| d.uint(v, 1..=1000).map(|n| (n, None))));
     let runs = m.required(d, "runs", |d, v| d.uint(v, 1..=10_000));
-    let pacing_pps = m.required(d, "pacing_pps", |d, v| d.uint(v, 1..=100_000_000));
+    let pacing_pps = m.optional(d, "pacing_pps", |d, v| d.uint(v, 1..=100_000_000));
+    let (at_pacing, at_multiplier) = (m.at("pacing_pps"), m.at("multiplier"));
+    let traced = m.or(d, "timing", false, |d, v| d.choice(v, &[("pps", false), ("trace", true)]));
+    let multiplier = m.optional(d, "multiplier", |d, v| d.number(v, 0.001..=1000.0));
     let burst = m.or(d, "burst", 1, |d, v| d.uint(v, 1..=10_000));
     let idle_gap_s = m.or(d, "idle_gap_s", 5.0, |d, v| d.number(v, 0.0..=86_400.0));
     let settle_s = m.or(d, "settle_s", 0.0, |d, v| d.number(v, 0.0..=86_400.0));
@@ -105,11 +124,32 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let run_checks = m.or(d, "run_checks", RunChecks::default(), decode_run_checks);
     m.done(d);
     let (sessions, adaptive) = sessions?;
+    let (pacing_pps, timing) = match (pacing_pps?, traced?, multiplier?) {
+        (Some(pps), false, None) => (pps, Timing::Pps),
+        (None, true, multiplier) => (0, Timing::Trace { multiplier: multiplier.unwrap_or(1.0) }),
+        (None, false, _) => {
+            d.error(n.pos, "missing key `pacing_pps` (required unless `timing: trace`)");
+            return None;
+        }
+        (Some(_), true, _) => {
+            let at = at_pacing.unwrap_or(n.pos);
+            d.error(
+                at,
+                "`pacing_pps` is for `timing: pps`: with `timing: trace` the trace's time stamps pace the probes",
+            );
+            return None;
+        }
+        (Some(_), false, Some(_)) => {
+            d.error(at_multiplier.unwrap_or(n.pos), "`multiplier` is used only with `timing: trace`");
+            return None;
+        }
+    };
     Some(Protocol {
         sessions,
         adaptive,
         runs: runs?,
-        pacing_pps: pacing_pps?,
+        pacing_pps,
+        timing,
         burst: burst?,
         idle_gap_s: idle_gap_s?,
         settle_s: settle_s?,

@@ -16,7 +16,7 @@ pub use dry_run::{describe, hms};
 use crate::plan::bitstream::Programming;
 use crate::plan::factors::Order;
 use crate::plan::inventory::{Action, Role, StepContext};
-use crate::plan::{Bitstream, FlashPolicy, Generated, Inventory, Level, Plan, ProbeFormat, Trace, TraceSource};
+use crate::plan::{Bitstream, FlashPolicy, Generated, Inventory, Level, Plan, ProbeFormat, Timing, Trace, TraceSource};
 
 /// The whole study, in execution order.
 #[derive(Clone, Debug, Serialize)]
@@ -241,15 +241,21 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             });
         }
     }
-    let probes: Vec<u64> =
-        plan.traces
-            .iter()
-            .map(|t| match &t.source {
-                TraceSource::Pcap { path, .. } => crate::pcap::count_packets(path)
-                    .map_err(|e| format!("{}: cannot count probes: {e}", path.display())),
-                TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => Ok(u64::from(g.count)),
-            })
-            .collect::<Result<_, _>>()?;
+    // Probes of each trace and the mean rate its time stamps give (generated: one per `SPACING`).
+    let extents: Vec<crate::pcap::Extent> = plan
+        .traces
+        .iter()
+        .map(|t| match &t.source {
+            TraceSource::Pcap { path, .. } => {
+                crate::pcap::extent(path).map_err(|e| format!("{}: cannot count probes: {e}", path.display()))
+            }
+            TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => {
+                let spacing = crate::trace::SPACING.as_nanos() as u64;
+                Ok(crate::pcap::Extent { packets: u64::from(g.count), span_ns: u64::from(g.count - 1) * spacing })
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let probes: Vec<u64> = extents.iter().map(|e| e.packets).collect();
 
     let proto = &plan.protocol;
     let levels = plan.factors.levels();
@@ -296,6 +302,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                             table_driver_dir: g.bitstream.table_driver_dir.as_deref(),
                             trace_file,
                             pacing_pps,
+                            timing: proto.timing,
                             burst,
                             probe_format,
                             reflect: proto.reflect,
@@ -327,9 +334,25 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 .collect();
             let mut runs: Vec<Run> = Vec::new();
             for level in &session_levels {
-                let run_trace = &plan.traces[plan.level_trace(g.trace, level.as_ref())];
-                let pacing_pps =
-                    level.as_ref().and_then(|l| l.get(crate::plan::FactorName::PacingPps)).unwrap_or(proto.pacing_pps);
+                let run_index = plan.level_trace(g.trace, level.as_ref());
+                let run_trace = &plan.traces[run_index];
+                let pacing_pps = match proto.timing {
+                    Timing::Pps => level
+                        .as_ref()
+                        .and_then(|l| l.get(crate::plan::FactorName::PacingPps))
+                        .unwrap_or(proto.pacing_pps),
+                    // The rate the run checks expect: the trace's mean rate, `multiplier` times.
+                    Timing::Trace { multiplier } => {
+                        let rate = extents[run_index].rate_pps().ok_or_else(|| {
+                            format!(
+                                "trace `{}` has no timing to replay (`timing: trace`): fewer than two packets, or all \
+                                 stamped at one instant",
+                                run_trace.name
+                            )
+                        })?;
+                        (rate * multiplier).round().clamp(1.0, f64::from(u32::MAX)) as u32
+                    }
+                };
                 let burst = level.as_ref().and_then(|l| l.get(crate::plan::FactorName::Burst)).unwrap_or(proto.burst);
                 let replay_s = probes[g.trace] as f64 / f64::from(pacing_pps);
                 for _ in 0..proto.runs {

@@ -14,6 +14,7 @@ mod common;
 mod e2e;
 mod import;
 mod levels;
+mod replay;
 mod report;
 mod run;
 mod schemas;

@@ -208,6 +208,7 @@ pub const VARIABLES: &[&str] = &[
     "jtag_device",
     "numa_node",
     "onic_module",
+    "pace_args",
     "pacing_pps",
     "poller_cores",
     "probe_format",

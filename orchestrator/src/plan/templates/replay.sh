@@ -1,1 +1,1 @@
-taskset -c {{ replay_core }} tcpreplay -q -T nano -i {{ sender_iface }} --pps={{ pacing_pps }} {{ burst_args }} {{ trace }}
+taskset -c {{ replay_core }} tcpreplay -q -T nano -i {{ sender_iface }} {{ pace_args }} {{ burst_args }} {{ trace }}
