@@ -49,7 +49,7 @@ pub(super) fn analyse(
             let summary = ProgramSummary { level: Some(name.clone()), ..summary };
             let entry = programs.entry(program).or_insert_with(|| summary.clone());
             entry.levels.push(LevelSummary {
-                factors: sl.level.values.iter().map(|(f, v)| (f.name().to_string(), *v)).collect(),
+                factors: sl.level.values.iter().map(|(f, v)| (f.name().to_string(), v.clone())).collect(),
                 null_calibration: if shared { "shared" } else { "per_level" }.into(),
                 null_level: calibration.clone(),
                 summary,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan::FactorValue;
 use crate::results::provenance::Provenance;
 
 /// Quantiles keyed `p5`, `p25`, … (ns).
@@ -103,7 +104,7 @@ pub struct ProgramSummary {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct LevelSummary {
     /// Each factor's value.
-    pub factors: BTreeMap<String, u32>,
+    pub factors: BTreeMap<String, FactorValue>,
     /// `per_level` when the level changes the probes (frame size), so the null calibration is
     /// measured at it; `shared` when one calibration serves every level.
     pub null_calibration: String,

@@ -7,27 +7,57 @@
 //! reset mode, which is drawn per bring-up, is the same for all levels it is compared across) or
 //! `level_session_run` (each level has its own bring-ups).
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::inventory::VARIABLES;
 use super::yaml::{Decoder, Node, Pos};
 use super::{Generated, Plan, Program, Trace, TraceSource};
 use crate::trace::Shape;
 
-/// What a factor varies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What a factor varies: the replay's rate, frame size or bursts, the trace, or an inventory
+/// template variable (its index in [`VARIABLES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FactorName {
     /// Replay rate, packets per second.
     PacingPps,
-    /// Bytes of every generated frame (the traffic changes: null calibration per level).
+    /// Bytes of every generated frame.
     FrameSize,
     /// Probes sent back to back at each interval.
     Burst,
+    /// The trace every program and null calibration replays at the level (by name).
+    Trace,
+    /// An inventory template variable (e.g. `agent_backend`), set in every command of the level.
+    Var(u16),
 }
 
+/// The template variables the schedule sets itself: no factor may set them.
+const SCHEDULE_VARIABLES: &[&str] = &[
+    "agent_pidfile",
+    "bitstream",
+    "bitstream_sha256",
+    "burst_args",
+    "capture_file",
+    "capture_pidfile",
+    "pace_args",
+    "pacing_pps",
+    "probe_format",
+    "program",
+    "reflect_args",
+    "run",
+    "session",
+    "session_dir",
+    "table",
+    "table_driver",
+    "table_driver_dir",
+    "trace",
+];
+
 impl FactorName {
-    /// Every factor, as named in plans.
-    pub const ALL: [FactorName; 3] = [FactorName::PacingPps, FactorName::FrameSize, FactorName::Burst];
+    /// The factors with a fixed name (the others are template variables).
+    pub const FIXED: [FactorName; 4] =
+        [FactorName::PacingPps, FactorName::FrameSize, FactorName::Burst, FactorName::Trace];
 
     /// The name in plans, paths and summaries.
     pub fn name(self) -> &'static str {
@@ -35,13 +65,35 @@ impl FactorName {
             FactorName::PacingPps => "pacing_pps",
             FactorName::FrameSize => "frame_size",
             FactorName::Burst => "burst",
+            FactorName::Trace => "trace",
+            FactorName::Var(i) => VARIABLES.get(usize::from(i)).copied().unwrap_or("?"),
         }
     }
 
-    /// Whether the factor changes the probes themselves, so that the null calibration is measured
-    /// at each of its values (else it is shared by every level).
+    /// The factor named `name`: a fixed one, or a template variable the schedule does not set.
+    pub fn from_name(name: &str) -> Option<FactorName> {
+        FactorName::FIXED.into_iter().find(|f| f.name() == name).or_else(|| {
+            let i = VARIABLES.iter().position(|v| *v == name && !SCHEDULE_VARIABLES.contains(v))?;
+            u16::try_from(i).ok().map(FactorName::Var)
+        })
+    }
+
+    /// Every name a plan may use, for messages.
+    pub fn names() -> Vec<&'static str> {
+        let vars = VARIABLES.iter().filter(|v| !SCHEDULE_VARIABLES.contains(v)).copied();
+        FactorName::FIXED.iter().map(|f| f.name()).chain(vars).collect()
+    }
+
+    /// Whether the factor's values are numbers (else words).
+    pub fn numeric(self) -> bool {
+        matches!(self, FactorName::PacingPps | FactorName::FrameSize | FactorName::Burst)
+    }
+
+    /// Whether the null calibration is measured at each of the factor's values (else it is
+    /// shared by every level): the factors that change the probes (frame size, trace) and the
+    /// template variables, which may change how both ports are stamped (the agent's backend).
     pub fn changes_traffic(self) -> bool {
-        matches!(self, FactorName::FrameSize)
+        !matches!(self, FactorName::PacingPps | FactorName::Burst)
     }
 
     fn range(self) -> std::ops::RangeInclusive<i64> {
@@ -49,6 +101,55 @@ impl FactorName {
             FactorName::PacingPps => 1..=100_000_000,
             FactorName::FrameSize => 1..=i64::from(crate::trace::MAX_FRAME_LEN),
             FactorName::Burst => 1..=10_000,
+            FactorName::Trace | FactorName::Var(_) => 0..=0,
+        }
+    }
+}
+
+impl Serialize for FactorName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for FactorName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        FactorName::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown factor `{name}`")))
+    }
+}
+
+/// A factor's value: a number, or a word (a trace's name, a template variable's value).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FactorValue {
+    /// Of a numeric factor.
+    Num(u32),
+    /// Of a trace or template-variable factor.
+    Word(String),
+}
+
+impl FactorValue {
+    /// The number, if it is one.
+    pub fn as_num(&self) -> Option<u32> {
+        match self {
+            FactorValue::Num(n) => Some(*n),
+            FactorValue::Word(_) => None,
+        }
+    }
+}
+
+impl PartialEq<u32> for FactorValue {
+    fn eq(&self, other: &u32) -> bool {
+        self.as_num() == Some(*other)
+    }
+}
+
+impl fmt::Display for FactorValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FactorValue::Num(n) => write!(f, "{n}"),
+            FactorValue::Word(w) => f.write_str(w),
         }
     }
 }
@@ -81,7 +182,7 @@ pub struct Factor {
     /// What it varies.
     pub name: FactorName,
     /// Its values, in plan order.
-    pub values: Vec<u32>,
+    pub values: Vec<FactorValue>,
     /// Where the factor is named in the plan.
     #[serde(skip)]
     pub at: Pos,
@@ -102,7 +203,7 @@ pub struct Factors {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Level {
     /// Each factor's value, in plan order.
-    pub values: Vec<(FactorName, u32)>,
+    pub values: Vec<(FactorName, FactorValue)>,
 }
 
 impl Level {
@@ -118,15 +219,32 @@ impl Level {
         parts.join(", ")
     }
 
-    /// The value of `factor`, if the level sets it.
+    /// The value of numeric `factor`, if the level sets it.
     pub fn get(&self, factor: FactorName) -> Option<u32> {
-        self.values.iter().find(|(f, _)| *f == factor).map(|(_, v)| *v)
+        self.value(factor).and_then(FactorValue::as_num)
+    }
+
+    /// The value of `factor`, if the level sets it.
+    pub fn value(&self, factor: FactorName) -> Option<&FactorValue> {
+        self.values.iter().find(|(f, _)| *f == factor).map(|(_, v)| v)
+    }
+
+    /// The template variables the level sets, with their values.
+    pub fn vars(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.values.iter().filter_map(|(f, v)| match (f, v) {
+            (FactorName::Var(_), FactorValue::Word(w)) => Some((f.name(), w.as_str())),
+            _ => None,
+        })
     }
 
     /// The level the null calibration of this level is measured at: the same traffic, every other
     /// factor at its base value (`base` gives it).
     pub fn calibration(&self, base: impl Fn(FactorName) -> u32) -> Level {
-        let values = self.values.iter().map(|&(f, v)| (f, if f.changes_traffic() { v } else { base(f) })).collect();
+        let values = self
+            .values
+            .iter()
+            .map(|(f, v)| (*f, if f.changes_traffic() { v.clone() } else { FactorValue::Num(base(*f)) }))
+            .collect();
         Level { values }
     }
 }
@@ -149,7 +267,7 @@ impl Factors {
         }
         match self.design {
             Design::Zip => (0..self.factors[0].values.len())
-                .map(|i| Level { values: self.factors.iter().map(|f| (f.name, f.values[i])).collect() })
+                .map(|i| Level { values: self.factors.iter().map(|f| (f.name, f.values[i].clone())).collect() })
                 .collect(),
             Design::Cross => {
                 let mut out = vec![Level { values: Vec::new() }];
@@ -157,9 +275,9 @@ impl Factors {
                     out = out
                         .into_iter()
                         .flat_map(|l| {
-                            f.values.iter().map(move |&v| {
+                            f.values.iter().map(move |v| {
                                 let mut values = l.values.clone();
-                                values.push((f.name, v));
+                                values.push((f.name, v.clone()));
                                 Level { values }
                             })
                         })
@@ -175,17 +293,24 @@ impl Factors {
 /// reported; the factors without one are returned, so that what depends on them is checked too.
 pub(super) fn decode_factors(d: &mut Decoder, n: &Node) -> Option<Vec<Factor>> {
     let mut m = d.map(n, "factors: name → list of values")?;
-    let names = FactorName::ALL.map(FactorName::name);
+    let names = FactorName::names();
     let (entries, _) = m.among(d, &names, "factor");
     if entries.is_empty() {
         d.error(n.pos, "`factors` names no factor: name at least one, or leave the key out");
     }
     let mut out = Vec::new();
     for (i, v) in entries {
-        let name = FactorName::ALL[i];
+        let Some(name) = FactorName::from_name(names[i]) else { continue };
         let Some(items) = d.seq(v) else { continue };
-        let values: Vec<Option<u32>> = items.iter().map(|x| d.uint(x, name.range())).collect();
-        let valid: Vec<u32> = values.iter().flatten().copied().collect();
+        let values: Vec<Option<FactorValue>> = items
+            .iter()
+            .map(|x| match name {
+                _ if name.numeric() => d.uint(x, name.range()).map(FactorValue::Num),
+                FactorName::Trace => d.ident(x).map(FactorValue::Word),
+                _ => factor_word(d, x, name).map(FactorValue::Word),
+            })
+            .collect();
+        let valid: Vec<FactorValue> = values.iter().flatten().cloned().collect();
         if let Some(k) = (1..valid.len()).find(|&k| valid[..k].contains(&valid[k])) {
             d.error(v.pos, format!("factor `{}` repeats the value {}", name.name(), valid[k]));
         }
@@ -196,6 +321,24 @@ pub(super) fn decode_factors(d: &mut Decoder, n: &Node) -> Option<Vec<Factor>> {
         }
     }
     Some(out)
+}
+
+/// A template variable's value as a factor: one word that is also a folder name in the results
+/// tree (letters, digits, `.`, `_`, `-`, `+`, `:` and `,`).
+fn factor_word(d: &mut Decoder, x: &Node, name: FactorName) -> Option<String> {
+    if name.name() == "agent_backend" {
+        return d.choice(x, &[("dpdk", "dpdk"), ("af-packet", "af-packet")]).map(str::to_owned);
+    }
+    let w = d.string(x)?;
+    let ok = !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "._-+:,".contains(c));
+    if !ok {
+        d.error(
+            x.pos,
+            format!("`{w}` cannot be a factor's value: one word of letters, digits, `.`, `_`, `-`, `+`, `:` or `,`"),
+        );
+        return None;
+    }
+    Some(w)
 }
 
 /// The plan's `design` and `order` words.
@@ -229,15 +372,35 @@ pub fn sized_trace_name(base: &str, frame_size: u32) -> String {
     format!("{base}-{frame_size}B")
 }
 
-/// For a `frame_size` factor: each trace of the programs and their null calibrations made at each
-/// frame size, as traces of their own. Only generated traces can be made at another size.
-pub(super) fn sized_traces(d: &mut Decoder, traces: &[Trace], programs: &[Program], f: &Factor) -> Option<Vec<Trace>> {
-    let mut used: Vec<usize> = programs.iter().flat_map(|p| [p.trace, p.null_trace]).collect();
+/// The traces a study with `factors` replays: those of the programs and their null calibrations,
+/// or, with a `trace` factor, the traces it names (indices into `traces`; a name not among them is
+/// reported at the factor).
+pub(super) fn replayed(d: &mut Decoder, traces: &[Trace], programs: &[Program], factors: &[Factor]) -> Vec<usize> {
+    let mut used: Vec<usize> = match factors.iter().find(|f| f.name == FactorName::Trace) {
+        Some(f) => f
+            .values
+            .iter()
+            .filter_map(|v| {
+                let found = traces.iter().position(|t| FactorValue::Word(t.name.clone()) == *v);
+                if found.is_none() {
+                    d.error(f.at, format!("factor `trace`: no trace `{v}` in `traces`"));
+                }
+                found
+            })
+            .collect(),
+        None => programs.iter().flat_map(|p| [p.trace, p.null_trace]).collect(),
+    };
     used.sort_unstable();
     used.dedup();
+    used
+}
+
+/// For a `frame_size` factor: each trace in `used` made at each frame size, as traces of their
+/// own. Only generated traces can be made at another size.
+pub(super) fn sized_traces(d: &mut Decoder, traces: &[Trace], used: &[usize], f: &Factor) -> Option<Vec<Trace>> {
     let mut out = Vec::new();
     let mut ok = true;
-    for t in used.into_iter().map(|i| &traces[i]) {
+    for t in used.iter().map(|&i| &traces[i]) {
         let TraceSource::Generate(g) = &t.source else {
             d.error(
                 f.at,
@@ -249,7 +412,7 @@ pub(super) fn sized_traces(d: &mut Decoder, traces: &[Trace], programs: &[Progra
             ok = false;
             continue;
         };
-        for &size in &f.values {
+        for size in f.values.iter().filter_map(FactorValue::as_num) {
             let shape = Shape { frame_len: Some(size), ..Shape::of(g) };
             match Generated::with(g.template, g.count, g.probe_id, shape) {
                 Ok(sized) => out.push(Trace {
@@ -268,20 +431,26 @@ pub(super) fn sized_traces(d: &mut Decoder, traces: &[Trace], programs: &[Progra
 }
 
 impl Plan {
-    /// The trace replayed at `level` in place of trace `trace`: the same, or its sized copy.
+    /// The trace replayed at `level` in place of trace `trace`: the level's `trace` if it sets
+    /// one, else `trace`; made at the level's frame size if it sets one.
     pub fn level_trace(&self, trace: usize, level: Option<&Level>) -> usize {
-        let Some(size) = level.and_then(|l| l.get(FactorName::FrameSize)) else { return trace };
-        let name = sized_trace_name(&self.traces[trace].name, size);
-        self.traces.iter().position(|t| t.name == name).unwrap_or(trace)
+        let named = |name: &str| self.traces.iter().position(|t| t.name == name);
+        let base = match level.and_then(|l| l.value(FactorName::Trace)) {
+            Some(FactorValue::Word(name)) => named(name).unwrap_or(trace),
+            _ => trace,
+        };
+        let Some(size) = level.and_then(|l| l.get(FactorName::FrameSize)) else { return base };
+        named(&sized_trace_name(&self.traces[base].name, size)).unwrap_or(base)
     }
 
     /// The value a factor takes where no level sets it (null calibrations of a level that does not
-    /// change the traffic): the protocol's pacing; a frame size is always set by traffic levels.
+    /// change the traffic): the protocol's pacing and burst (the factors that change the traffic
+    /// are always set by the level).
     pub fn base_value(&self, factor: FactorName) -> u32 {
         match factor {
             FactorName::PacingPps => self.protocol.pacing_pps,
-            FactorName::FrameSize => 0,
             FactorName::Burst => self.protocol.burst,
+            FactorName::FrameSize | FactorName::Trace | FactorName::Var(_) => 0,
         }
     }
 }
@@ -291,7 +460,7 @@ mod tests {
     use super::*;
 
     fn factor(name: FactorName, values: &[u32]) -> Factor {
-        Factor { name, values: values.to_vec(), at: Pos::default() }
+        Factor { name, values: values.iter().map(|&v| FactorValue::Num(v)).collect(), at: Pos::default() }
     }
 
     #[test]
@@ -313,7 +482,7 @@ mod tests {
             ]
         );
         f.design = Design::Zip;
-        f.factors[0].values.push(2000);
+        f.factors[0].values.push(FactorValue::Num(2000));
         let names: Vec<String> = f.levels().iter().map(Level::name).collect();
         assert_eq!(
             names,
@@ -334,13 +503,18 @@ mod tests {
                 "p.yaml:7:3: `design: zip` takes the lists' values together, but `frame_size` has 1 values and `pacing_pps` 2"
             ]
         );
-        f[1].values.push(256);
+        f[1].values.push(FactorValue::Num(256));
         assert!(check_zip(&mut d, &f));
     }
 
     #[test]
     fn the_calibration_level_keeps_the_traffic_and_takes_the_base_of_the_rest() {
-        let l = Level { values: vec![(FactorName::PacingPps, 80_000), (FactorName::FrameSize, 256)] };
+        let l = Level {
+            values: vec![
+                (FactorName::PacingPps, FactorValue::Num(80_000)),
+                (FactorName::FrameSize, FactorValue::Num(256)),
+            ],
+        };
         let c = l.calibration(|f| if f == FactorName::PacingPps { 500 } else { 0 });
         assert_eq!(c.name(), "pacing_pps=500/frame_size=256");
         assert_eq!(l.label(), "pacing_pps 80000, frame_size 256");

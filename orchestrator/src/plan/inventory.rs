@@ -114,6 +114,8 @@ pub struct Receiver {
     pub table_driver: String,
     /// Path of the `latency-agent` binary on the host.
     pub agent: String,
+    /// The agent's receive backend (`dpdk` or `af-packet`): `{{ agent_backend }}`.
+    pub backend: String,
     /// Poller cores, one per port.
     pub poller_cores: Vec<u32>,
     /// NUMA node of the FPGA.
@@ -189,6 +191,7 @@ impl Inventory {
         let list = |v: &[String]| TemplateValue::List(v.to_vec());
         let mut v = Vars::new();
         v.insert("agent", word(&r.agent));
+        v.insert("agent_backend", word(&r.backend));
         v.insert("agent_pidfile", word(&layout.agent_pidfile()));
         let pf0_sysfs = format!("/sys/bus/pci/devices/{}", r.fpga_pci[0].full());
         v.insert("bar_file", word(&format!("{pf0_sysfs}/resource{}", r.register_bar)));
@@ -255,6 +258,10 @@ impl Inventory {
         v.insert("trace", word(&layout.trace(ctx.trace_file)));
         v.insert("vivado", word(&r.vivado));
         v.insert("workdir", word(layout.workdir(Role::Receiver)));
+        for &(name, value) in ctx.overrides {
+            let words = value.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+            v.insert(name, if LIST_VARIABLES.contains(&name) { list(&words) } else { word(value) });
+        }
         v
     }
 }
@@ -283,6 +290,8 @@ pub struct StepContext<'a> {
     pub pacing_pps: u32,
     /// How the run's probes are timed.
     pub timing: super::Timing,
+    /// Template variables a factor level sets, with their values (they replace the inventory's).
+    pub overrides: &'a [(&'static str, &'a str)],
     /// Probes sent back to back in each interval (1: evenly paced).
     pub burst: u32,
     /// Probe id format name.

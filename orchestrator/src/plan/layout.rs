@@ -170,6 +170,7 @@ mod tests {
             trace_file: "forward_500.pcap",
             pacing_pps: 2000,
             timing: crate::plan::Timing::Pps,
+            overrides: &[],
             burst: 1,
             probe_format: "latencylab",
             reflect: true,

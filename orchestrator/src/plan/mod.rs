@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use bitstream::Bitstream;
-pub use factors::{FactorName, Factors, Level, sized_trace_name};
+pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
 pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Timing};
 pub use steps::{StepPolicy, decode_steps, default_policy};
@@ -533,10 +533,26 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
     }
     let factor_list = factor_list.flatten().unwrap_or_default();
     let zip_ok = design != Some(factors::Design::Zip) || factors::check_zip(d, &factor_list);
-    let sized = match (&traces, &programs, factor_list.iter().find(|f| f.name == FactorName::FrameSize)) {
-        (Some(traces), Some(progs), Some(f)) => factors::sized_traces(d, traces, progs, f),
+    let used = match (&traces, &programs) {
+        (Some(traces), Some(progs)) if !factor_list.is_empty() => factors::replayed(d, traces, progs, &factor_list),
+        _ => Vec::new(),
+    };
+    let sized = match (&traces, factor_list.iter().find(|f| f.name == FactorName::FrameSize)) {
+        (Some(traces), Some(f)) => factors::sized_traces(d, traces, &used, f),
         _ => Some(Vec::new()),
     };
+    if let Some(f) = factor_list.iter().find(|f| matches!(f.name, FactorName::Var(_)))
+        && order == Some(factors::Order::SessionLevelRun)
+    {
+        d.error(
+            f.at,
+            format!(
+                "factor `{}` sets a template variable, which a bring-up uses once per session: it needs `order: \
+                 level_session_run`",
+                f.name.name()
+            ),
+        );
+    }
     if let (Some(p), Some(f)) = (&protocol, factor_list.iter().find(|f| f.name == FactorName::PacingPps))
         && p.timing != Timing::Pps
     {

@@ -9,6 +9,7 @@ use super::figures::Figure;
 use super::format::{mode_median, ns};
 use super::svg::{Axis, Decor, Frame, Svg, colour};
 use crate::analysis::summary::{LevelSummary, ProgramSummary, Summary};
+use crate::plan::FactorValue;
 
 const WIDTH: f64 = 960.0;
 
@@ -71,7 +72,7 @@ pub(crate) fn figures(s: &Summary) -> Vec<Figure> {
     let mut out = Vec::new();
     for (fi, factor) in factors.iter().enumerate() {
         let distinct = |p: &ProgramSummary| {
-            let mut v: Vec<u32> = p.levels.iter().filter_map(|l| l.factors.get(factor).copied()).collect();
+            let mut v: Vec<u32> = p.levels.iter().filter_map(|l| l.factors.get(factor)?.as_num()).collect();
             v.sort_unstable();
             v.dedup();
             v.len()
@@ -90,11 +91,11 @@ type Points<'a> = Vec<(f64, &'a LevelSummary)>;
 /// The levels of a program grouped by the values of the factors other than `factor` (in
 /// numeric order), each series with its label and its points in `factor`'s order.
 fn series<'a>(p: &'a ProgramSummary, factor: &str) -> Vec<(String, Points<'a>)> {
-    let mut out: BTreeMap<Vec<(&str, u32)>, Points<'a>> = BTreeMap::new();
+    let mut out: BTreeMap<Vec<(&str, &FactorValue)>, Points<'a>> = BTreeMap::new();
     for l in &p.levels {
-        let Some(&x) = l.factors.get(factor) else { continue };
-        let rest: Vec<(&str, u32)> =
-            l.factors.iter().filter(|(k, _)| *k != factor).map(|(k, v)| (k.as_str(), *v)).collect();
+        let Some(x) = l.factors.get(factor).and_then(FactorValue::as_num) else { continue };
+        let rest: Vec<(&str, &FactorValue)> =
+            l.factors.iter().filter(|(k, _)| *k != factor).map(|(k, v)| (k.as_str(), v)).collect();
         out.entry(rest).or_default().push((f64::from(x), l));
     }
     out.into_iter()

@@ -276,8 +276,13 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             let session_name = format!("{}_s{s}", g.name);
             let bitstream_file =
                 g.bitstream.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-            // (run number, pacing, burst, trace file) of a run step; the protocol's for the bring-up.
-            let render = |action: Action, run: Option<(u32, u32, u32, &str)>| -> Step {
+            // The template variables the session's first level sets: its bring-up's (a factor that
+            // sets one needs `level_session_run`, one level per session).
+            let first_vars: Vec<(&'static str, &str)> =
+                session_levels.first().and_then(Option::as_ref).map(|l| l.vars().collect()).unwrap_or_default();
+            // (run number, pacing, burst, trace file) of a run step, with the variables its level
+            // sets; the protocol's for the bring-up.
+            let render = |action: Action, run: Option<(u32, u32, u32, &str)>, vars: &[(&'static str, &str)]| -> Step {
                 match inventory {
                     None => Step {
                         host: "sim".into(),
@@ -306,6 +311,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                             burst,
                             probe_format,
                             reflect: proto.reflect,
+                            overrides: vars,
                         };
                         let command = inv.actions[&action].render(&inv.vars(&ctx)).map_err(|e| e.0);
                         Step {
@@ -330,7 +336,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                     Programming::Jtag => !matches!(a, Action::Flash | Action::Boot),
                 })
                 .filter(|a| g.table.is_some() || g.bitstream.table_driver_dir.is_some() || *a != Action::TableLoad)
-                .map(|a| render(a, None))
+                .map(|a| render(a, None, &first_vars))
                 .collect();
             let mut runs: Vec<Run> = Vec::new();
             for level in &session_levels {
@@ -355,13 +361,15 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 };
                 let burst = level.as_ref().and_then(|l| l.get(crate::plan::FactorName::Burst)).unwrap_or(proto.burst);
                 let replay_s = probes[g.trace] as f64 / f64::from(pacing_pps);
+                let run_vars: Vec<(&'static str, &str)> =
+                    level.as_ref().map(|l| l.vars().collect()).unwrap_or_default();
                 for _ in 0..proto.runs {
                     let r = runs.len() as u32 + 1;
                     let file = run_trace.file_name();
                     let steps = [Action::CaptureStart, Action::Replay, Action::CaptureStop]
                         .into_iter()
                         .filter(|a| proto.reflect || *a == Action::Replay)
-                        .map(|a| render(a, Some((r, pacing_pps, burst, &file))))
+                        .map(|a| render(a, Some((r, pacing_pps, burst, &file)), &run_vars))
                         .collect();
                     let wait_before_s = if r == 1 { proto.settle_s } else { proto.idle_gap_s };
                     if let Some(lp) = level.as_ref().and_then(|l| per_level.iter_mut().find(|p| p.name == l.name())) {
@@ -380,7 +388,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                     });
                 }
             }
-            let teardown = vec![render(Action::AgentStop, None)];
+            let teardown = vec![render(Action::AgentStop, None, &first_vars)];
 
             let before = predicted;
             predicted.bring_up += steps.iter().map(|s| s.estimate_s).sum::<f64>();

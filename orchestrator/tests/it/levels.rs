@@ -7,9 +7,10 @@ use std::path::Path;
 use std::process::Command;
 
 use orchestrator::analysis::summary::Summary;
+use orchestrator::plan::FactorValue;
 
 use crate::cli::assert_invalid;
-use crate::common::{orchestrate, stderr, test_python, tmp};
+use crate::common::{orchestrate, stderr, test_python, tmp, tmp_dir};
 
 const PLAN: &str = "tests/fixtures/good/sweep.yaml";
 const QUIET: &str = "tests/fixtures/good/quiet.yaml";
@@ -47,7 +48,7 @@ fn a_load_sweep_recovers_the_model_at_every_level_and_every_level_is_in_tree_sum
     assert_eq!(names, want);
     assert_eq!(p.level.as_deref(), Some(want[0].as_str()), "the headline is the first level's");
     for l in &p.levels {
-        let (pps, frame) = (l.factors["pacing_pps"], l.factors["frame_size"]);
+        let (pps, frame) = (l.factors["pacing_pps"].as_num().unwrap(), l.factors["frame_size"].as_num().unwrap());
         let got = l.summary.latency_ns["p50"];
         let model = model_median(pps);
         assert!((got - model).abs() < 0.5, "{pps} pps, {frame} B: {got} ns against the model's {model} ns");
@@ -150,7 +151,7 @@ fn a_header_inserting_programs_bound_follows_each_levels_frame_size() {
         .iter()
         .map(|l| {
             let b = l.summary.vendor_bound.as_ref().unwrap();
-            (l.factors["frame_size"], b.insertion.unwrap().in_flight, b.cycles)
+            (l.factors["frame_size"].as_num().unwrap(), b.insertion.unwrap().in_flight, b.cycles)
         })
         .collect();
     assert_eq!(bounds, [(128, 28, 83), (512, 7, 62)]);
@@ -218,11 +219,11 @@ fn the_int_study_recovers_the_transit_hops_frame_length_dependent_latency() {
     assert!(s.health.problems.is_empty(), "{:?}", s.health.problems);
     for (program, base, per_byte) in [("forward", 149.0, 0.0), ("int_transit", 0.68 * 60.0 * 4.0, 0.0625)] {
         let levels = &s.programs[program].levels;
-        let sizes: Vec<u32> = levels.iter().map(|l| l.factors["frame_size"]).collect();
+        let sizes: Vec<u32> = levels.iter().map(|l| l.factors["frame_size"].as_num().unwrap()).collect();
         assert_eq!(sizes, [128, 512, 1024], "{program}");
         let first = levels[0].summary.latency_ns["p50"];
         for l in levels {
-            let f = l.factors["frame_size"];
+            let f = l.factors["frame_size"].as_num().unwrap();
             let (got, model) = (l.summary.latency_ns["p50"], base + per_byte * f64::from(f));
             assert!((got - model).abs() < 1.5, "{program} at {f} B: {got} ns against the model's {model} ns");
             let (rise, model_rise) = (got - first, per_byte * f64::from(f - 128));
@@ -246,5 +247,69 @@ fn the_int_study_recovers_the_transit_hops_frame_length_dependent_latency() {
         ),
         "{}",
         stderr(&o)
+    );
+}
+
+/// Factors whose values are words: `trace` replaces every program's (and null calibration's)
+/// trace at its level, and a template variable (`agent_backend`, the inventory's
+/// `receiver.backend`) is set in every command of its level, the bring-up's included.
+#[test]
+fn trace_and_template_variable_factors_set_the_traffic_and_the_commands_of_their_levels() {
+    const WORDS: &str = "tests/fixtures/good/word-factors.yaml";
+    let o = orchestrate(&["plan", WORDS, "--testbed", "../testbeds/oct-u280.yaml", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for s in v["sessions"].as_array().unwrap() {
+        let level = s["runs"][0]["level"]["values"].as_array().unwrap();
+        let backend = level[1][1].as_str().unwrap();
+        let start = s["steps"].as_array().unwrap().iter().find(|x| x["action"] == "agent_start").unwrap();
+        let command = start["command"].as_str().unwrap();
+        assert!(command.contains(&format!(" capture --backend {backend} ")), "{command}");
+        let trace = level[0][1].as_str().unwrap();
+        for run in s["runs"].as_array().unwrap() {
+            assert_eq!(run["trace"], trace, "every run of the level replays its trace");
+        }
+    }
+
+    let dir = tmp("word-factors");
+    let o = orchestrate(&["run", WORDS, "--out", dir.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = summary(&dir);
+    let p = &s.programs["forward"];
+    let names: Vec<&str> = p.levels.iter().filter_map(|l| l.summary.level.as_deref()).collect();
+    assert_eq!(
+        names,
+        [
+            "trace=fwd/agent_backend=dpdk",
+            "trace=fwd/agent_backend=af-packet",
+            "trace=int/agent_backend=dpdk",
+            "trace=int/agent_backend=af-packet"
+        ]
+    );
+    for l in &p.levels {
+        // Forward drops 3 in 10 of the Forward trace's probes (table misses); every INT probe is
+        // addressed to a table hit: matched over the session's 2 runs. The null is measured with
+        // the level's trace and backend.
+        let forwarded = if l.factors["trace"] == FactorValue::Word("fwd".into()) { 2 * 700 } else { 2 * 1000 };
+        assert_eq!(l.summary.sessions[0].matched, forwarded, "{:?}", l.factors);
+        assert_eq!(Some(&l.null_level), l.summary.level.as_ref(), "a null calibration per level");
+        assert_eq!(l.null_calibration, "per_level");
+    }
+    assert!(dir.join("data/program=forward/trace=int/agent_backend=af-packet/session=4").is_dir());
+
+    let text = std::fs::read_to_string(WORDS).unwrap();
+    let bad = tmp_dir("word-factors-bad").join("plan.yaml");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = text.replace("../../../../bitstreams", root.join("bitstreams").to_str().unwrap());
+    std::fs::write(&bad, text.replace("order: level_session_run\n", "").replace("[fwd, int]", "[fwd, udp]")).unwrap();
+    let o = orchestrate(&["validate", bad.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(err.contains(":7:10: factor `trace`: no trace `udp` in `traces`"), "{err}");
+    assert!(
+        err.contains(
+            ":8:18: factor `agent_backend` sets a template variable, which a bring-up uses once per session: it \
+                      needs `order: level_session_run`"
+        ),
+        "{err}"
     );
 }

@@ -187,6 +187,7 @@ fn command_of(file: &'static str) -> &'static str {
 /// position in the schedule (see [`super::Inventory::vars`]).
 pub const VARIABLES: &[&str] = &[
     "agent",
+    "agent_backend",
     "agent_pidfile",
     "bar_file",
     "bitstream",
