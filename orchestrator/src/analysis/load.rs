@@ -133,6 +133,7 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
         latency_proto::schema::col::PROBE_ID,
         latency_proto::schema::col::PORT,
         latency_proto::schema::col::TSC,
+        latency_proto::schema::col::FRAME_LEN,
         latency_proto::schema::col::HW_NS,
     ];
     let mut indices = Vec::new();

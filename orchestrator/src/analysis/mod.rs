@@ -73,6 +73,8 @@ pub struct RunPairs {
     diffs: Vec<(u64, f64)>,
     /// (D ns, R ns) for reflect data.
     hw: Vec<(f64, f64)>,
+    /// Frame length of each probe of `diffs` as sent (empty without frame lengths).
+    lens: Vec<u16>,
     counts: pairs::Counts,
     excluded: u64,
     pacing_pps: Option<f64>,
@@ -93,6 +95,7 @@ pub fn pair_batches(
     let skip = if exclude_first { p.first_id } else { None };
     let mut diffs = Vec::with_capacity(p.diffs.len());
     let mut hw = Vec::with_capacity(p.hw_diffs.len());
+    let mut lens = Vec::with_capacity(p.lens.len());
     let mut excluded = 0;
     for (k, &(id, d)) in p.diffs.iter().enumerate() {
         if Some(id) == skip {
@@ -100,13 +103,14 @@ pub fn pair_batches(
             continue;
         }
         diffs.push((id, d as f64 * ns));
+        lens.extend(p.lens.get(k));
         if let Some(Some(r)) = p.hw_diffs.get(k) {
             hw.push((d as f64 * ns, *r as f64));
         }
     }
     let pacing_pps = p.bypass_pps(tsc_hz);
     let pacing_inferred = p.pacing_inferred();
-    RunPairs { group, session, level: None, diffs, hw, counts: p.counts, excluded, pacing_pps, pacing_inferred }
+    RunPairs { group, session, level: None, diffs, hw, lens, counts: p.counts, excluded, pacing_pps, pacing_inferred }
 }
 
 /// Per-probe estimates of one session: median over runs of each probe's differentials; with them,

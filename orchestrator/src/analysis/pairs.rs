@@ -3,7 +3,7 @@
 
 pub use crate::results::event::Counts;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, UInt8Type, UInt64Type};
+use arrow_array::types::{Int64Type, UInt8Type, UInt16Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use latency_proto::schema::col;
 
@@ -17,6 +17,9 @@ pub struct Paired {
     /// the order of `diffs`; `None` where a reflected copy was not captured (empty without
     /// hardware stamps).
     pub hw_diffs: Vec<Option<i64>>,
+    /// Frame length of each matched probe's bypass copy (the probe as sent), in the order of
+    /// `diffs` (empty when the records have no frame lengths).
+    pub lens: Vec<u16>,
     /// Counts.
     pub counts: Counts,
     /// Probe of the earliest record of the run: the first probe after the idle gap.
@@ -71,6 +74,10 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
     let mut hw_dense: [Vec<i64>; 2] =
         if has_hw && dense { [vec![NO_HW; n], vec![NO_HW; n]] } else { [Vec::new(), Vec::new()] };
     let mut hw_first: [std::collections::HashMap<u64, i64>; 2] = Default::default();
+    // Frame length of each probe's first bypass copy: by id when dense.
+    let has_len = batches.iter().any(|b| b.column_by_name(col::FRAME_LEN).is_some());
+    let mut len_dense: Vec<u16> = if has_len && dense { vec![0; n] } else { Vec::new() };
+    let mut len_sparse: std::collections::HashMap<u64, u16> = Default::default();
     let mut counts = Counts::default();
     let mut earliest: Option<(u64, u64)> = None;
     let (mut b_count, mut b_min, mut b_max) = (0u64, u64::MAX, 0u64);
@@ -85,6 +92,7 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
         let ids = ids.as_primitive::<UInt64Type>().values();
         let ports = ports.as_primitive::<UInt8Type>().values();
         let tscs = tscs.as_primitive::<UInt64Type>().values();
+        let lens = b.column_by_name(col::FRAME_LEN).map(|c| c.as_primitive::<UInt16Type>().values().clone());
         for k in 0..ids.len() {
             let port = ports[k] as usize;
             if port > 1 {
@@ -95,6 +103,13 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
                 if dense { &mut first[port][ids[k] as usize] } else { sparse[port].entry(ids[k]).or_insert(NONE) };
             if *slot == NONE {
                 *slot = tscs[k];
+                if let Some(l) = lens.as_ref().filter(|_| port == 1) {
+                    if dense {
+                        len_dense[ids[k] as usize] = l[k];
+                    } else {
+                        len_sparse.insert(ids[k], l[k]);
+                    }
+                }
                 if let Some(h) = hws.as_ref().filter(|h| h.is_valid(k)) {
                     if dense {
                         hw_dense[port][ids[k] as usize] = h.value(k);
@@ -121,10 +136,14 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
     }
     let mut diffs = Vec::new();
     let mut hw_diffs = Vec::new();
+    let mut lens = Vec::new();
     let mut visit = |id: u64, p: u64, b: u64| match (p != NONE, b != NONE) {
         (true, true) => {
             counts.matched += 1;
             diffs.push((id, p as i64 - b as i64));
+            if has_len {
+                lens.push(if dense { len_dense[id as usize] } else { len_sparse.get(&id).copied().unwrap_or(0) });
+            }
             if has_hw {
                 let (hp, hb) = if dense {
                     let at = |port: usize| Some(hw_dense[port][id as usize]).filter(|&h| h != NO_HW);
@@ -155,6 +174,7 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
     Paired {
         diffs,
         hw_diffs,
+        lens,
         counts,
         first_id: earliest.map(|(_, id)| id),
         bypass_span: (b_count, span),

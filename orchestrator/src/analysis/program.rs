@@ -165,6 +165,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
                 in_flight: m.in_flight(m.min_frame_bytes),
                 min_frame_bytes: m.min_frame_bytes,
                 bus_bits: m.bus_bits,
+                by_frame_len: by_frame_len(&m, period, &calibrated, &input.runs),
             }),
         }
     });
@@ -288,6 +289,45 @@ fn mode_intervals(
 /// Values with their dense probe index.
 type Indexed = Vec<(u32, f64)>;
 
+/// The calibrated per-probe estimates of every session grouped by the probe's frame length as
+/// sent (from the runs' bypass copies), in length order, each against the bound of `m` for
+/// traffic of that length (`period` ns per cycle). Empty without frame lengths.
+fn by_frame_len(
+    m: &crate::results::index::BoundModel,
+    period: f64,
+    calibrated: &[Vec<(u64, f64)>],
+    runs: &[&[&RunPairs]],
+) -> Vec<FrameLenRow> {
+    let mut len_of = std::collections::HashMap::new();
+    for r in runs.iter().flat_map(|rs| rs.iter()) {
+        for (&(id, _), &len) in r.diffs.iter().zip(&r.lens) {
+            len_of.entry(id).or_insert(len);
+        }
+    }
+    let mut groups: std::collections::BTreeMap<u16, Vec<f64>> = std::collections::BTreeMap::new();
+    for &(id, x) in calibrated.iter().flatten() {
+        if let Some(&len) = len_of.get(&id) {
+            groups.entry(len).or_default().push(x);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(frame_len, mut v)| {
+            v.sort_unstable_by(f64::total_cmp);
+            let bound_cycles = m.cycles(u32::from(frame_len));
+            let bound_ns = f64::from(bound_cycles) * period;
+            FrameLenRow {
+                frame_len,
+                probes: v.len() as u64,
+                p50_ns: quantile_sorted(&v, 0.5),
+                p99_ns: quantile_sorted(&v, 0.99),
+                bound_cycles,
+                above_bound: v.iter().filter(|&&x| x > bound_ns).count() as u64,
+            }
+        })
+        .collect()
+}
+
 /// The program's per-probe estimates and the null's per-session estimates with dense probe
 /// indices shared by both, and the number of distinct probes.
 fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> (Indexed, Indexed, usize) {
@@ -298,4 +338,36 @@ fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> (Indexed, Ind
     let program = program.iter().map(|&(id, v)| (index(id), v)).collect();
     let null = null.iter().flat_map(|s| s.iter()).map(|&(id, v)| (index(id), v)).collect();
     (program, null, ids.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::index::BoundModel;
+
+    #[test]
+    fn each_frame_length_is_held_to_the_bound_of_traffic_that_long() {
+        // Base 55 cycles, 1 inserted cycle per packet, 512-bit bus, 4 ns cycles. By hand: 64 B
+        // frames take 1 cycle each, so ⌈55 / 1⌉ = 55 are in flight: 110 cycles (440 ns); 1500 B
+        // frames take 23.4 cycles, ⌈2.35⌉ = 3 in flight: 58 cycles (232 ns).
+        let m = BoundModel { base_cycles: 55, insert_cycles: 1, bus_bits: 512, min_frame_bytes: 64 };
+        let run = RunPairs {
+            group: 0,
+            session: 1,
+            level: None,
+            diffs: vec![(1, 0.0), (2, 0.0), (3, 0.0)],
+            hw: Vec::new(),
+            lens: vec![64, 1500, 1500],
+            counts: Default::default(),
+            excluded: 0,
+            pacing_pps: None,
+            pacing_inferred: false,
+        };
+        let calibrated = vec![vec![(1, 300.0), (2, 200.0), (3, 240.0)]];
+        let rows = by_frame_len(&m, 4.0, &calibrated, &[&[&run]]);
+        let got: Vec<(u16, u64, u32, u64)> =
+            rows.iter().map(|r| (r.frame_len, r.probes, r.bound_cycles, r.above_bound)).collect();
+        assert_eq!(got, [(64, 1, 110, 0), (1500, 2, 58, 1)]);
+        assert_eq!((rows[1].p50_ns, rows[0].p99_ns), (220.0, 300.0));
+    }
 }

@@ -243,7 +243,7 @@ pub struct VendorBound {
 
 /// The parts of a header-inserting program's bound: `cycles = base_cycles + insert_cycles ×
 /// in_flight`, `in_flight = ⌈base_cycles / (max(60, min_frame_bytes) × 8 / bus_bits)⌉`.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Insertion {
     /// The program's latency without insertions, cycles.
     pub base_cycles: u32,
@@ -255,6 +255,27 @@ pub struct Insertion {
     pub min_frame_bytes: u32,
     /// Data bus width, bits.
     pub bus_bits: u32,
+    /// The probes grouped by their frame length as sent, each group's latency against the bound
+    /// the vendor's model gives traffic of that frame length (UG1308's B evaluated per probe).
+    #[serde(default)]
+    pub by_frame_len: Vec<FrameLenRow>,
+}
+
+/// The probes of one frame length of a header-inserting program.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct FrameLenRow {
+    /// Frame length as sent (FCS excluded), bytes.
+    pub frame_len: u16,
+    /// Per-probe estimates of this length, over all sessions.
+    pub probes: u64,
+    /// Their median, ns (calibrated).
+    pub p50_ns: f64,
+    /// Their 99th percentile, ns (calibrated).
+    pub p99_ns: f64,
+    /// The bound for traffic of frames this long, cycles.
+    pub bound_cycles: u32,
+    /// Estimates above that bound.
+    pub above_bound: u64,
 }
 
 /// Hardware-clock verification.

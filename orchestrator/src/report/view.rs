@@ -229,11 +229,33 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             .iter()
             .filter_map(|(name, p)| {
                 let v = p.vendor_bound.as_ref()?;
-                let i = v.insertion?;
+                let i = v.insertion.as_ref()?;
+                let per_len: Vec<String> = i
+                    .by_frame_len
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} B: {} probes, median {} ns, p99 {} ns against {} cycles, {} above",
+                            r.frame_len,
+                            r.probes,
+                            ns(r.p50_ns),
+                            ns(r.p99_ns),
+                            r.bound_cycles,
+                            r.above_bound
+                        )
+                    })
+                    .collect();
                 Some(format!(
                     "{name} inserts headers: its bound is {} base cycles + {} cycles × {} packets in flight ({} B \
-                     smallest frame, {}-bit bus) = {} cycles (Xilinx UG1308, as LatencyLab's run_latency.py)",
-                    i.base_cycles, i.insert_cycles, i.in_flight, i.min_frame_bytes, i.bus_bits, v.cycles
+                     smallest frame, {}-bit bus) = {} cycles (Xilinx UG1308, as LatencyLab's run_latency.py). Latency \
+                     against frame length, each held to the bound for traffic of that length: {}",
+                    i.base_cycles,
+                    i.insert_cycles,
+                    i.in_flight,
+                    i.min_frame_bytes,
+                    i.bus_bits,
+                    v.cycles,
+                    if per_len.is_empty() { "no frame lengths recorded".to_owned() } else { per_len.join("; ") }
                 ))
             })
             .collect(),

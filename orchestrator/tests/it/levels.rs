@@ -151,13 +151,25 @@ fn a_header_inserting_programs_bound_follows_each_levels_frame_size() {
         .iter()
         .map(|l| {
             let b = l.summary.vendor_bound.as_ref().unwrap();
-            (l.factors["frame_size"].as_num().unwrap(), b.insertion.unwrap().in_flight, b.cycles)
+            (l.factors["frame_size"].as_num().unwrap(), b.insertion.as_ref().unwrap().in_flight, b.cycles)
         })
         .collect();
     assert_eq!(bounds, [(128, 28, 83), (512, 7, 62)]);
+    // Per probe: every probe of a level is of its frame size, so its bound is the level's and the
+    // probes above it are the level's violations (the simulator's rare outliers).
+    for l in &s.programs["transit"].levels {
+        let b = l.summary.vendor_bound.as_ref().unwrap();
+        let rows = &b.insertion.as_ref().unwrap().by_frame_len;
+        let f = l.factors["frame_size"].as_num().unwrap();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        assert_eq!((u32::from(row.frame_len), row.bound_cycles, row.above_bound), (f, b.cycles, b.violations));
+        assert!(row.probes >= 2 * 1399 && (row.p50_ns - l.summary.latency_ns["p50"]).abs() < 2.0, "{row:?}");
+    }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
-        md.contains("transit inserts headers: its bound is 55 base cycles + 1 cycles × 28 packets in flight (128 B"),
+        md.contains("transit inserts headers: its bound is 55 base cycles + 1 cycles × 28 packets in flight (128 B")
+            && md.contains("Latency against frame length, each held to the bound for traffic of that length: 128 B: "),
         "{md}"
     );
 }
