@@ -129,15 +129,16 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
     }
     let schema = builder.schema().clone();
     let fields = latency_proto::record_schema();
+    // Frame lengths only where a header-inserting program's bound is evaluated per probe.
+    let lengths = group.bound_model.is_some().then_some(latency_proto::schema::col::FRAME_LEN);
     let wanted = [
         latency_proto::schema::col::PROBE_ID,
         latency_proto::schema::col::PORT,
         latency_proto::schema::col::TSC,
-        latency_proto::schema::col::FRAME_LEN,
         latency_proto::schema::col::HW_NS,
     ];
     let mut indices = Vec::new();
-    for name in wanted {
+    for name in wanted.into_iter().chain(lengths) {
         let Some(want) = fields.field_with_name(name).ok() else { continue };
         match schema.index_of(name) {
             Ok(i) => {
