@@ -18,6 +18,7 @@ pub mod protocol;
 pub mod schema;
 pub mod steps;
 pub mod template;
+mod testbed_checks;
 mod traces;
 pub mod yaml;
 
@@ -30,6 +31,8 @@ pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
 pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Timing};
 pub use steps::{StepPolicy, decode_steps, default_policy};
+pub use testbed_checks::refused_on;
+use testbed_checks::{check_reflect, check_timing};
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -221,35 +224,6 @@ pub fn stand_in_note(name: &str, source: &TraceSource) -> Option<String> {
         pcap.display(),
         g.describe()
     ))
-}
-
-/// What testbed `inv` refuses to run of `plan` because it is the real hardware (an inventory
-/// without `stand_in_traces: true`): a stand-in for an absent published trace, an image not built
-/// yet (`sha256: unbuilt`). One diagnostic each, at the trace in the plan or the manifest's
-/// `sha256`.
-pub fn refused_on(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
-    if inv.stand_in_traces {
-        return Vec::new();
-    }
-    let mut out = traces::stand_ins_refused(plan, inv);
-    let images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).collect();
-    for b in images.into_iter().filter(|b| b.sha256 == bitstream::UNBUILT) {
-        if out.iter().any(|d| d.file == b.manifest) {
-            continue;
-        }
-        out.push(Diagnostic {
-            file: b.manifest.clone(),
-            pos: b.sha256_at,
-            message: format!(
-                "bitstream `{}` is not built (`sha256: {}`); testbed `{}` flashes built images only: build it \
-                 (p4-programs/README.md) and put its sha256 here",
-                b.name,
-                bitstream::UNBUILT,
-                inv.name
-            ),
-        });
-    }
-    out
 }
 
 /// A program under test.
@@ -612,39 +586,5 @@ fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program], le
                 if levels > 1 { format!(" × {levels} levels") } else { String::new() }
             ),
         );
-    }
-}
-
-/// A plan that replays with the traces' timing needs a replay command that takes it.
-fn check_timing(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
-    let replay = &inv.actions[&Action::Replay];
-    if plan.protocol.timing != Timing::Pps && !replay.variables().any(|v| v == "pace_args") {
-        diags.push(Diagnostic {
-            file: inv.path.clone(),
-            pos: yaml::Pos { line: 1, col: 1 },
-            message: "plan uses `timing: trace` but the testbed's `replay` command does not use `{{ pace_args }}` \
-                      (tcpreplay's `--multiplier`), so it would replay at a fixed rate"
-                .into(),
-        });
-    }
-}
-
-/// A plan that reflects needs a receiver that can.
-fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
-    if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
-        diags.push(Diagnostic {
-            file: inv.path.clone(),
-            pos: yaml::Pos { line: 1, col: 1 },
-            message: "plan uses `protocol.reflect` but the receiver has no `reflect_pci` or `reflect_port`".into(),
-        });
-    }
-    if plan.protocol.reflect && inv.receiver.capture.reflect_dst_mac.is_none() {
-        diags.push(Diagnostic {
-            file: inv.path.clone(),
-            pos: yaml::Pos { line: 1, col: 1 },
-            message: "plan uses `protocol.reflect` but the receiver has no `reflect_dst_mac` (the MAC of the \
-                      sender's capture NIC, which every reflection is addressed to)"
-                .into(),
-        });
     }
 }

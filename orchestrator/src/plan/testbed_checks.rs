@@ -1,0 +1,70 @@
+//! Checks of a plan against the testbed it runs on: what the real hardware refuses (stand-in
+//! traces, images not built), and what a plan asks that the inventory cannot do (trace timing
+//! without `{{ pace_args }}`, reflection without a reflect port).
+
+use super::inventory::Action;
+use super::yaml::{self, Diagnostic};
+use super::{Bitstream, Inventory, Plan, Timing, bitstream, traces};
+
+/// What testbed `inv` refuses to run of `plan` because it is the real hardware (an inventory
+/// without `stand_in_traces: true`): a stand-in for an absent published trace, an image not built
+/// yet (`sha256: unbuilt`). One diagnostic each, at the trace in the plan or the manifest's
+/// `sha256`.
+pub fn refused_on(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
+    if inv.stand_in_traces {
+        return Vec::new();
+    }
+    let mut out = traces::stand_ins_refused(plan, inv);
+    let images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).collect();
+    for b in images.into_iter().filter(|b| b.sha256 == bitstream::UNBUILT) {
+        if out.iter().any(|d| d.file == b.manifest) {
+            continue;
+        }
+        out.push(Diagnostic {
+            file: b.manifest.clone(),
+            pos: b.sha256_at,
+            message: format!(
+                "bitstream `{}` is not built (`sha256: {}`); testbed `{}` flashes built images only: build it \
+                 (p4-programs/README.md) and put its sha256 here",
+                b.name,
+                bitstream::UNBUILT,
+                inv.name
+            ),
+        });
+    }
+    out
+}
+
+/// A plan that replays with the traces' timing needs a replay command that takes it.
+pub(super) fn check_timing(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    let replay = &inv.actions[&Action::Replay];
+    if plan.protocol.timing != Timing::Pps && !replay.variables().any(|v| v == "pace_args") {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `timing: trace` but the testbed's `replay` command does not use `{{ pace_args }}` \
+                      (tcpreplay's `--multiplier`), so it would replay at a fixed rate"
+                .into(),
+        });
+    }
+}
+
+/// A plan that reflects needs a receiver that can.
+pub(super) fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `protocol.reflect` but the receiver has no `reflect_pci` or `reflect_port`".into(),
+        });
+    }
+    if plan.protocol.reflect && inv.receiver.capture.reflect_dst_mac.is_none() {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `protocol.reflect` but the receiver has no `reflect_dst_mac` (the MAC of the \
+                      sender's capture NIC, which every reflection is addressed to)"
+                .into(),
+        });
+    }
+}

@@ -1,0 +1,105 @@
+//! The expansion of plans into schedules: sessions, levels, runs, steps and predicted times.
+
+use std::path::Path;
+
+use super::*;
+
+fn plan(rel: &str) -> Plan {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    crate::plan::load(&path, Some("sim")).map_err(|e| format!("{:?}", e.0)).expect("the fixture plan loads").0
+}
+
+#[test]
+fn programs_then_one_null_group_per_trace_each_with_its_sessions_and_runs() {
+    // 2 programs on 2 traces, 3 sessions × 4 runs, 20,000 probes at 500 pps, 2 s idle gaps.
+    let s = expand(&plan("tests/fixtures/good/study.yaml"), None).expect("expands");
+    let names: Vec<String> = s.sessions.iter().map(Session::name).collect();
+    assert_eq!(
+        names,
+        [
+            "forward_s1",
+            "forward_s2",
+            "forward_s3",
+            "five_tuple_s1",
+            "five_tuple_s2",
+            "five_tuple_s3",
+            "null-fwd_s1",
+            "null-fwd_s2",
+            "null-fwd_s3",
+            "null-ft_s1",
+            "null-ft_s2",
+            "null-ft_s3",
+        ]
+    );
+    assert!(s.sessions.iter().enumerate().all(|(i, x)| x.index == i && x.runs.len() == 4));
+    assert_eq!(s.sessions[6].kind, SessionKind::Null);
+    assert_eq!(s.sessions[6].trace, "fwd");
+    // Every session a full bring-up (flash: every_session), ending with the agent's stop.
+    for x in &s.sessions {
+        assert_eq!(x.steps[0].action, Action::Flash);
+        assert_eq!(x.teardown.iter().map(|t| t.action).collect::<Vec<_>>(), [Action::AgentStop]);
+        assert!(x.runs.iter().all(|r| r.steps.iter().map(|t| t.action).eq([Action::Replay])));
+    }
+    // By hand: 48 runs × 40 s of replay; 12 sessions × 3 gaps × 2 s.
+    let p = s.predicted_seconds;
+    assert_eq!((p.replay, p.idle_gaps), (48.0 * 40.0, 12.0 * 3.0 * 2.0));
+    assert!((p.total - (p.replay + p.idle_gaps + p.bring_up + p.run_steps)).abs() < 1e-9);
+}
+
+#[test]
+fn on_change_flashes_only_when_the_image_on_the_card_changes() {
+    let mut p = plan("tests/fixtures/good/study.yaml");
+    p.protocol.flash = FlashPolicy::OnChange;
+    let s = expand(&p, None).expect("expands");
+    let flashed: Vec<bool> = s.sessions.iter().map(|x| x.steps.iter().any(|t| t.action == Action::Flash)).collect();
+    // forward ×3, five_tuple ×3, then the null image ×6 (both traces use golden_nic).
+    assert_eq!(flashed, [true, false, false, true, false, false, true, false, false, false, false, false]);
+}
+
+/// (session, run, level) of every run of `program`'s sessions.
+fn runs_of(s: &Schedule, program: &str) -> Vec<(u32, u32, String)> {
+    s.sessions
+        .iter()
+        .filter(|x| x.program == program)
+        .flat_map(|x| x.runs.iter().map(move |r| (x.session, r.run, r.level.as_ref().map_or("-".into(), Level::name))))
+        .collect()
+}
+
+#[test]
+fn levels_nest_inside_sessions_or_sessions_inside_levels_and_nulls_run_the_traffic_levels() {
+    // 4 pacing × 2 frame sizes, 2 sessions × 3 runs.
+    let mut p = plan("tests/fixtures/good/sweep.yaml");
+    let s = expand(&p, None).expect("expands");
+    let fwd = runs_of(&s, "forward");
+    assert_eq!(fwd.len(), 2 * 8 * 3);
+    assert_eq!(fwd[3], (1, 4, "pacing_pps=500/frame_size=256".into()));
+    assert_eq!(fwd[24], (2, 1, "pacing_pps=500/frame_size=128".into()));
+    // The null: each frame size at the base pacing, in each of its 2 sessions.
+    let null: Vec<String> = runs_of(&s, "null-fwd").into_iter().map(|r| r.2).collect();
+    assert_eq!(null.len(), 2 * 2 * 3);
+    assert!(null[..3].iter().all(|l| l == "pacing_pps=500/frame_size=128"), "{null:?}");
+    // Runs replay the level's trace at the level's pacing.
+    let r = &s.sessions[0].runs[23];
+    assert_eq!((r.pacing_pps, r.trace.as_str()), (19_000_000, "fwd-256B"));
+    assert_eq!(s.levels.len(), 8);
+
+    p.factors.order = Order::LevelSessionRun;
+    let s = expand(&p, None).expect("expands");
+    let fwd = runs_of(&s, "forward");
+    assert_eq!(fwd[3], (2, 1, "pacing_pps=500/frame_size=128".into()), "level 1 has sessions 1 and 2");
+    assert_eq!(fwd.last().cloned(), Some((16, 3, "pacing_pps=19000000/frame_size=256".into())));
+
+    // Without a factor that changes the traffic, one null calibration serves every level.
+    p.factors.factors.retain(|f| f.name == crate::plan::FactorName::PacingPps);
+    p.factors.design = crate::plan::factors::Design::Zip;
+    let s = expand(&p, None).expect("expands");
+    let null: Vec<String> = runs_of(&s, "null-fwd").into_iter().map(|r| r.2).collect();
+    assert_eq!(null, vec!["pacing_pps=500".to_string(); 6]);
+}
+
+#[test]
+fn durations_read_as_hours_minutes_seconds() {
+    assert_eq!(hms(59.4), "59s");
+    assert_eq!(hms(61.0), "1m01s");
+    assert_eq!(hms(3600.0 * 5.0 + 62.0), "5h01m02s");
+}
