@@ -207,7 +207,9 @@ impl Inventory {
         v.insert("config_fpga_as", list(&as_user));
         v.insert("xbflash2_args", list(&r.xbflash2_args));
         v.insert("devbind", word(&r.devbind));
-        v.insert("eal_args", list(&r.eal_args));
+        // The EAL's arguments go to the DPDK backend only (the level's backend, if a factor sets it).
+        let backend = ctx.overrides.iter().find(|(n, _)| *n == "agent_backend").map_or(r.backend.as_str(), |o| o.1);
+        v.insert("eal_args", list(if backend == "dpdk" { &r.eal_args } else { &[] }));
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));
         v.insert("fpga_pci", TemplateValue::List(r.fpga_pci.iter().map(Bdf::full).collect()));
         v.insert("fpga_pf0", word(&r.fpga_pci[0].full()));

@@ -194,6 +194,16 @@ mod tests {
         }
         assert!(matches!(vars.get("table"), Some(TemplateValue::List(t)) if t == &["/var/tmp/r/tables/forward/t.txt"]));
         assert_eq!(l.control_pipe("forward_s1"), "/var/tmp/r/runs/forward_s1/ctl");
+        // The EAL's arguments only for the DPDK backend, the inventory's or the level's.
+        let eal = |inv: &Inventory, ctx: &StepContext<'_>| match inv.vars(ctx).get("eal_args") {
+            Some(TemplateValue::List(a)) => a.len(),
+            other => panic!("eal_args: {other:?}"),
+        };
+        assert!(!inv.receiver.eal_args.is_empty() && eal(&inv, &ctx) == inv.receiver.eal_args.len());
+        inv.receiver.backend = "af-packet".into();
+        assert_eq!(eal(&inv, &ctx), 0);
+        let dpdk = [("agent_backend", "dpdk")];
+        assert_eq!(eal(&inv, &StepContext { overrides: &dpdk, ..ctx }), inv.receiver.eal_args.len());
         assert_eq!(l.events("forward_s1"), "/var/tmp/r/runs/forward_s1/events.jsonl");
     }
 }
