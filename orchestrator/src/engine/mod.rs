@@ -115,13 +115,13 @@ impl Engine<'_> {
         unreachable!("the last attempt returns")
     }
 
-    /// Probes of a run that should be matched on both ports, when the trace tells.
-    fn expected_matched(&self, s: &Session) -> Option<u64> {
-        let trace = self.plan.traces.iter().find(|t| t.name == s.trace)?;
+    /// Probes of a run that should be matched on both ports, when its trace tells.
+    fn expected_matched(&self, s: &Session, r: &Run) -> Option<u64> {
+        let trace = self.plan.traces.iter().find(|t| t.name == r.trace)?;
         match (trace.source.generated(), s.kind) {
-            (_, SessionKind::Null) => Some(s.probes),
+            (_, SessionKind::Null) => Some(r.probes),
             (Some(g), SessionKind::Program) => {
-                Some(probes::ids(s.probes).filter(|&i| probes::forwarded(g.template, i)).count() as u64)
+                Some(probes::ids(r.probes).filter(|&i| probes::forwarded(g.template, i)).count() as u64)
             }
             (None, SessionKind::Program) => None,
         }
@@ -137,10 +137,10 @@ impl Engine<'_> {
         }
         let frac = checks.min_matched_fraction;
         let bypass = c.matched + c.bypass_only;
-        if (bypass as f64) < frac * s.probes as f64 {
-            return Some(format!("bypass port saw {bypass} of {} probes (minimum {:.1} %)", s.probes, frac * 100.0));
+        if (bypass as f64) < frac * r.probes as f64 {
+            return Some(format!("bypass port saw {bypass} of {} probes (minimum {:.1} %)", r.probes, frac * 100.0));
         }
-        if let Some(expected) = self.expected_matched(s)
+        if let Some(expected) = self.expected_matched(s, r)
             && (c.matched as f64) < frac * expected as f64
         {
             return Some(format!(

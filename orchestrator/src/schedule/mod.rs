@@ -124,7 +124,7 @@ pub struct Session {
     pub bitstream: String,
     /// Trace name.
     pub trace: String,
-    /// Probes per run.
+    /// Probes of the session's trace (with a `trace` factor a run's own are [`Run::probes`]).
     pub probes: u64,
     /// Bring-up steps.
     pub steps: Vec<Step>,
@@ -181,6 +181,8 @@ pub struct Run {
     pub burst: u32,
     /// The trace replayed (the session's, or its copy at the level's frame size).
     pub trace: String,
+    /// Probes of that trace.
+    pub probes: u64,
     /// Steps of the run.
     pub steps: Vec<Step>,
     /// Replay time, seconds (probes / pacing).
@@ -360,7 +362,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                     }
                 };
                 let burst = level.as_ref().and_then(|l| l.get(crate::plan::FactorName::Burst)).unwrap_or(proto.burst);
-                let replay_s = probes[g.trace] as f64 / f64::from(pacing_pps);
+                let replay_s = probes[run_index] as f64 / f64::from(pacing_pps);
                 let run_vars: Vec<(&'static str, &str)> =
                     level.as_ref().map(|l| l.vars().collect()).unwrap_or_default();
                 for _ in 0..proto.runs {
@@ -382,6 +384,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         pacing_pps,
                         burst,
                         trace: run_trace.name.clone(),
+                        probes: probes[run_index],
                         steps,
                         replay_s,
                         wait_before_s,

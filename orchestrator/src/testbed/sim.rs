@@ -180,7 +180,7 @@ impl SimTestbed {
         let modes = self.program_model(&session.bitstream).modes.len();
         let mode = self.session_mode(session, modes);
         let delta = self.session_delta(session);
-        let n = session.probes;
+        let n = run.probes;
         let lat = self.packet_part(&session.bitstream, mode, n).to_vec();
         let mut r = rng(&[
             &self.seed.to_le_bytes(),

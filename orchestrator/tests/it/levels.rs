@@ -299,10 +299,11 @@ fn trace_and_template_variable_factors_set_the_traffic_and_the_commands_of_their
         ]
     );
     for l in &p.levels {
-        // Forward drops 3 in 10 of the Forward trace's probes (table misses); every INT probe is
-        // addressed to a table hit: matched over the session's 2 runs. The null is measured with
-        // the level's trace and backend.
-        let forwarded = if l.factors["trace"] == FactorValue::Word("fwd".into()) { 2 * 700 } else { 2 * 1000 };
+        // Forward drops 3 in 10 of the Forward trace's 1,000 probes (table misses); each of the INT
+        // trace's 600 is addressed to a table hit: matched over the session's 2 runs, each run
+        // checked against its own trace (the program's is `int`). The null is measured with the
+        // level's trace and backend.
+        let forwarded = if l.factors["trace"] == FactorValue::Word("fwd".into()) { 2 * 700 } else { 2 * 600 };
         assert_eq!(l.summary.sessions[0].matched, forwarded, "{:?}", l.factors);
         assert_eq!(Some(&l.null_level), l.summary.level.as_ref(), "a null calibration per level");
         assert_eq!(l.null_calibration, "per_level");
