@@ -18,6 +18,13 @@ pub trait RxPort: Send {
 
     /// Name for logs (interface or DPDK port).
     fn name(&self) -> String;
+
+    /// Frames the NIC or the ring dropped before the poller saw them, since the last call
+    /// (AF_PACKET: the ring's drops; DPDK: `imissed`, `ierrors` and `rx_nombuf`). Read at the
+    /// start and the end of every run, never per packet.
+    fn drops(&mut self) -> u64 {
+        0
+    }
 }
 
 /// Linux AF_PACKET receive ring (no DPDK needed), optionally reflecting every probe out of
@@ -62,6 +69,12 @@ impl AfPacketPort {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 impl RxPort for AfPacketPort {
+    fn drops(&mut self) -> u64 {
+        // A ring whose statistics cannot be read reports none; the kernel never refuses it for
+        // an open packet socket.
+        self.ring.drops().unwrap_or(0)
+    }
+
     fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
         let AfPacketPort { ring, reflect } = self;
         match reflect {

@@ -119,6 +119,9 @@ struct Shared {
     dropped: AtomicU64,
     outside: AtomicU64,
     loops: AtomicU64,
+    /// Frames the NICs or rings dropped while a run was open, and while none was.
+    nic_drops: AtomicU64,
+    nic_drops_outside: AtomicU64,
     errors: Mutex<Vec<String>>,
 }
 
@@ -133,6 +136,7 @@ impl Shared {
             dropped: self.dropped.load(Ordering::Relaxed),
             outside: self.outside.load(Ordering::Relaxed),
             loops: self.loops.load(Ordering::Relaxed),
+            nic_drops: self.nic_drops.load(Ordering::Relaxed),
         }
     }
 }
@@ -144,6 +148,7 @@ struct Totals {
     dropped: u64,
     outside: u64,
     loops: u64,
+    nic_drops: u64,
 }
 
 /// A running capture.
@@ -230,6 +235,7 @@ impl Recorder {
             non_probe: now.non_probe - self.base.non_probe,
             dropped: now.dropped - self.base.dropped,
             reflected_loops: now.loops - self.base.loops,
+            nic_drops: now.nic_drops - self.base.nic_drops,
             outside_run,
             ..c
         })
@@ -321,6 +327,9 @@ fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSende
     while !shared.stop.load(Ordering::Relaxed) {
         let now = Setting(shared.setting.load(Ordering::Acquire));
         if now != setting {
+            // The port's drops since the last change happened under the setting it leaves.
+            let counter = if setting.open() { &shared.nic_drops } else { &shared.nic_drops_outside };
+            counter.fetch_add(port.drops(), Ordering::Relaxed);
             hand_over(&mut seen, setting.recording(), me.which, shared, tx);
             setting = now;
             let _ = acks.send(Ack { poller: me.index, generation: now.generation() });

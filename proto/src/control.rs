@@ -139,6 +139,10 @@ pub struct RunCounters {
     /// back into a capture port, neither recorded nor reflected again.
     #[serde(default)]
     pub reflected_loops: u64,
+    /// Frames the receive ports' NICs or rings dropped while the run was open, before the agent
+    /// saw them (DPDK `imissed` + `ierrors` + `rx_nombuf`; AF_PACKET ring drops).
+    #[serde(default)]
+    pub nic_drops: u64,
     /// The run file.
     pub file: PathBuf,
 }
@@ -238,6 +242,7 @@ mod tests {
             dropped: 4,
             outside_run: 5,
             reflected_loops: 6,
+            nic_drops: 7,
             file: "/tmp/runs/run=3.arrows".into(),
         };
         let v = round_trip(&AgentEvent::End(counters));
@@ -252,6 +257,7 @@ mod tests {
             ("dropped", 4),
             ("outside_run", 5),
             ("reflected_loops", 6),
+            ("nic_drops", 7),
         ] {
             assert_eq!(v[key].as_u64(), Some(want), "{key}");
         }

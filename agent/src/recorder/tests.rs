@@ -20,6 +20,8 @@ struct FakePort {
     bursts: Receiver<Vec<Vec<u8>>>,
     polled: Sender<()>,
     stall: Option<(Stall, Receiver<()>)>,
+    /// Frames its "NIC" dropped and nobody read yet.
+    drops: Arc<AtomicU64>,
 }
 
 impl FakePort {
@@ -47,6 +49,10 @@ impl RxPort for FakePort {
     fn name(&self) -> String {
         "fake".into()
     }
+
+    fn drops(&mut self) -> u64 {
+        self.drops.swap(0, Ordering::SeqCst)
+    }
 }
 
 /// Where a test sends a fake port its bursts of frames.
@@ -56,7 +62,7 @@ type Feed = Sender<Vec<Vec<u8>>>;
 fn port(stall: Option<(Stall, Receiver<()>)>) -> (Box<dyn RxPort>, Feed, Receiver<()>) {
     let (feed, bursts) = mpsc::channel();
     let (polled, polled_rx) = mpsc::channel();
-    (Box::new(FakePort { bursts, polled, stall }), feed, polled_rx)
+    (Box::new(FakePort { bursts, polled, stall, drops: Arc::default() }), feed, polled_rx)
 }
 
 fn probes(ids: std::ops::RangeInclusive<u64>) -> Vec<Vec<u8>> {
@@ -227,5 +233,29 @@ fn each_error_is_reported_once() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].starts_with("fake: cannot pin to core 1048576"), "{errors:?}");
     assert!(rec.errors().is_empty(), "an error is not reported again");
+    stop_clean(rec, &out);
+}
+
+#[test]
+fn nic_drops_count_into_the_run_open_while_they_happened() {
+    let out = scratch("nic-drops");
+    let drops = Arc::new(AtomicU64::new(5));
+    let (_feed, bursts) = mpsc::channel();
+    let (polled, _polled_rx) = mpsc::channel();
+    let port = Box::new(FakePort { bursts, polled, stall: None, drops: drops.clone() });
+    let mut rec = Recorder::start(vec![port], options(&out, vec![])).expect("start");
+    // 5 frames dropped before the run: read when the poller sees the run begin, outside it.
+    rec.begin(1).expect("begin");
+    let start = Instant::now();
+    while rec.shared.nic_drops_outside.load(Ordering::SeqCst) < 5 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the drops before the run are read at its begin");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // 3 dropped while it is open: read at its end, in its counters.
+    drops.fetch_add(3, Ordering::SeqCst);
+    assert_eq!(rec.end(1).expect("end").nic_drops, 3);
+    // None in the next run.
+    rec.begin(2).expect("begin");
+    assert_eq!(rec.end(2).expect("end").nic_drops, 0);
     stop_clean(rec, &out);
 }

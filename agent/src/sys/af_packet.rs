@@ -162,6 +162,26 @@ impl PacketRing {
         &self.interface
     }
 
+    /// Frames the kernel dropped because the ring was full, since the last call
+    /// (`PACKET_STATISTICS`, which the kernel resets on every read).
+    pub fn drops(&mut self) -> io::Result<u64> {
+        // SAFETY: tpacket_stats is plain data; all-zero is a valid starting value.
+        let mut stats: libc::tpacket_stats = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `stats` is a writable tpacket_stats and `len` holds its size, which the kernel
+        // does not exceed.
+        check(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut stats as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(u64::from(stats.tp_drops))
+    }
+
     /// Send one Ethernet frame (header included) out of the interface through the same socket. The
     /// kernel copies the frame before this returns. Frames sent this way are not seen by this
     /// socket's own receive ring.

@@ -201,6 +201,8 @@ pub struct PortStats {
 /// One DPDK receive port (RX queue 0), for one polling thread.
 pub struct DpdkPort {
     port: u16,
+    /// `imissed + ierrors + rx_nombuf` when [`RxPort::drops`] last read them.
+    drops_seen: u64,
     name: String,
     format: ProbeFormat,
     reflect: Option<Reflect>,
@@ -261,6 +263,12 @@ impl DpdkPort {
 }
 
 impl RxPort for DpdkPort {
+    fn drops(&mut self) -> u64 {
+        let Ok(s) = self.stats() else { return 0 };
+        let total = s.imissed + s.ierrors + s.rx_nombuf;
+        total - std::mem::replace(&mut self.drops_seen, total)
+    }
+
     fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
         let want = budget.min(BURST);
         if want == 0 {
@@ -431,6 +439,7 @@ pub fn open_with_reflect(eal: &Arc<Eal>, ports: &[u16], config: &PortConfig) -> 
         .enumerate()
         .map(|(i, &p)| DpdkPort {
             port: p,
+            drops_seen: 0,
             name: names[i].clone(),
             format: config.format,
             reflect: config.reflect.map(|(r, mac)| Reflect {

@@ -8,3 +8,4 @@ mod capture;
 mod common;
 #[cfg(feature = "dpdk")]
 mod dpdk;
+mod ring;

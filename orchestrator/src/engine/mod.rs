@@ -152,6 +152,13 @@ impl Engine<'_> {
         if c.duplicates > checks.max_duplicates {
             return Some(format!("{} duplicated copies (maximum {})", c.duplicates, checks.max_duplicates));
         }
+        if data.nic_drops > 0 {
+            return Some(format!(
+                "the receiver's NICs or capture rings dropped {} frames before the agent saw them (DPDK imissed, \
+                 ierrors, rx_nombuf; AF_PACKET ring drops): the pollers fell behind",
+                data.nic_drops
+            ));
+        }
         if data.reflected_loops > 0 {
             return Some(format!(
                 "{} of the agent's own reflections came back to its ports: the switch floods them, so their \

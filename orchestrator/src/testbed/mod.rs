@@ -85,6 +85,9 @@ pub struct RunData {
     /// Frames the agent received that were its own reflections coming back (reflect mode; the
     /// agent neither records nor reflects them).
     pub reflected_loops: u64,
+    /// Frames the receiver's NICs or capture rings dropped during the run, before the agent saw
+    /// them.
+    pub nic_drops: u64,
 }
 
 /// Sleep `seconds`, waking every 20 ms to end early with [`TestbedError::Interrupted`] on Ctrl-C.

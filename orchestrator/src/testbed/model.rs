@@ -9,6 +9,7 @@
 //! | `outlier_ns` | [100, 800] | range of outlier delays (uniform) |
 //! | `first_probe_ns` | [20, 60] | extra delay of the pipeline copy of the first probe after an idle gap |
 //! | `loss` | 0 | probability that a copy is lost |
+//! | `nic_drop_prob` | 0 | probability that the receiver's NIC drops a copy (lost, and counted as the agent counts NIC and ring drops) |
 //! | `session_delta_spread_ns` | 0.4 | session-to-session spread (range) of the port asymmetry δ |
 //! | `pacing_jitter_ns` | 2000 | σ of the sender's departure-time jitter |
 //! | `reflect_channel_ns` | 4 | σ of the hardware-clock channel noise per reflected copy |
@@ -90,6 +91,9 @@ pub struct SimModel {
     pub first_probe_ns: [f64; 2],
     /// Loss probability per copy.
     pub loss: f64,
+    /// Probability that the receiver's NIC drops a copy (counted).
+    #[serde(default)]
+    pub nic_drop_prob: f64,
     /// Range of the per-session δ offset, ns.
     pub session_delta_spread_ns: f64,
     /// Sender departure jitter σ, ns.
@@ -155,6 +159,7 @@ impl Default for SimModel {
             outlier_ns: [100.0, 800.0],
             first_probe_ns: [20.0, 60.0],
             loss: 0.0,
+            nic_drop_prob: 0.0,
             session_delta_spread_ns: 0.4,
             pacing_jitter_ns: 2000.0,
             pacing_error: 0.0,
@@ -220,6 +225,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
     num(d, &mut m, "dma_jitter_ns", &mut out.dma_jitter_ns, 1e6);
     num(d, &mut m, "outlier_prob", &mut out.outlier_prob, 1.0);
     num(d, &mut m, "loss", &mut out.loss, 1.0);
+    num(d, &mut m, "nic_drop_prob", &mut out.nic_drop_prob, 1.0);
     num(d, &mut m, "session_delta_spread_ns", &mut out.session_delta_spread_ns, 1e6);
     num(d, &mut m, "pacing_jitter_ns", &mut out.pacing_jitter_ns, 1e9);
     num(d, &mut m, "reflect_channel_ns", &mut out.reflect_channel_ns, 1e6);
@@ -297,6 +303,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "outlier_ns",
             "first_probe_ns",
             "loss",
+            "nic_drop_prob",
             "session_delta_spread_ns",
             "pacing_jitter_ns",
             "pacing_error",

@@ -207,8 +207,14 @@ impl SimTestbed {
             frame_len
         };
 
+        // Copies the receiver's NIC drops: lost like `loss`, but counted (as the agent reports them).
+        let nic_drops = std::cell::Cell::new(0u64);
         let copy = |r: &mut ChaCha8Rng, t: f64| -> Option<f64> {
             if m.loss > 0.0 && r.random::<f64>() < m.loss {
+                return None;
+            }
+            if m.nic_drop_prob > 0.0 && r.random::<f64>() < m.nic_drop_prob {
+                nic_drops.set(nic_drops.get() + 1);
                 return None;
             }
             let mut x = t + m.poll_phase_ns * r.random::<f64>() + m.dma_jitter_ns * normal(r);
@@ -281,7 +287,7 @@ impl SimTestbed {
         }
         // What tcpreplay would report of this replay.
         let replay = ReplayReport { packets: n, seconds: ((last_sent - first_sent) / 1e9).max(0.0), failed: 0 };
-        RunData { batches, seconds: run.replay_s, replay: Some(replay), reflected_loops: 0 }
+        RunData { batches, seconds: run.replay_s, replay: Some(replay), reflected_loops: 0, nic_drops: nic_drops.get() }
     }
 
     fn step_fails(&self, session: &Session, what: &str, attempt: u32) -> bool {

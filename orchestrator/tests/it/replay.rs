@@ -1,5 +1,6 @@
 //! Replay modes other than even pacing: the probes at their trace's own gaps, sped up or slowed
-//! down (`timing: trace`, `multiplier`), each run checked against the rate that asks for.
+//! down (`timing: trace`, `multiplier`), each run checked against the rate that asks for; and the
+//! run check on frames the receiver's NIC dropped.
 
 use std::path::Path;
 
@@ -94,4 +95,28 @@ fn timing_mistakes_are_reported_at_their_keys() {
             "tests/fixtures/bad/timing.yaml:3:62: `pacing_pps` is for `timing: pps`: with `timing: trace` the trace's time stamps pace the probes",
         ],
     );
+}
+
+#[test]
+fn a_run_whose_receiver_nic_dropped_frames_fails_its_checks() {
+    let dir = tmp("nic-drops");
+    let o = orchestrate(&[
+        "run",
+        PLAN,
+        "--out",
+        dir.to_str().unwrap(),
+        "--sim-model",
+        "tests/fixtures/good/nic-drops.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("the receiver's NICs or capture rings dropped ")
+            && err.contains(" frames before the agent saw them"),
+        "{err}"
+    );
+    let journal = orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap();
+    let failed = journal.iter().filter(|e| matches!(e.event, Event::RunFailed { .. })).count();
+    assert!(failed >= 1, "{failed} runs failed");
+    std::fs::remove_dir_all(dir).unwrap();
 }

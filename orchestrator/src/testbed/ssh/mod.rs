@@ -325,7 +325,7 @@ impl Testbed for SshTestbed {
         let file = self.agent(&name).begin(run.run)?;
         let replay = self.run_steps(&name, run, attempt, cancel)?;
         let counters = self.agent(&name).end(run.run, Duration::from_secs(60))?;
-        let reflected_loops = counters.reflected_loops;
+        let (reflected_loops, nic_drops) = (counters.reflected_loops, counters.nic_drops);
         let end = AgentEvent::End(counters);
         self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
         let bytes = self.download(Role::Receiver, &file)?;
@@ -343,7 +343,7 @@ impl Testbed for SshTestbed {
             self.log(&name, "run", &format!("reflect: {counts:?}"));
             batches = joined;
         }
-        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay, reflected_loops })
+        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay, reflected_loops, nic_drops })
     }
 
     fn cleanup(&mut self) {

@@ -1,0 +1,55 @@
+//! The AF_PACKET ring's drop counter on a real ring: a veth pair in a private network namespace,
+//! more frames sent than the ring holds while nobody polls it. The test binary runs its inner half
+//! inside the namespace (`ip netns exec`), so no namespace code runs in the test itself. Needs
+//! root and `ip`; skipped with a notice elsewhere unless CI is set.
+
+use std::process::Command;
+use std::time::Duration;
+
+use latency_agent::sys::af_packet::{PacketRing, PacketSender};
+
+use crate::common::{Netns, frame, have, is_root};
+
+/// Frames sent: more than the ring's 8,192 slots (16 blocks of 1 MiB, 2 KiB frames).
+const SENT: u64 = 9000;
+
+#[test]
+fn a_full_af_packet_ring_counts_the_frames_it_dropped() {
+    if !(have("ip") && is_root()) {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide root and ip");
+        eprintln!("skipped: needs root and ip");
+        return;
+    }
+    let ns = Netns::new("agent-ring-drops");
+    let o = Command::new("ip")
+        .args(["netns", "exec", &ns.0])
+        .arg(std::env::current_exe().unwrap())
+        .args(["ring::inside_the_namespace", "--exact", "--ignored", "--nocapture"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("1 passed"), "{out}{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+#[ignore = "run inside its network namespace by a_full_af_packet_ring_counts_the_frames_it_dropped"]
+fn inside_the_namespace() {
+    let mut ring = PacketRing::open("r0", false).unwrap();
+    assert_eq!(ring.drops().unwrap(), 0, "a new ring has dropped nothing");
+    let tx = PacketSender::open("s0").unwrap();
+    let f = frame(b"oct-fpga-id:1");
+    for k in 0..SENT {
+        tx.send(&f).unwrap();
+        // Small bursts, so that the veth's backlog never overflows: only the ring may drop.
+        if k % 200 == 199 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let drops = ring.drops().unwrap();
+    let mut got = 0u64;
+    while ring.poll(1024, &mut |_, _| got += 1) > 0 {}
+    assert_eq!(got, 8192, "the ring holds 8,192 frames");
+    assert_eq!(got + drops, SENT, "every frame sent was either in the ring or counted as dropped");
+    assert_eq!(ring.drops().unwrap(), 0, "reading the counter resets it");
+}
