@@ -266,7 +266,8 @@ impl RxPort for DpdkPort {
     fn drops(&mut self) -> u64 {
         let Ok(s) = self.stats() else { return 0 };
         let total = s.imissed + s.ierrors + s.rx_nombuf;
-        total - std::mem::replace(&mut self.drops_seen, total)
+        // Counters that went back (a port reset) start over from their new value.
+        total.saturating_sub(std::mem::replace(&mut self.drops_seen, total))
     }
 
     fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
