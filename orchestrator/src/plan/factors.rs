@@ -327,7 +327,7 @@ pub(super) fn decode_factors(d: &mut Decoder, n: &Node) -> Option<Vec<Factor>> {
 /// tree (letters, digits, `.`, `_`, `-`, `+`, `:` and `,`).
 fn factor_word(d: &mut Decoder, x: &Node, name: FactorName) -> Option<String> {
     if name.name() == "agent_backend" {
-        return d.choice(x, &[("dpdk", "dpdk"), ("af-packet", "af-packet")]).map(str::to_owned);
+        return d.choice(x, &super::inventory::BACKENDS).map(str::to_owned);
     }
     let w = d.string(x)?;
     let ok = !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "._-+:,".contains(c));

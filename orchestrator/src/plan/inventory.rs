@@ -268,6 +268,9 @@ impl Inventory {
     }
 }
 
+/// The agent's receive backends, as `receiver.backend` and an `agent_backend` factor name them.
+pub const BACKENDS: [(&str, &str); 2] = [("dpdk", "dpdk"), ("af-packet", "af-packet")];
+
 /// The schedule-dependent values of a step's variables.
 pub struct StepContext<'a> {
     /// Program (or null group) name.

@@ -113,6 +113,16 @@ pub enum IpVersion {
     Ipv6,
 }
 
+impl IpVersion {
+    /// Every version with its name in plans and on command lines.
+    pub const NAMES: [(&'static str, IpVersion); 2] = [("ipv4", IpVersion::Ipv4), ("ipv6", IpVersion::Ipv6)];
+
+    /// The name in plans and on command lines.
+    pub fn name(self) -> &'static str {
+        word_of(&IpVersion::NAMES, self)
+    }
+}
+
 /// Transport of generated probes (`transport: udp | tcp`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -122,6 +132,21 @@ pub enum Transport {
     Udp,
     /// TCP (20-byte header, PSH+ACK, the probe id as sequence number).
     Tcp,
+}
+
+impl Transport {
+    /// Every transport with its name in plans and on command lines.
+    pub const NAMES: [(&'static str, Transport); 2] = [("udp", Transport::Udp), ("tcp", Transport::Tcp)];
+
+    /// The name in plans and on command lines.
+    pub fn name(self) -> &'static str {
+        word_of(&Transport::NAMES, self)
+    }
+}
+
+/// The name `value` has in `names`.
+fn word_of<T: PartialEq + Copy>(names: &[(&'static str, T)], value: T) -> &'static str {
+    names.iter().find(|(_, v)| *v == value).map_or("?", |(n, _)| n)
 }
 
 /// A probe trace.

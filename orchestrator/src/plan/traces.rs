@@ -83,10 +83,8 @@ fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
     let vlan =
         gm.optional(d, "vlan", |d, v| if d.is_word(v, "none") { Some(None) } else { d.uint(v, 1..=4094).map(Some) });
     let frame_size = gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)));
-    let ip =
-        gm.or(d, "ip", IpVersion::Ipv4, |d, v| d.choice(v, &[("ipv4", IpVersion::Ipv4), ("ipv6", IpVersion::Ipv6)]));
-    let transport =
-        gm.or(d, "transport", Transport::Udp, |d, v| d.choice(v, &[("udp", Transport::Udp), ("tcp", Transport::Tcp)]));
+    let ip = gm.or(d, "ip", IpVersion::Ipv4, |d, v| d.choice(v, &IpVersion::NAMES));
+    let transport = gm.or(d, "transport", Transport::Udp, |d, v| d.choice(v, &Transport::NAMES));
     let (at_ip, at_size) = (gm.at("ip"), gm.at("frame_size"));
     gm.done(d);
     let (template, count, probe_id) = (template?, count?, probe_id?);

@@ -210,9 +210,7 @@ impl Generated {
         let template = super::template_name(self.template);
         let mut s = format!("template {template}, {} probes, {} B frames, {tag}", self.count, self.frame_len);
         if (self.ip, self.transport) != (IpVersion::Ipv4, Transport::Udp) {
-            let ip = if self.ip == IpVersion::Ipv4 { "ipv4" } else { "ipv6" };
-            let l4 = if self.transport == Transport::Udp { "udp" } else { "tcp" };
-            s.push_str(&format!(", {ip}/{l4}"));
+            s.push_str(&format!(", {}/{}", self.ip.name(), self.transport.name()));
         }
         s
     }

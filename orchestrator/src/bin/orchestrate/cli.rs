@@ -230,19 +230,19 @@ fn parse_vlan(s: &str) -> Result<Vlan, String> {
 }
 
 fn parse_ip(s: &str) -> Result<plan::IpVersion, String> {
-    match s {
-        "ipv4" => Ok(plan::IpVersion::Ipv4),
-        "ipv6" => Ok(plan::IpVersion::Ipv6),
-        _ => Err(format!("`{s}` is not `ipv4` or `ipv6`")),
-    }
+    parse_word(s, &plan::IpVersion::NAMES)
 }
 
 fn parse_transport(s: &str) -> Result<plan::Transport, String> {
-    match s {
-        "udp" => Ok(plan::Transport::Udp),
-        "tcp" => Ok(plan::Transport::Tcp),
-        _ => Err(format!("`{s}` is not `udp` or `tcp`")),
-    }
+    parse_word(s, &plan::Transport::NAMES)
+}
+
+/// The value named `s` in `names`, or an error listing the names.
+fn parse_word<T: Copy>(s: &str, names: &[(&str, T)]) -> Result<T, String> {
+    names.iter().find(|(n, _)| *n == s).map(|(_, v)| *v).ok_or_else(|| {
+        let all: Vec<String> = names.iter().map(|(n, _)| format!("`{n}`")).collect();
+        format!("`{s}` is not {}", all.join(" or "))
+    })
 }
 
 /// A threshold: a finite number ≥ 0 (NaN would silently disable a check).

@@ -202,7 +202,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let jtag_device = m.or(d, "jtag_device", "xcu280_0".into(), Decoder::string);
     let table_driver = m.or(d, "table_driver", "p4-table-driver".into(), Decoder::string);
     let agent = m.or(d, "agent", "latency-agent".into(), Decoder::string);
-    let backend = m.or(d, "backend", "dpdk", |d, v| d.choice(v, &[("dpdk", "dpdk"), ("af-packet", "af-packet")]));
+    let backend = m.or(d, "backend", "dpdk", |d, v| d.choice(v, &super::BACKENDS));
     let cores_node = m.req(d, "poller_cores");
     let cores = cores_node.and_then(|v| list(d, v, |d, i| d.uint(i, 0..=4095)));
     if let (Some(c), Some(node)) = (&cores, cores_node)
