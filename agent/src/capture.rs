@@ -1,6 +1,6 @@
 //! Capture backends behind one trait: each port is polled by its own thread, and every frame is
-//! handed over with a TSC stamp taken right after it was dequeued. The backends (AF_PACKET here,
-//! DPDK in `sys::dpdk`) run on x86_64 Linux.
+//! handed over with a TSC stamp taken right after it was dequeued. The backends (AF_PACKET and
+//! AF_XDP here, DPDK in `sys::dpdk`) run on x86_64 Linux.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::io;
@@ -20,19 +20,27 @@ pub trait RxPort: Send {
     fn name(&self) -> String;
 
     /// Frames the NIC or the ring dropped before the poller saw them, since the last call
-    /// (AF_PACKET: the ring's drops; DPDK: `imissed`, `ierrors` and `rx_nombuf`). Read at the
+    /// (AF_PACKET: the ring's drops; AF_XDP: RX ring full or fill ring empty; DPDK: `imissed`,
+    /// `ierrors` and `rx_nombuf`). Read at the
     /// start and the end of every run, never per packet.
     fn drops(&mut self) -> u64 {
         0
     }
 }
 
-/// Linux AF_PACKET receive ring (no DPDK needed), optionally reflecting every probe out of
-/// another interface, tagged (reflect mode).
+/// A port the kernel delivers: an AF_PACKET receive ring or an AF_XDP socket (no DPDK needed),
+/// optionally reflecting every probe out of another interface, tagged (reflect mode).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub struct AfPacketPort {
-    ring: crate::sys::af_packet::PacketRing,
+pub struct KernelPort {
+    socket: Socket,
     reflect: Option<Reflect>,
+    _promiscuous: Option<crate::sys::af_packet::Promiscuous>,
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+enum Socket {
+    Packet(crate::sys::af_packet::PacketRing),
+    Xdp(Box<crate::sys::af_xdp::XdpSocket>),
 }
 
 /// Where and how a port reflects its probes.
@@ -46,19 +54,42 @@ struct Reflect {
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-impl AfPacketPort {
-    /// Open `interface` (needs CAP_NET_RAW), in promiscuous mode if `promiscuous`.
-    pub fn open(interface: &str, promiscuous: bool) -> io::Result<Self> {
+impl KernelPort {
+    /// An AF_PACKET ring on `interface` (needs CAP_NET_RAW), in promiscuous mode if `promiscuous`.
+    pub fn af_packet(interface: &str, promiscuous: bool) -> io::Result<Self> {
         crate::sys::af_packet::PacketRing::open(interface, promiscuous)
-            .map(|ring| AfPacketPort { ring, reflect: None })
+            .map(|ring| KernelPort { socket: Socket::Packet(ring), reflect: None, _promiscuous: None })
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))
+    }
+
+    /// An AF_XDP socket on queue 0 of `interface`, busy-polling with `busy_poll_us`
+    /// ([`crate::sys::af_xdp::XdpSocket::open`]), the interface in promiscuous mode if
+    /// `promiscuous`.
+    pub fn af_xdp(interface: &str, promiscuous: bool, busy_poll_us: Option<u32>) -> io::Result<Self> {
+        let socket = crate::sys::af_xdp::XdpSocket::open(interface, busy_poll_us)?;
+        let promiscuous = match promiscuous {
+            true => Some(
+                crate::sys::af_packet::Promiscuous::hold(interface)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{interface}: promiscuous mode: {e}")))?,
+            ),
+            false => None,
+        };
+        Ok(KernelPort { socket: Socket::Xdp(Box::new(socket)), reflect: None, _promiscuous: promiscuous })
+    }
+
+    /// What the kernel granted an AF_XDP socket.
+    pub fn xdp_grant(&self) -> Option<&latency_proto::capture::XdpGrant> {
+        match &self.socket {
+            Socket::Xdp(x) => Some(x.grant()),
+            Socket::Packet(_) => None,
+        }
     }
 
     /// Send a copy of every probe received, tagged `tag` ([`probe::TAG_PIPELINE`] or
     /// [`probe::TAG_BYPASS`]) and addressed to `dst_mac`, out of `interface` right after it is
     /// stamped ([`probe::prepare_reflection`]: probes already tagged, the agent's own reflections
-    /// looping back, are not reflected again). Each port has its own socket on that interface (as
-    /// each has its own TX queue with DPDK).
+    /// looping back, are not reflected again). Each port has its own packet socket on that
+    /// interface (as each has its own TX queue with DPDK), whichever socket receives.
     pub fn reflect_to(mut self, interface: &str, tag: u8, format: ProbeFormat, dst_mac: MacAddr) -> io::Result<Self> {
         let tx = crate::sys::af_packet::PacketSender::open(interface)
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))?;
@@ -68,32 +99,47 @@ impl AfPacketPort {
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-impl RxPort for AfPacketPort {
+impl RxPort for KernelPort {
     fn drops(&mut self) -> u64 {
-        // A ring whose statistics cannot be read reports none; the kernel never refuses it for
-        // an open packet socket.
-        self.ring.drops().unwrap_or(0)
+        // Statistics that cannot be read report none; the kernel never refuses them for an open
+        // socket.
+        match &mut self.socket {
+            Socket::Packet(ring) => ring.drops(),
+            Socket::Xdp(xsk) => xsk.drops(),
+        }
+        .unwrap_or(0)
     }
 
     fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
-        let AfPacketPort { ring, reflect } = self;
-        match reflect {
-            None => ring.poll(budget, f),
-            Some(r) => ring.poll(budget, &mut |data, tsc| {
-                f(data, tsc);
-                r.frame.clear();
-                r.frame.extend_from_slice(data);
-                if probe::prepare_reflection(&mut r.frame, r.format, r.tag, r.dst_mac) {
-                    // Never blocks the poller: a reflection the interface refuses (its buffer
-                    // full) is lost like one dropped on the wire, and the controller finds it
-                    // missing from the sender's capture.
-                    let _ = r.tx.send(&r.frame);
-                }
-            }),
+        let KernelPort { socket, reflect, .. } = self;
+        let mut reflecting;
+        let f: &mut dyn FnMut(&[u8], u64) = match reflect {
+            None => f,
+            Some(r) => {
+                reflecting = |data: &[u8], tsc| {
+                    f(data, tsc);
+                    r.frame.clear();
+                    r.frame.extend_from_slice(data);
+                    if probe::prepare_reflection(&mut r.frame, r.format, r.tag, r.dst_mac) {
+                        // Never blocks the poller: a reflection the interface refuses (its buffer
+                        // full) is lost like one dropped on the wire, and the controller finds it
+                        // missing from the sender's capture.
+                        let _ = r.tx.send(&r.frame);
+                    }
+                };
+                &mut reflecting
+            }
+        };
+        match socket {
+            Socket::Packet(ring) => ring.poll(budget, f),
+            Socket::Xdp(xsk) => xsk.poll(budget, f),
         }
     }
 
     fn name(&self) -> String {
-        format!("af_packet:{}", self.ring.interface())
+        match &self.socket {
+            Socket::Packet(ring) => format!("af_packet:{}", ring.interface()),
+            Socket::Xdp(xsk) => format!("af_xdp:{}", xsk.interface()),
+        }
     }
 }

@@ -10,6 +10,7 @@ pub mod capture;
 #[cfg(unix)]
 pub mod control;
 pub mod eal;
+pub mod fastpath;
 pub mod recorder;
 pub mod regs;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -23,11 +23,12 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use latency_agent::capture::{AfPacketPort, RxPort};
+use latency_agent::capture::{KernelPort, RxPort};
 use latency_agent::recorder::{Options, Recorder};
 use latency_agent::{regs, sys, tsc};
 use latency_proto::capture::{CaptureOptions, CaptureSetup, PortRings};
 use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
+use latency_proto::fastpath::{self, FastPath, Verdict};
 use latency_proto::probe::{self, ProbeFormat};
 
 /// Receiver agent of the latency orchestrator.
@@ -42,6 +43,8 @@ struct Cli {
 enum Backend {
     /// Linux AF_PACKET receive rings (no DPDK needed).
     AfPacket,
+    /// Linux AF_XDP sockets on queue 0 of each interface (zero-copy where the driver has it).
+    AfXdp,
     /// DPDK poll-mode drivers (builds with the `dpdk` feature).
     Dpdk,
 }
@@ -72,7 +75,7 @@ struct CaptureArgs {
     /// Capture backend.
     #[arg(long, value_enum, default_value = "dpdk")]
     backend: Backend,
-    /// Ports: interface names (af_packet) or DPDK port ids, pipeline first.
+    /// Ports: interface names (af-packet, af-xdp) or DPDK port ids, pipeline first.
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     ports: Vec<String>,
     /// Poller cores, one per port.
@@ -88,7 +91,8 @@ struct CaptureArgs {
     #[arg(long)]
     pidfile: Option<PathBuf>,
     /// Reflect every stamped probe, tagged P or B, to the sender's hardware-timestamping NIC out
-    /// of this port: a DPDK port id (one TX queue per path), or an interface name (af_packet).
+    /// of this port: a DPDK port id (one TX queue per path), or an interface name (af-packet,
+    /// af-xdp).
     #[arg(long)]
     reflect_port: Option<String>,
     /// Read commands from this named pipe (created if missing) instead of stdin.
@@ -180,7 +184,11 @@ fn emit(event: &AgentEvent) {
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
-        Command::Capture(args) => capture(&args),
+        // A capture that cannot start says why on stdout too, where its controller waits for
+        // `ready`.
+        Command::Capture(args) => {
+            capture(&args).inspect_err(|(_, error)| emit(&AgentEvent::Error { command: None, error: error.clone() }))
+        }
         Command::Regs { op } => regs_cmd(op),
         Command::Tsc { window_ms } => {
             emit(&AgentEvent::Tsc(tsc::probe(window_ms * 1_000_000)));
@@ -299,13 +307,18 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             ),
         ));
     }
+    let mut xdp = Vec::new();
     let (rx, rings): (Vec<Box<dyn RxPort>>, Vec<PortRings>) = match backend {
-        Backend::AfPacket => (
+        Backend::AfPacket | Backend::AfXdp => (
             ports
                 .iter()
                 .zip([probe::TAG_PIPELINE, probe::TAG_BYPASS])
                 .map(|(p, tag)| {
-                    let port = AfPacketPort::open(p, options.promiscuous)?;
+                    let port = match backend {
+                        Backend::AfXdp => KernelPort::af_xdp(p, options.promiscuous, options.busy_poll_us)?,
+                        _ => KernelPort::af_packet(p, options.promiscuous)?,
+                    };
+                    xdp.extend(port.xdp_grant().cloned());
                     let port = match reflect {
                         Some((r, mac)) => port.reflect_to(r, tag, format, mac)?,
                         None => port,
@@ -327,6 +340,15 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         }
     };
     let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
+    let mut setup = CaptureSetup {
+        rings,
+        promiscuous: options.promiscuous,
+        service_core: options.service_core,
+        reflect_dst_mac: reflect.map(|(_, mac)| mac),
+        af_xdp: xdp,
+        fast_path: None,
+    };
+    setup.fast_path = Some(fast_path(backend, ports, cores, options, &setup)?);
     if let Some(p) = &pidfile {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
     }
@@ -365,13 +387,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     };
     // Ready only once the control pipe exists: a controller writing to it earlier would create a
     // plain file instead.
-    let setup = CaptureSetup {
-        rings,
-        promiscuous: options.promiscuous,
-        service_core: options.service_core,
-        reflect_dst_mac: reflect.map(|(_, mac)| mac),
-    };
-    emit(&AgentEvent::Ready { ports: names, tsc: info, pid: std::process::id(), setup: Some(setup) });
+    emit(&AgentEvent::Ready { ports: names, tsc: info, pid: std::process::id(), setup: Some(Box::new(setup)) });
     while !stop.load(Ordering::SeqCst) {
         let line = match lines.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => l,
@@ -402,6 +418,30 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     }
     emit(&AgentEvent::Stopped);
     Ok(())
+}
+
+/// The fast path read back, with the policy's findings; a finding the policy refuses stops the
+/// capture before it starts.
+fn fast_path(
+    backend: Backend,
+    ports: &[String],
+    cores: &[usize],
+    options: &CaptureOptions,
+    setup: &CaptureSetup,
+) -> Result<FastPath, Failure> {
+    let (kind, interfaces) = match backend {
+        Backend::Dpdk => (fastpath::Backend::Dpdk, &[][..]),
+        Backend::AfPacket => (fastpath::Backend::AfPacket, ports),
+        Backend::AfXdp => (fastpath::Backend::AfXdp, ports),
+    };
+    let mut facts = latency_agent::fastpath::read_back(std::path::Path::new("/"), cores, interfaces);
+    facts.findings = fastpath::evaluate(&facts, setup, options, kind);
+    let refused: Vec<String> =
+        facts.findings.iter().filter(|f| f.verdict == Verdict::Refuse).map(ToString::to_string).collect();
+    if !refused.is_empty() {
+        return Err((2, format!("the fast path is refused by its policy: {}", refused.join("; "))));
+    }
+    Ok(facts)
 }
 
 /// The receive ports and the rings their drivers granted (as `sys::dpdk::Opened`).

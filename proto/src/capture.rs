@@ -12,6 +12,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fastpath::{FastPath, FastPathPolicy};
+
 /// Descriptors per RX and per TX queue asked for by default.
 pub const DEFAULT_RING: u16 = 512;
 
@@ -90,6 +92,14 @@ pub struct CaptureOptions {
     /// hardware-timestamping NIC). Required with `--reflect-port`.
     #[cfg_attr(feature = "clap", arg(long))]
     pub reflect_dst_mac: Option<MacAddr>,
+    /// AF_XDP: busy-poll each socket's queue for up to this many µs whenever its ring is empty
+    /// (`SO_PREFER_BUSY_POLL` and `SO_BUSY_POLL`), instead of waiting for the interrupt.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub busy_poll_us: Option<u32>,
+    /// What each failed fast-path check does: `check=verdict,...` ([`FastPathPolicy`]; checks
+    /// not listed warn).
+    #[cfg_attr(feature = "clap", arg(long, default_value = ""))]
+    pub fast_path: FastPathPolicy,
 }
 
 impl Default for CaptureOptions {
@@ -100,13 +110,16 @@ impl Default for CaptureOptions {
             promiscuous: false,
             service_core: None,
             reflect_dst_mac: None,
+            busy_poll_us: None,
+            fast_path: FastPathPolicy::default(),
         }
     }
 }
 
 impl CaptureOptions {
     /// The `latency-agent capture` arguments: `--rx-ring N --tx-ring N` always, then
-    /// `--promiscuous`, `--service-core N` and `--reflect-dst-mac MAC` when set.
+    /// `--promiscuous`, `--service-core N`, `--reflect-dst-mac MAC`, `--busy-poll-us N` and
+    /// `--fast-path POLICY` when set.
     pub fn args(&self) -> Vec<String> {
         let mut args = vec!["--rx-ring".into(), self.rx_ring.to_string(), "--tx-ring".into(), self.tx_ring.to_string()];
         if self.promiscuous {
@@ -117,6 +130,12 @@ impl CaptureOptions {
         }
         if let Some(m) = self.reflect_dst_mac {
             args.extend(["--reflect-dst-mac".into(), m.to_string()]);
+        }
+        if let Some(us) = self.busy_poll_us {
+            args.extend(["--busy-poll-us".into(), us.to_string()]);
+        }
+        if !self.fast_path.0.is_empty() {
+            args.extend(["--fast-path".into(), self.fast_path.to_string()]);
         }
         args
     }
@@ -131,6 +150,28 @@ pub struct PortRings {
     pub rx: u16,
     /// TX descriptors granted per queue.
     pub tx: u16,
+}
+
+/// What the kernel granted an AF_XDP socket.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XdpGrant {
+    /// The interface.
+    pub port: String,
+    /// The queue the socket is bound to.
+    pub queue: u32,
+    /// The XDP program runs in the driver (native mode), not in the generic stack.
+    pub native: bool,
+    /// The driver granted zero-copy (copy mode otherwise, as on veth).
+    pub zero_copy: bool,
+    /// RX ring slots.
+    pub rx_ring: u32,
+    /// Fill ring slots.
+    pub fill_ring: u32,
+    /// Bytes per UMEM frame.
+    pub frame: u32,
+    /// Busy-poll budget, µs, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_poll_us: Option<u32>,
 }
 
 /// What the agent set up, reported in its `ready` event.
@@ -149,6 +190,12 @@ pub struct CaptureSetup {
     /// The destination MAC of the reflected frames (reflect mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reflect_dst_mac: Option<MacAddr>,
+    /// What the kernel granted each AF_XDP socket (AF_XDP backend only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub af_xdp: Vec<XdpGrant>,
+    /// The fast path as read back at start, with the policy's findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fast_path: Option<FastPath>,
 }
 
 #[cfg(test)]

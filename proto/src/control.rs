@@ -162,7 +162,7 @@ pub enum AgentEvent {
         /// What the capture set up: granted rings, promiscuous mode, service core, reflect
         /// destination (absent from agents older than this field).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        setup: Option<CaptureSetup>,
+        setup: Option<Box<CaptureSetup>>,
     },
     /// A run is open.
     Begin {
@@ -288,9 +288,14 @@ mod tests {
             promiscuous: false,
             service_core: Some(2),
             reflect_dst_mac: Some("0c:42:a1:de:ad:01".parse().unwrap()),
+            ..CaptureSetup::default()
         };
-        let ready =
-            AgentEvent::Ready { ports: vec!["dpdk:0:0000:3b:00.0".into()], tsc: tsc(), pid: 7, setup: Some(setup) };
+        let ready = AgentEvent::Ready {
+            ports: vec!["dpdk:0:0000:3b:00.0".into()],
+            tsc: tsc(),
+            pid: 7,
+            setup: Some(Box::new(setup)),
+        };
         let v = round_trip(&ready);
         assert_eq!(v["setup"]["rings"][1]["tx"], 1024);
         assert_eq!(v["setup"]["service_core"], 2);

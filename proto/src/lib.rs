@@ -11,13 +11,16 @@
 //! - [`meta`]: the key-value metadata keys of a run file;
 //! - [`eal`]: the DPDK EAL configuration of the agent and the arguments it turns into;
 //! - [`capture`]: the agent's capture options (rings, promiscuous mode, service core, reflect
-//!   destination MAC), the arguments they turn into, and what the agent reports it set up.
+//!   destination MAC), the arguments they turn into, and what the agent reports it set up;
+//! - [`fastpath`]: the receiver's fast path as the agent reads it back (isolated cores, governor,
+//!   idle states, busy-poll sysctls, hugepages, interrupt affinity) and the policy judging it.
 //!
 //! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
 
 pub mod capture;
 pub mod control;
 pub mod eal;
+pub mod fastpath;
 pub mod int;
 pub mod meta;
 pub mod probe;

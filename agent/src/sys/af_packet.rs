@@ -70,6 +70,32 @@ fn bind(fd: &OwnedFd, ifindex: u32, proto: u16) -> io::Result<()> {
     })
 }
 
+/// Put `ifindex` in promiscuous mode for as long as `fd` is open.
+fn add_promiscuous(fd: &OwnedFd, ifindex: u32) -> io::Result<()> {
+    // SAFETY: packet_mreq is plain data.
+    let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mreq.mr_ifindex = ifindex as i32;
+    mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+    setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+}
+
+/// Keeps an interface in promiscuous mode while it lives, for receive paths that are not packet
+/// sockets (AF_XDP): a packet socket that receives nothing.
+pub struct Promiscuous {
+    _fd: OwnedFd,
+}
+
+impl Promiscuous {
+    /// Put `interface` in promiscuous mode (needs CAP_NET_RAW).
+    pub fn hold(interface: &str) -> io::Result<Promiscuous> {
+        let ifindex = ifindex(interface)?;
+        let fd = packet_socket(0)?;
+        bind(&fd, ifindex, 0)?;
+        add_promiscuous(&fd, ifindex)?;
+        Ok(Promiscuous { _fd: fd })
+    }
+}
+
 /// A socket that only sends frames out of one interface (reflect mode); it receives nothing.
 pub struct PacketSender {
     fd: OwnedFd,
@@ -147,11 +173,7 @@ impl PacketRing {
         };
         bind(&ring.fd, ifindex, proto)?;
         if promiscuous {
-            // SAFETY: packet_mreq is plain data.
-            let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-            mreq.mr_ifindex = ifindex as i32;
-            mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-            setsockopt(&ring.fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)?;
+            add_promiscuous(&ring.fd, ifindex)?;
         }
         ring.next = 0;
         Ok(ring)

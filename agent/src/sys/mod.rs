@@ -1,8 +1,10 @@
 //! The agent's only module with `unsafe` code: thin safe wrappers over the CPU and the OS — TSC
-//! reads, `CLOCK_MONOTONIC_RAW`, CPU affinity, AF_PACKET receive rings and PCI BAR mappings.
+//! reads, `CLOCK_MONOTONIC_RAW`, CPU affinity, AF_PACKET receive rings, AF_XDP sockets and
+//! their XDP program, and PCI BAR mappings.
 //! Every unsafe block states why it is sound.
 
 pub mod af_packet;
+pub mod af_xdp;
 pub mod bar;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;

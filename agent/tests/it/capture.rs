@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use latency_proto::control::AgentEvent;
+use latency_proto::fastpath::{Check, Verdict};
 use latency_proto::probe::{self, ProbeFormat};
 
 use crate::common::{
@@ -14,10 +15,10 @@ use crate::common::{
     thread_affinities, write_trace_with_loops,
 };
 
-/// The agent capturing on r0,r1 of `ns` (AF_PACKET) into `out`, controlled over stdin.
-fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
+/// The agent capturing on r0,r1 of `ns` with `backend` into `out`, controlled over stdin.
+fn start_agent(ns: &Netns, backend: &str, out: &Path, extra: &[&str]) -> Agent {
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+    cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", backend])
         .args(["--ports", "r0,r1", "--out"])
         .arg(out)
         .args(extra);
@@ -26,13 +27,22 @@ fn start_agent(ns: &Netns, out: &Path, extra: &[&str]) -> Agent {
 
 #[test]
 fn af_packet_capture_records_every_probe_once_per_port() {
+    capture_records_every_probe_once_per_port("af-packet");
+}
+
+#[test]
+fn af_xdp_capture_records_every_probe_once_per_port() {
+    capture_records_every_probe_once_per_port("af-xdp");
+}
+
+fn capture_records_every_probe_once_per_port(backend: &str) {
     if !(have("ip") && have("tcpreplay") && is_root()) {
         assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
         eprintln!("skipped: needs root, ip and tcpreplay");
         return;
     }
-    let ns = Netns::new(&format!("agent-test-{}", std::process::id()));
-    let dir = std::env::temp_dir().join(format!("agent-capture-{}", std::process::id()));
+    let ns = Netns::new(&format!("agent-{backend}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agent-capture-{backend}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.pcap");
@@ -41,10 +51,29 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     // would be duplicates) nor counted as non-probes, but as reflected loops.
     write_trace_with_loops(&trace, n, 25, loops);
 
-    let mut agent = start_agent(&ns, &dir.join("runs"), &["--cores", "0,1", "--service-core", "1"]);
-    let (_, hz, setup) = agent.ready();
+    let mut agent = start_agent(&ns, backend, &dir.join("runs"), &["--cores", "0,1", "--service-core", "1"]);
+    let (ports, hz, setup) = agent.ready();
+    let kind = backend.replace('-', "_");
+    assert_eq!(ports, [format!("{kind}:r0"), format!("{kind}:r1")]);
     assert_eq!((setup.service_core, setup.promiscuous, setup.reflect_dst_mac), (Some(1), false, None), "{setup:?}");
-    assert!(setup.rings.is_empty(), "AF_PACKET rings have no descriptors: {setup:?}");
+    assert!(setup.rings.is_empty(), "kernel sockets have no descriptors: {setup:?}");
+    // The fast path read back: the poller cores' facts, and (as these cores are not isolated)
+    // warnings under the default policy.
+    let fast = setup.fast_path.as_ref().expect("the fast path is read back");
+    assert_eq!(fast.cores.iter().map(|c| c.core).collect::<Vec<_>>(), [0, 1], "{fast:?}");
+    let isolated = latency_agent::fastpath::cpu_list(&fast.isolated);
+    if !isolated.contains(&0) {
+        let f = fast.findings.iter().find(|f| f.check == Check::IsolatedCores).expect("core 0 is not isolated");
+        assert_eq!(f.verdict, Verdict::Warn, "{f:?}");
+    }
+    if backend == "af-xdp" {
+        // veth runs XDP in its driver but has no zero-copy.
+        let grants: Vec<_> =
+            setup.af_xdp.iter().map(|g| (g.port.as_str(), g.queue, g.native, g.zero_copy, g.rx_ring)).collect();
+        assert_eq!(grants, [("r0", 0, true, false, 4096), ("r1", 0, true, false, 4096)], "{setup:?}");
+    } else {
+        assert!(setup.af_xdp.is_empty(), "{setup:?}");
+    }
     // The writer and the control threads (main, command reader) on the service core; the pollers
     // on theirs.
     // A thread names itself once it runs: wait until every thread has.
@@ -52,9 +81,8 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     let threads = loop {
         let threads = thread_affinities(agent.child.id());
         let named = |name: &str| threads.iter().filter(|(n, _)| n == name).count();
-        if (named("control") == 1 && named("poll-af_packet:") == 2 && named("writer") == 1)
-            || std::time::Instant::now() > deadline
-        {
+        let pollers = threads.iter().filter(|(n, _)| n.starts_with("poll-")).count();
+        if (named("control") == 1 && pollers == 2 && named("writer") == 1) || std::time::Instant::now() > deadline {
             break threads;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -65,8 +93,8 @@ fn af_packet_capture_records_every_probe_once_per_port() {
     assert_eq!(allowed("writer"), ["1"], "{threads:?}");
     assert_eq!(allowed("control"), ["1"], "{threads:?}");
     assert_eq!(allowed("latency-agent"), ["1"], "{threads:?}");
-    // Thread names are cut to 15 bytes: `poll-af_packet:`.
-    assert_eq!(allowed("poll-af_packet:"), ["0", "1"], "{threads:?}");
+    let pollers: Vec<_> = threads.iter().filter(|(n, _)| n.starts_with("poll-")).map(|(_, a)| a.as_str()).collect();
+    assert_eq!(pollers, ["0", "1"], "{threads:?}");
 
     let mut files: Vec<PathBuf> = Vec::new();
     for run in 1..=2u32 {
@@ -79,7 +107,7 @@ fn af_packet_capture_records_every_probe_once_per_port() {
         assert_eq!(end.records, 2 * n, "{end:?}");
         assert_eq!(end.non_probe, 50, "{end:?}");
         assert_eq!(end.reflected_loops, 2 * loops, "{end:?}");
-        assert_eq!(end.dropped, 0, "{end:?}");
+        assert_eq!((end.dropped, end.nic_drops), (0, 0), "{end:?}");
     }
     agent.finish(); // stdin closed: `stopped`, and a clean exit
 
@@ -142,13 +170,22 @@ fn a_detached_agent_is_controlled_through_a_named_pipe() {
 
 #[test]
 fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
+    reflect_sends_every_probe_back_tagged_by_port("af-packet");
+}
+
+#[test]
+fn af_xdp_reflect_sends_every_probe_back_tagged_by_port() {
+    reflect_sends_every_probe_back_tagged_by_port("af-xdp");
+}
+
+fn reflect_sends_every_probe_back_tagged_by_port(backend: &str) {
     if !(have("ip") && have("tcpreplay") && have("tcpdump") && is_root()) {
         assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip, tcpreplay and tcpdump");
         eprintln!("skipped: needs root, ip, tcpreplay and tcpdump");
         return;
     }
-    let ns = Netns::new(&format!("agent-reflect-{}", std::process::id()));
-    let dir = std::env::temp_dir().join(format!("agent-reflect-{}", std::process::id()));
+    let ns = Netns::new(&format!("agent-reflect-{backend}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agent-reflect-{backend}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("t.pcap");
@@ -186,7 +223,8 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 
-    let mut agent = start_agent(&ns, &dir.join("runs"), &["--reflect-port", "r2", "--reflect-dst-mac", SENDER_MAC]);
+    let mut agent =
+        start_agent(&ns, backend, &dir.join("runs"), &["--reflect-port", "r2", "--reflect-dst-mac", SENDER_MAC]);
     let (_, _, setup) = agent.ready();
     assert_eq!(setup.reflect_dst_mac.map(|m| m.to_string()).as_deref(), Some(SENDER_MAC));
     agent.begin(1);
@@ -227,6 +265,40 @@ fn af_packet_reflect_sends_every_probe_back_tagged_by_port() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A policy that refuses poller cores that are not isolated stops the agent before it captures,
+/// with the reason on stderr and, as an `error` event, on stdout where its controller waits.
+#[test]
+fn a_policy_requiring_isolated_poller_cores_refuses_to_start_on_cores_that_are_not() {
+    if !is_root() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run as root");
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
+    if latency_agent::fastpath::cpu_list(&isolated).contains(&0) {
+        eprintln!("skipped: core 0 is isolated here");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_latency-agent"))
+        .args(["capture", "--backend", "af-packet", "--ports", "lo,lo", "--cores", "0,0", "--out", "/nonexistent"])
+        .args(["--fast-path", "isolated_cores=refuse,nohz_full=ignore"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let why = format!(
+        "the fast path is refused by its policy: poller cores 0, 0 are not isolated (isolcpus: `{}`) \
+         (isolated_cores: refuse)",
+        isolated.trim()
+    );
+    assert!(err.contains(&why), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match stdout.lines().map(event).collect::<Vec<_>>().as_slice() {
+        [AgentEvent::Error { command: None, error }] => assert_eq!(error, &why),
+        other => panic!("expected one error event: {other:?}"),
+    }
 }
 
 #[test]

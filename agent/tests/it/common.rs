@@ -146,7 +146,9 @@ impl Agent {
     /// The next event, which must be `ready`: the port names, the TSC rate and the setup.
     pub fn ready(&mut self) -> (Vec<String>, f64, CaptureSetup) {
         match self.next() {
-            AgentEvent::Ready { ports, tsc, setup, .. } => (ports, tsc.hz, setup.expect("the agent reports its setup")),
+            AgentEvent::Ready { ports, tsc, setup, .. } => {
+                (ports, tsc.hz, *setup.expect("the agent reports its setup"))
+            }
             other => panic!("expected ready, got {other:?}"),
         }
     }

@@ -12,7 +12,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::inventory::VARIABLES;
-use super::yaml::{Decoder, Node, Pos};
+use super::yaml::{Decoder, Node, Pos, Value};
 use super::{Generated, Plan, Program, Trace, TraceSource};
 use crate::trace::Shape;
 
@@ -305,6 +305,11 @@ pub(super) fn decode_factors(d: &mut Decoder, n: &Node) -> Option<Vec<Factor>> {
         let values: Vec<Option<FactorValue>> = items
             .iter()
             .map(|x| match name {
+                // A describe pass sees one factor for all: its values are numbers or words.
+                _ if matches!(x.value, Value::Slot(_)) => {
+                    let _ = d.uint::<u64>(x, name.range());
+                    d.string(x).map(FactorValue::Word)
+                }
                 _ if name.numeric() => d.uint(x, name.range()).map(FactorValue::Num),
                 FactorName::Trace => d.ident(x).map(FactorValue::Word),
                 _ => factor_word(d, x, name).map(FactorValue::Word),

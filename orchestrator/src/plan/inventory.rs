@@ -114,7 +114,7 @@ pub struct Receiver {
     pub table_driver: String,
     /// Path of the `latency-agent` binary on the host.
     pub agent: String,
-    /// The agent's receive backend (`dpdk` or `af-packet`): `{{ agent_backend }}`.
+    /// The agent's receive backend (`dpdk`, `af-packet` or `af-xdp`): `{{ agent_backend }}`.
     pub backend: String,
     /// Poller cores, one per port.
     pub poller_cores: Vec<u32>,
@@ -269,7 +269,7 @@ impl Inventory {
 }
 
 /// The agent's receive backends, as `receiver.backend` and an `agent_backend` factor name them.
-pub const BACKENDS: [(&str, &str); 2] = [("dpdk", "dpdk"), ("af-packet", "af-packet")];
+pub const BACKENDS: [(&str, &str); 3] = [("dpdk", "dpdk"), ("af-packet", "af-packet"), ("af-xdp", "af-xdp")];
 
 /// The schedule-dependent values of a step's variables.
 pub struct StepContext<'a> {

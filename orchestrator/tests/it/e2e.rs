@@ -367,7 +367,56 @@ fn emulated_study_end_to_end() {
     }
     assert_eq!(lens, [(0, 524), (1, 512)].into(), "the pipeline copy carries the pushed hop");
 
-    for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir, int_dir] {
+    // 8. The receive path as a factor (plans/backends.yaml): the same study captured through
+    //    AF_PACKET and through AF_XDP recovers Forward's 300 µs at both levels; each session's
+    //    provenance holds what its agent set up and the fast path it read back.
+    let backends_dir = tmp("backends");
+    let o = bin().args(["run", "../plans/backends.yaml", "--out"]).arg(&backends_dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&backends_dir);
+    let levels = &s.programs["forward"].levels;
+    assert_eq!(levels.len(), 2);
+    for l in levels {
+        let p50 = l.summary.latency_ns["p50"];
+        assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "{:?}: Forward {p50} ns vs 300 µs", l.factors);
+    }
+    let provenance: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(backends_dir.join("provenance.json")).unwrap()).unwrap();
+    let agents = provenance["testbed"]["facts"]["agent"].as_object().unwrap();
+    assert_eq!(agents.len(), 4, "{agents:?}");
+    for (session, started) in agents {
+        let xdp = started["ports"][0].as_str().unwrap().starts_with("af_xdp:");
+        assert_eq!(started["setup"]["af_xdp"].as_array().map_or(0, Vec::len), if xdp { 2 } else { 0 }, "{session}");
+        let cores = &started["setup"]["fast_path"]["cores"];
+        assert_eq!((cores[0]["core"].as_u64(), cores[1]["core"].as_u64()), (Some(0), Some(1)), "{session}");
+    }
+    let xdp_sessions = agents.values().filter(|a| a["ports"][0].as_str().unwrap().starts_with("af_xdp:")).count();
+    assert_eq!(xdp_sessions, 2, "the af-xdp level's program and null sessions");
+
+    // 9. A fast-path policy that requires isolated poller cores refuses the run, with the reason
+    //    (no core is isolated here), before any run starts.
+    let strict_dir = tmp("strict-inventory");
+    std::fs::create_dir_all(&strict_dir).unwrap();
+    let strict = strict_dir.join("strict.yaml");
+    std::fs::write(
+        &strict,
+        inv.replace("  backend: af-packet", "  fast_path: { isolated_cores: refuse }\n  backend: af-packet")
+            .replace("config: emulated/state/ssh_config", &format!("config: {}", config.display())),
+    )
+    .unwrap();
+    let refused_dir = tmp("refused");
+    let o = run(&refused_dir, &["--testbed", strict.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&strict_dir);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("the fast path is refused by its policy: poller cores 0, 1 are not isolated")
+            && err.contains("(isolated_cores: refuse)"),
+        "{err}"
+    );
+    assert!(runs_finished(&refused_dir).is_empty(), "no run started");
+
+    for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir, int_dir, backends_dir, refused_dir] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

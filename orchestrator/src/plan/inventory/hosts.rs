@@ -5,6 +5,7 @@
 use super::pci::Bdf;
 use super::{Host, Receiver, Sender, SshTarget};
 use crate::plan::yaml::{Decoder, MapReader, Node};
+use latency_proto::fastpath::{Check, FastPathPolicy, Verdict};
 
 fn decode_host(d: &mut Decoder, m: &mut MapReader<'_>) -> Option<Host> {
     let ssh = m.required(d, "ssh", decode_ssh);
@@ -225,6 +226,8 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         let text = d.string(v)?;
         text.parse::<latency_proto::capture::MacAddr>().map_err(|e| d.error(v.pos, e.to_string())).ok()
     });
+    let busy_poll_us = m.optional(d, "busy_poll_us", |d, v| d.uint(v, 1..=1_000_000));
+    let fast_path = m.or(d, "fast_path", FastPathPolicy::default(), fast_path_policy);
     // Without literal `eal_args`, the EAL arguments are built from the inventory's own facts.
     let eal = match eal {
         Some(given) => given,
@@ -276,8 +279,26 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
             promiscuous: promiscuous?,
             service_core: service_core?,
             reflect_dst_mac: reflect_dst_mac?,
+            busy_poll_us: busy_poll_us?,
+            fast_path: fast_path?,
         },
     })
+}
+
+/// `fast_path`: a verdict (`ignore`, `warn`, `refuse`) per fast-path check.
+fn fast_path_policy(d: &mut Decoder, n: &Node) -> Option<FastPathPolicy> {
+    let mut m = d.map(n, "fast_path")?;
+    let (entries, mut ok) = m.among(d, &Check::ALL.map(|(_, name)| name), "fast-path check");
+    let mut policy = FastPathPolicy::default();
+    for (i, v) in entries {
+        match d.choice(v, &Verdict::ALL.map(|(v, name)| (name, v))) {
+            Some(verdict) => {
+                policy.0.insert(Check::ALL[i].0, verdict);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(policy)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
-use latency_proto::{AgentCommand, AgentEvent, RunCounters, TscInfo};
+use latency_proto::{AgentCommand, AgentEvent, CaptureSetup, RunCounters, TscInfo};
 
 use super::failed;
 use super::session::Hosts;
@@ -73,8 +73,13 @@ pub fn scan(text: &str, want: Awaited) -> Result<Option<AgentEvent>, String> {
         if want.is(&event) {
             return Ok(Some(event));
         }
-        if matches!(event, AgentEvent::Error { .. } | AgentEvent::Stopped) {
-            return Err(format!("agent reported: {line}"));
+        match event {
+            AgentEvent::Error { command: Some(command), error } => {
+                return Err(format!("the agent reported an error on `{command}`: {error}"));
+            }
+            AgentEvent::Error { command: None, error } => return Err(format!("the agent reported an error: {error}")),
+            AgentEvent::Stopped => return Err("the agent stopped".into()),
+            _ => {}
         }
     }
     Ok(None)
@@ -112,6 +117,18 @@ pub fn stop_leftovers(hosts: &Hosts, layout: &RemoteLayout) {
     }
 }
 
+/// What a started agent reported in its `ready` event.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Started {
+    /// The TSC it stamps with.
+    #[serde(skip)]
+    pub tsc: TscInfo,
+    /// Its ports, pipeline first.
+    pub ports: Vec<String>,
+    /// What it set up, and the fast path it read back.
+    pub setup: Option<CaptureSetup>,
+}
+
 /// The agent of one session on the receiver.
 pub struct Agent<'a> {
     /// The connections.
@@ -137,10 +154,11 @@ impl Agent<'_> {
         self.hosts.run(Role::Receiver, "agent_start", &cmd, Duration::from_secs(10)).map(drop)
     }
 
-    /// Wait for the started agent's `ready`: the TSC it stamps with.
-    pub fn ready(&self, timeout: Duration) -> Result<TscInfo, TestbedError> {
+    /// Wait for the started agent's `ready`: the TSC it stamps with, its ports and what it set up
+    /// (the fast path read back included).
+    pub fn ready(&self, timeout: Duration) -> Result<Started, TestbedError> {
         match self.wait(0, Awaited::Ready, timeout)? {
-            AgentEvent::Ready { tsc, .. } => Ok(tsc),
+            AgentEvent::Ready { tsc, ports, setup, .. } => Ok(Started { tsc, ports, setup: setup.map(|s| *s) }),
             other => Err(self.error(format!("expected `ready`, got {other:?}"))),
         }
     }
@@ -224,9 +242,11 @@ mod tests {
         assert_eq!(scan(&format!("{READY}\n{{\"event\":\"beg"), Awaited::Begin), Ok(None));
         assert_eq!(scan("", Awaited::End), Ok(None));
         let err = scan("{\"event\":\"error\",\"error\":\"no run\"}\n", Awaited::End).unwrap_err();
-        assert_eq!(err, "agent reported: {\"event\":\"error\",\"error\":\"no run\"}");
+        assert_eq!(err, "the agent reported an error: no run");
         assert_eq!(scan("{\"event\":\"stopped\"}\n", Awaited::Stopped), Ok(Some(AgentEvent::Stopped)));
-        assert!(scan("{\"event\":\"stopped\"}\n", Awaited::End).unwrap_err().starts_with("agent reported"));
+        assert_eq!(scan("{\"event\":\"stopped\"}\n", Awaited::End).unwrap_err(), "the agent stopped");
+        let failed = "{\"event\":\"error\",\"command\":\"end 2\",\"error\":\"no run 2 is open\"}\n";
+        assert_eq!(scan(failed, Awaited::End).unwrap_err(), "the agent reported an error on `end 2`: no run 2 is open");
         assert!(scan("hello\n", Awaited::Ready).unwrap_err().starts_with("not an agent event ("));
         for (command, want) in [
             (AgentCommand::Begin { run: 2 }, Awaited::Begin),

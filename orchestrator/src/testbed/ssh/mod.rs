@@ -44,6 +44,10 @@ pub struct SshTestbed {
     drain: Duration,
     /// What each session's `readback` step read from the card (JSON when it printed JSON).
     readback: serde_json::Map<String, serde_json::Value>,
+    /// What each session's agent reported at start: ports, setup, fast path.
+    agents: std::collections::BTreeMap<String, agent::Started>,
+    /// Fast-path findings already warned about (each is said once per study).
+    warned: std::collections::BTreeSet<String>,
 }
 
 fn failed(host: &str, action: &str, message: impl Into<String>) -> TestbedError {
@@ -72,6 +76,8 @@ impl SshTestbed {
             facts,
             drain: Duration::from_millis(100),
             readback: serde_json::Map::new(),
+            agents: std::collections::BTreeMap::new(),
+            warned: std::collections::BTreeSet::new(),
         })
     }
 
@@ -265,6 +271,7 @@ impl Testbed for SshTestbed {
             ("tsc_hz".into(), self.tsc_hz.into()),
             ("tsc_hz_by_session".into(), serde_json::Value::from_iter(self.tsc_by_session.clone())),
             ("readback".into(), serde_json::Value::Object(self.readback.clone())),
+            ("agent".into(), serde_json::to_value(&self.agents).expect("agent setups are plain data")),
         ])
     }
 
@@ -302,9 +309,17 @@ impl Testbed for SshTestbed {
             self.readback.insert(name.clone(), value);
         }
         if step.action == Action::AgentStart {
-            let hz = self.agent(&name).ready(timeout)?.hz;
-            self.tsc_hz = Some(hz);
-            self.tsc_by_session.insert(name.clone(), hz);
+            let started = self.agent(&name).ready(timeout)?;
+            self.tsc_hz = Some(started.tsc.hz);
+            self.tsc_by_session.insert(name.clone(), started.tsc.hz);
+            let findings = started.setup.iter().flat_map(|s| &s.fast_path).flat_map(|f| &f.findings);
+            for finding in findings.map(ToString::to_string) {
+                self.log(&name, step.action.name(), &format!("fast path: {finding}"));
+                if self.warned.insert(finding.clone()) {
+                    eprintln!("warning: {}: fast path: {finding}", self.hosts.name(Role::Receiver));
+                }
+            }
+            self.agents.insert(name.clone(), started);
         }
         self.lease.heartbeat(&self.hosts, &self.layout);
         Ok(start.elapsed().as_secs_f64())
