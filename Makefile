@@ -99,6 +99,7 @@ bench-analysis: build
 bench-agent: build
 	$(CARGO) build --release -p latency-agent
 	$(CARGO) bench -p latency-agent --bench record_path
+	$(CARGO) bench -p latency-agent --bench backend_poll
 	agent/benches/capture-rate.sh ./target/release/latency-agent ./target/release/orchestrate
 
 ## Emulated testbed in network namespaces (root; iproute2, openssh-server, tcpreplay).
