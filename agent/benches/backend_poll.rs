@@ -34,7 +34,7 @@ fn main() {
         let status = ok.then(|| {
             Command::new("ip")
                 .args(["netns", "exec", &ns])
-                .arg(std::env::current_exe().unwrap())
+                .arg(std::env::current_exe().expect("the benchmark binary"))
                 .env(INSIDE, "1")
                 .status()
         });
