@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -100,7 +100,12 @@ bench-agent: build
 	$(CARGO) build --release -p latency-agent
 	$(CARGO) bench -p latency-agent --bench record_path
 	$(CARGO) bench -p latency-agent --bench backend_poll
+	$(CARGO) bench -p latency-agent --bench soak -- 100000000
 	agent/benches/capture-rate.sh ./target/release/latency-agent ./target/release/orchestrate
+
+## Soak mode: cost per packet and peak memory of 10^9 probes through the agent's histogram path.
+bench-soak:
+	$(CARGO) bench -p latency-agent --bench soak
 
 ## Emulated testbed in network namespaces (root; iproute2, openssh-server, tcpreplay).
 testbed-up:

@@ -24,7 +24,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use latency_agent::capture::{KernelPort, RxPort};
-use latency_agent::recorder::{Options, Recorder};
+use latency_agent::recorder::{Options, Recorder, SoakOptions};
 use latency_agent::{regs, sys, tsc};
 use latency_proto::capture::{CaptureOptions, CaptureSetup, PortRings};
 use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
@@ -52,7 +52,7 @@ enum Backend {
 #[derive(Subcommand)]
 enum Command {
     /// Capture probes on two ports (pipeline first, bypass second).
-    Capture(CaptureArgs),
+    Capture(Box<CaptureArgs>),
     /// Open-NIC-Shell registers through the PCI BAR.
     Regs {
         #[command(subcommand)]
@@ -107,6 +107,13 @@ struct CaptureArgs {
     /// TSC rate measurement window, ms.
     #[arg(long, default_value_t = 200)]
     tsc_window_ms: u64,
+    /// Soak mode: keep an HDR histogram of each run's differentials and append it to the run's
+    /// interval log (`run=<r>.hlog`) every this many seconds.
+    #[arg(long)]
+    histogram_interval_s: Option<f64>,
+    /// Soak mode without per-copy records: memory and disk stay bounded however long a run is.
+    #[arg(long, requires = "histogram_interval_s")]
+    no_records: bool,
     /// Rings, promiscuous mode, service core, reflect destination.
     #[command(flatten)]
     options: CaptureOptions,
@@ -266,6 +273,8 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         force_tsc,
         queue,
         tsc_window_ms,
+        histogram_interval_s,
+        no_records,
         options,
         eal,
     } = args;
@@ -339,6 +348,13 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             open_dpdk(ports, reflect_port, format, options, eal)?
         }
     };
+    let soak = match *histogram_interval_s {
+        Some(s) if s.is_finite() && s > 0.0 => {
+            Some(SoakOptions { interval: Duration::from_secs_f64(s), records: !no_records, tsc_hz: info.hz })
+        }
+        Some(s) => return Err((2, format!("--histogram-interval-s {s}: needs a number of seconds above 0"))),
+        None => None,
+    };
     let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
     let mut setup = CaptureSetup {
         rings,
@@ -353,7 +369,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
     }
     let mut recorder =
-        Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue, service_core })
+        Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue, service_core, soak })
             .map_err(|e| (1, format!("cannot start: {e}")))?;
     // Again after the backend: DPDK's EAL pins the thread that initialises it to its main lcore.
     if let Some(c) = service_core

@@ -28,6 +28,9 @@ use latency_proto::schema::{Port, RecordBuilder, record_schema};
 
 use crate::capture::RxPort;
 
+mod soak;
+pub use soak::{PAIRING_SLOTS, Pairer, SoakOptions, SoakRun};
+
 /// Records per message from a poller to the writer.
 pub const POLLER_BATCH: usize = 256;
 /// Records per Arrow batch written (and flushed).
@@ -50,6 +53,8 @@ pub struct Options {
     pub queue: usize,
     /// Core the writer thread is pinned to, if any (away from the pollers' cores).
     pub service_core: Option<usize>,
+    /// Soak mode: a histogram of the differentials per run, appended to its log every interval.
+    pub soak: Option<SoakOptions>,
 }
 
 /// One probe copy as seen by a poller.
@@ -175,7 +180,7 @@ impl Recorder {
         let (tx, rx) = mpsc::sync_channel::<Msg>(opts.queue.max(1));
         let (ack_tx, acks) = mpsc::channel::<Ack>();
         let mut threads = Vec::new();
-        let (out, service_core) = (opts.out.clone(), opts.service_core);
+        let (out, service_core, soak) = (opts.out.clone(), opts.service_core, opts.soak);
         let writer_shared = shared.clone();
         threads.push(std::thread::Builder::new().name("writer".into()).spawn(move || {
             if let Some(c) = service_core
@@ -183,7 +188,7 @@ impl Recorder {
             {
                 writer_shared.error(format!("writer: cannot pin to core {c}: {e}"));
             }
-            writer(rx, &out, &writer_shared)
+            writer(rx, &out, soak, &writer_shared)
         })?);
         let pollers: Vec<String> = ports.iter().map(|p| p.name()).collect();
         for (i, port) in ports.into_iter().enumerate() {
@@ -401,6 +406,10 @@ struct OpenRun {
     seq: [u64; 2],
     ports: HashMap<u64, u8>,
     records: u64,
+    /// Soak mode: the pairing and the histogram log.
+    soak: Option<SoakRun>,
+    /// Whether records are written (always, unless soak mode leaves them out).
+    keep_records: bool,
 }
 
 impl OpenRun {
@@ -419,28 +428,43 @@ impl OpenRun {
         let inner = self.stream.into_inner().map_err(io::Error::other)?;
         inner.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         let mut c = RunCounters { run: self.run, records: self.records, file: self.file, ..Default::default() };
-        for mask in self.ports.values() {
-            match mask {
-                3 => c.matched += 1,
-                1 => c.pipeline_only += 1,
-                _ => c.bypass_only += 1,
+        match self.soak {
+            Some(soak) => {
+                let (log, pairer) = soak.finish()?;
+                (c.pipeline_only, c.bypass_only) = pairer.one_port_only();
+                c.matched = pairer.matched;
+                c.histogram = Some(log);
+            }
+            None => {
+                for mask in self.ports.values() {
+                    match mask {
+                        3 => c.matched += 1,
+                        1 => c.pipeline_only += 1,
+                        _ => c.bypass_only += 1,
+                    }
+                }
             }
         }
         Ok(c)
     }
 }
 
-fn open_run(out: &Path, run: u32) -> io::Result<OpenRun> {
-    let file = out.join(format!("run={run}.arrows"));
-    // A file from an earlier attempt of this run (a retry, or a resumed study) is kept aside, never
-    // overwritten.
+/// `out/name`, free: a file from an earlier attempt of the run (a retry, or a resumed study) is
+/// kept aside as `name.earlier-<n>`, never overwritten.
+fn fresh_file(out: &Path, name: &str) -> io::Result<PathBuf> {
+    let file = out.join(name);
     if file.exists() {
         let mut n = 1;
-        while out.join(format!("run={run}.arrows.earlier-{n}")).exists() {
+        while out.join(format!("{name}.earlier-{n}")).exists() {
             n += 1;
         }
-        std::fs::rename(&file, out.join(format!("run={run}.arrows.earlier-{n}")))?;
+        std::fs::rename(&file, out.join(format!("{name}.earlier-{n}")))?;
     }
+    Ok(file)
+}
+
+fn open_run(out: &Path, run: u32, soak: Option<&SoakOptions>) -> io::Result<OpenRun> {
+    let file = fresh_file(out, &format!("run={run}.arrows"))?;
     let f = std::fs::OpenOptions::new().write(true).create_new(true).open(&file)?;
     let stream = StreamWriter::try_new(BufWriter::new(f), &record_schema()).map_err(io::Error::other)?;
     Ok(OpenRun {
@@ -451,19 +475,22 @@ fn open_run(out: &Path, run: u32) -> io::Result<OpenRun> {
         seq: [0, 0],
         ports: HashMap::new(),
         records: 0,
+        soak: soak.map(|o| SoakRun::open(out, run, o)).transpose()?,
+        keep_records: soak.is_none_or(|o| o.records),
     })
 }
 
-fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
+fn writer(rx: Receiver<Msg>, out: &Path, soak: Option<SoakOptions>, shared: &Shared) {
     let mut open: Option<OpenRun> = None;
     loop {
         let msg = match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(m) => m,
             Err(RecvTimeoutError::Timeout) => {
-                if let Some(o) = open.as_mut()
-                    && let Err(e) = o.flush()
-                {
-                    shared.error(format!("{}: {e}", o.file.display()));
+                if let Some(o) = open.as_mut() {
+                    if let Err(e) = o.flush() {
+                        shared.error(format!("{}: {e}", o.file.display()));
+                    }
+                    tick(o, shared);
                 }
                 continue;
             }
@@ -476,7 +503,7 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
                 {
                     shared.error(e.to_string());
                 }
-                let r = open_run(out, run);
+                let r = open_run(out, run, soak.as_ref());
                 let _ =
                     reply.send(r.as_ref().map(|o| o.file.clone()).map_err(|e| io::Error::new(e.kind(), e.to_string())));
                 open = r.ok();
@@ -494,12 +521,20 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
             Msg::Batch { port, run, seen } => match open.as_mut() {
                 Some(o) if o.run == run => {
                     let p = port as usize;
-                    for s in &seen {
-                        o.builder.push(s.id, port, s.tsc, o.seq[p], s.len, None);
-                        o.seq[p] += 1;
-                        *o.ports.entry(s.id).or_default() |= 1 << p;
+                    if let Some(soak) = o.soak.as_mut() {
+                        seen.iter().for_each(|s| soak.offer(s.id, port, s.tsc));
+                        tick(o, shared);
                     }
-                    o.records += seen.len() as u64;
+                    if o.keep_records {
+                        for s in &seen {
+                            o.builder.push(s.id, port, s.tsc, o.seq[p], s.len, None);
+                            o.seq[p] += 1;
+                            if o.soak.is_none() {
+                                *o.ports.entry(s.id).or_default() |= 1 << p;
+                            }
+                        }
+                        o.records += seen.len() as u64;
+                    }
                     if o.builder.len() >= WRITE_BATCH
                         && let Err(e) = o.flush()
                     {
@@ -516,6 +551,15 @@ fn writer(rx: Receiver<Msg>, out: &Path, shared: &Shared) {
         && let Err(e) = o.finish()
     {
         shared.error(e.to_string());
+    }
+}
+
+/// Append the open run's soak interval if it is over.
+fn tick(o: &mut OpenRun, shared: &Shared) {
+    if let Some(soak) = o.soak.as_mut()
+        && let Err(e) = soak.tick()
+    {
+        shared.error(format!("{}: {e}", soak.file().display()));
     }
 }
 

@@ -145,6 +145,10 @@ pub struct RunCounters {
     pub nic_drops: u64,
     /// The run file.
     pub file: PathBuf,
+    /// Soak mode: the run's interval log of differential histograms
+    /// ([`soak`](crate::soak)); the counts above then come from pairing copies as they arrive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<PathBuf>,
 }
 
 /// An event the agent prints, one JSON object per line, tagged by `event`.
@@ -244,8 +248,10 @@ mod tests {
             reflected_loops: 6,
             nic_drops: 7,
             file: "/tmp/runs/run=3.arrows".into(),
+            histogram: Some("/tmp/runs/run=3.hlog".into()),
         };
         let v = round_trip(&AgentEvent::End(counters));
+        assert_eq!(v["histogram"], "/tmp/runs/run=3.hlog");
         assert_eq!(v["event"], "end");
         for (key, want) in [
             ("run", 3),

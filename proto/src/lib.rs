@@ -13,7 +13,9 @@
 //! - [`capture`]: the agent's capture options (rings, promiscuous mode, service core, reflect
 //!   destination MAC), the arguments they turn into, and what the agent reports it set up;
 //! - [`fastpath`]: the receiver's fast path as the agent reads it back (isolated cores, governor,
-//!   idle states, busy-poll sysctls, hugepages, interrupt affinity) and the policy judging it.
+//!   idle states, busy-poll sysctls, hugepages, interrupt affinity) and the policy judging it;
+//! - [`soak`]: the HDR histograms of differentials that long soaks keep instead of records, and
+//!   their interval log (`run=<r>.hlog`).
 //!
 //! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
 
@@ -25,6 +27,7 @@ pub mod int;
 pub mod meta;
 pub mod probe;
 pub mod schema;
+pub mod soak;
 
 pub use capture::{CaptureOptions, CaptureSetup, MacAddr, PortRings};
 pub use control::{AgentCommand, AgentEvent, CommandError, RunCounters, TscInfo};

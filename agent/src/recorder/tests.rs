@@ -22,6 +22,8 @@ struct FakePort {
     stall: Option<(Stall, Receiver<()>)>,
     /// Frames its "NIC" dropped and nobody read yet.
     drops: Arc<AtomicU64>,
+    /// The k-th frame of a burst (from 0) is stamped `(k + 1) * ticks_per_frame`.
+    ticks_per_frame: u64,
 }
 
 impl FakePort {
@@ -39,7 +41,7 @@ impl RxPort for FakePort {
         let Ok(burst) = self.bursts.try_recv() else { return 0 };
         assert!(burst.len() <= budget, "bursts fit a poll");
         for (tsc, frame) in burst.iter().enumerate() {
-            f(frame, tsc as u64 + 1);
+            f(frame, (tsc as u64 + 1) * self.ticks_per_frame);
         }
         let _ = self.polled.send(());
         self.stall_if(|s| matches!(s, Stall::AfterFrames));
@@ -62,7 +64,7 @@ type Feed = Sender<Vec<Vec<u8>>>;
 fn port(stall: Option<(Stall, Receiver<()>)>) -> (Box<dyn RxPort>, Feed, Receiver<()>) {
     let (feed, bursts) = mpsc::channel();
     let (polled, polled_rx) = mpsc::channel();
-    (Box::new(FakePort { bursts, polled, stall, drops: Arc::default() }), feed, polled_rx)
+    (Box::new(FakePort { bursts, polled, stall, drops: Arc::default(), ticks_per_frame: 1 }), feed, polled_rx)
 }
 
 fn probes(ids: std::ops::RangeInclusive<u64>) -> Vec<Vec<u8>> {
@@ -81,7 +83,14 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn options(out: &Path, cores: Vec<usize>) -> Options {
-    Options { format: ProbeFormat::Latencylab, cores, out: out.to_path_buf(), queue: 64, service_core: None }
+    Options {
+        format: ProbeFormat::Latencylab,
+        cores,
+        out: out.to_path_buf(),
+        queue: 64,
+        service_core: None,
+        soak: None,
+    }
 }
 
 /// Wait until `n` probes were counted as outside a run.
@@ -242,7 +251,7 @@ fn nic_drops_count_into_the_run_open_while_they_happened() {
     let drops = Arc::new(AtomicU64::new(5));
     let (_feed, bursts) = mpsc::channel();
     let (polled, _polled_rx) = mpsc::channel();
-    let port = Box::new(FakePort { bursts, polled, stall: None, drops: drops.clone() });
+    let port = Box::new(FakePort { bursts, polled, stall: None, drops: drops.clone(), ticks_per_frame: 1 });
     let mut rec = Recorder::start(vec![port], options(&out, vec![])).expect("start");
     // 5 frames dropped before the run: read when the poller sees the run begin, outside it.
     rec.begin(1).expect("begin");
@@ -257,5 +266,52 @@ fn nic_drops_count_into_the_run_open_while_they_happened() {
     // None in the next run.
     rec.begin(2).expect("begin");
     assert_eq!(rec.end(2).expect("end").nic_drops, 0);
+    stop_clean(rec, &out);
+}
+
+/// Soak mode: the differentials of each matched pair go into the run's interval log, appended
+/// while the run is open, with no records kept; unpaired copies are counted. Pipeline copies are
+/// stamped 3 (k + 1) and bypass copies k + 1 ticks for the k-th frame of a burst, at 1 GHz: the
+/// differentials of a 128-probe burst (bursts that add up to a poller's batch) are 2, 4, ..., 256 ns.
+#[test]
+fn soak_mode_keeps_a_histogram_of_the_differentials_appended_every_interval() {
+    let out = scratch("soak");
+    let (pipeline_feed, pipeline_polled) = mpsc::channel();
+    let (polled, pipeline_polled_rx) = mpsc::channel();
+    let pipeline = FakePort { bursts: pipeline_polled, polled, stall: None, drops: Arc::default(), ticks_per_frame: 3 };
+    let (bypass, bypass_feed, bypass_polled) = port(None);
+    let soak = SoakOptions { interval: Duration::from_millis(100), records: false, tsc_hz: 1e9 };
+    let opts = Options { soak: Some(soak), ..options(&out, vec![]) };
+    let mut rec = Recorder::start(vec![Box::new(pipeline), bypass], opts).expect("start");
+    let file = rec.begin(1).expect("begin");
+    for burst in 0..8u64 {
+        let ids = burst * 128 + 1..=burst * 128 + 128;
+        feed(&pipeline_feed, &pipeline_polled_rx, ids.clone());
+        feed(&bypass_feed, &bypass_polled, ids);
+        if burst == 3 {
+            // Past the interval: the first four bursts are appended on their own.
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    // Ten probes whose pipeline copy was lost.
+    feed(&bypass_feed, &bypass_polled, 1025..=1034);
+    let c = rec.end(1).expect("end");
+    let log = c.histogram.clone().expect("a histogram log");
+    assert_eq!(log, out.join("run=1.hlog"));
+    assert_eq!((c.matched, c.pipeline_only, c.bypass_only, c.records), (1024, 0, 10, 0), "{c:?}");
+    assert_eq!(rows(&file), 0, "no records in soak mode without them");
+
+    let intervals = latency_proto::soak::read_log(&std::fs::read(&log).expect("the log")).expect("a log");
+    assert!(intervals.len() >= 2, "appended while the run was open: {}", intervals.len());
+    assert_eq!(intervals[0].differentials.len(), 512, "the first interval holds the first four bursts");
+    let mut all = latency_proto::soak::Differentials::default();
+    intervals.iter().for_each(|i| all.add(&i.differentials));
+    assert_eq!(all.len(), 1024);
+    // Eight bursts of 2, 4, ..., 256 ns: the median is the 512th of 1,024 values (128 ns), p99
+    // the 1,014th (254 ns), the minimum 2 ns.
+    for (q, exact) in [(0.5, 128.0), (0.99, 254.0), (0.0001, 2.0)] {
+        let got = all.quantile(q).expect("values");
+        assert!((got - exact).abs() <= latency_proto::soak::RESOLUTION * exact + 0.5, "q {q}: {got} vs {exact}");
+    }
     stop_clean(rec, &out);
 }
