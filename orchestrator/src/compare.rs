@@ -251,6 +251,7 @@ mod tests {
             probes: 0,
             excluded: 0,
             histogram: Histogram::default(),
+            soak: None,
         }
     }
 

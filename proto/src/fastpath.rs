@@ -1,8 +1,8 @@
 //! The fast path of the receiver, as the agent reads it back at start ([`FastPath`]): whether its
 //! poller cores are isolated from the scheduler and from timer ticks, their frequency governor and
 //! idle states, the busy-poll sysctls, hugepages, and where the capture interfaces' interrupts
-//! go. What the capture itself was granted (zero-copy, descriptor rings) is in
-//! [`CaptureSetup`](crate::capture::CaptureSetup).
+//! go. What the capture itself was granted (zero-copy, descriptor rings) is in the capture's
+//! [`CaptureSetup`].
 //!
 //! A [`FastPathPolicy`] (an inventory's `receiver.fast_path`, the agent's `--fast-path`) says for
 //! each [`Check`] whether a failure is ignored, warned about, or refuses the capture.

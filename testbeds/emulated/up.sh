@@ -26,7 +26,8 @@
 # the recovered delays came out ~2 % low; unpinned, the null offset jumped between runs). It runs
 # SCHED_FIFO: it sleeps between frames, and must preempt the busy poller sharing its core the
 # moment a frame is due (in reflect mode, without it, copies were held up to a 4 ms tick).
-# Binaries: $BIN_DIR (default: target/release of the workspace if it has both, else target/debug)
+# Binaries: $BIN_DIR (default: target/release of the workspace if it has both and its fpga-emu is
+# not older than target/debug's, else target/debug: the newer build, never a stale one)
 # must hold fpga-emu and latency-agent: cargo build --release -p fpga-emu -p latency-agent.
 set -euo pipefail
 
@@ -124,7 +125,8 @@ done
 [ -x /usr/sbin/sshd ] || die "/usr/sbin/sshd not found (apt-get install openssh-server)"
 
 if [ -z "${BIN_DIR:-}" ]; then
-  if [ -x "$repo/target/release/fpga-emu" ] && [ -x "$repo/target/release/latency-agent" ]; then
+  if [ -x "$repo/target/release/fpga-emu" ] && [ -x "$repo/target/release/latency-agent" ] \
+     && ! [ "$repo/target/debug/fpga-emu" -nt "$repo/target/release/fpga-emu" ]; then
     BIN_DIR=$repo/target/release
   else
     BIN_DIR=$repo/target/debug

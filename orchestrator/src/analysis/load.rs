@@ -53,6 +53,8 @@ pub fn run_files(
 ) -> Result<(Vec<RunFile>, Vec<String>), AnalysisError> {
     let mut out = Vec::new();
     let mut problems = Vec::new();
+    // Histogram logs the journal recorded with their runs (soak mode; read by `analysis::soak`).
+    let mut logs = BTreeSet::new();
     for ((program, session, run), c) in journal::completed(entries) {
         let Some(group) = groups.iter().position(|g| g.program == program) else {
             problems.push(format!("{}: run of `{program}`, which is not a group of this study; not analysed", c.path));
@@ -67,6 +69,9 @@ pub fn run_files(
             ));
             continue;
         }
+        if c.histogram_sha256.is_some() {
+            logs.insert(expected.with_extension(crate::engine::HISTOGRAM_EXTENSION));
+        }
         out.push(RunFile {
             group,
             session,
@@ -79,7 +84,8 @@ pub fn run_files(
         });
     }
     out.sort_by_key(|r| (r.group, r.session, r.run));
-    let known: BTreeSet<PathBuf> = out.iter().map(|r| PathBuf::from(&r.rel)).collect();
+    let mut known: BTreeSet<PathBuf> = out.iter().map(|r| PathBuf::from(&r.rel)).collect();
+    known.append(&mut logs);
     for f in dir.data_files()? {
         if !known.contains(&f) && !crate::results::is_partial(&f) {
             problems

@@ -16,6 +16,7 @@ pub mod modes;
 pub mod noise;
 pub mod pairs;
 mod program;
+pub mod soak;
 pub mod stats;
 pub mod summary;
 pub mod uncertainty;
@@ -244,8 +245,12 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
             Err(e) => problems.push(e),
         }
     }
+    let mut soaks = soak::summarize(dir, &index, &entries, &summary_levels(&index), &mut problems);
     let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems })
         .map_err(|message| AnalysisError::Invalid { path: data, message })?;
+    for (name, p) in summary.programs.iter_mut() {
+        p.soak = soaks.remove(name);
+    }
     summary.inputs_sha256 = inputs_sha256(dir)?;
     Ok(summary)
 }
@@ -286,6 +291,19 @@ pub struct Unusable {
     pub problems: Vec<String>,
 }
 
+/// The quantile levels a summary stores (percent): the report's, and p50 and p99 always, which
+/// regression checks judge whatever the report shows.
+fn summary_levels(index: &Index) -> Vec<f64> {
+    let mut levels = index.analysis.quantile_levels_or_default();
+    for headline in HEADLINE_LEVELS {
+        if !levels.contains(&headline) {
+            levels.push(headline);
+        }
+    }
+    levels.sort_by(f64::total_cmp);
+    levels
+}
+
 /// Steps 2–9 over paired runs. `journal` and `prov` supply retry counts and provenance.
 pub fn summarize(
     index: &Index,
@@ -297,15 +315,7 @@ pub fn summarize(
     let Unusable { failed_runs, mut problems } = unusable;
     let a = &index.analysis;
     let report_levels = a.quantile_levels_or_default();
-    // p50 and p99 are always stored: regression checks judge them whatever the report shows.
-    let mut levels = report_levels.clone();
-    for headline in HEADLINE_LEVELS {
-        if !levels.contains(&headline) {
-            levels.push(headline);
-        }
-    }
-    levels.sort_by(f64::total_cmp);
-    let levels = &levels;
+    let levels = &summary_levels(index);
 
     let all: Vec<&RunPairs> = runs.iter().collect();
     let (programs, nulls) = if index.levels.is_empty() {

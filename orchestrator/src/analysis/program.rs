@@ -211,6 +211,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         excluded: sessions.iter().map(|s| s.excluded).sum(),
         sessions,
         histogram: super::histogram(&all),
+        soak: None,
     })
 }
 

@@ -97,6 +97,9 @@ pub struct ProgramSummary {
     pub excluded: u64,
     /// Histogram of the calibrated per-probe estimates (for figures and distribution distances).
     pub histogram: Histogram,
+    /// Soak mode: what the runs' HDR histogram logs say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::SoakSummary>,
 }
 
 /// One factor level of a program: computed exactly like a study without factors, from the

@@ -259,6 +259,14 @@ impl Engine<'_> {
             let path = self.dir.root().join(&rel);
             runfile::write(&path, &data.batches, &self.run_metadata(s, r, attempt, tb, seed))?;
             let sha256 = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+            let histogram_sha256 = match &data.histogram {
+                Some(log) => {
+                    let at = path.with_extension(HISTOGRAM_EXTENSION);
+                    crate::results::write_file(&at, log, true)?;
+                    Some(digest::sha256_hex(log))
+                }
+                None => None,
+            };
             let records = data.batches.iter().map(|b| b.num_rows() as u64).sum();
             self.emit(Event::RunFinished {
                 index: s.index,
@@ -273,6 +281,7 @@ impl Engine<'_> {
                 counts: paired.counts,
                 pacing,
                 seconds: data.seconds,
+                histogram_sha256,
             })?;
             outcome.complete += 1;
             return Ok(true);
@@ -283,54 +292,13 @@ impl Engine<'_> {
     }
 }
 
+/// The extension of a run's histogram log beside its data file (soak mode).
+pub const HISTOGRAM_EXTENSION: &str = "hlog";
+
 /// Runs already complete in a results folder: (program, session, run) → data sha256 recorded in
 /// the journal.
 pub fn completed_runs(dir: &ResultsDir) -> Result<BTreeMap<(String, u32, u32), String>, ResultsError> {
     Ok(journal::completed(&journal::read(&dir.journal_path())?).into_iter().map(|(k, c)| (k, c.sha256)).collect())
-}
-
-/// Check the results folder against a resumed study's inputs; returns the runs that are complete
-/// and verified, after moving aside every file under `data/` that is not: a run whose checksum
-/// differs from the journal's, a run the journal does not record, and anything that is not a run
-/// of the schedule.
-fn prepare_resume(
-    engine: &mut Engine<'_>,
-    schedule: &Schedule,
-) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
-    engine.dir.remove_partial_files()?;
-    let recorded = completed_runs(engine.dir)?;
-    let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
-    for s in &schedule.sessions {
-        for r in &s.runs {
-            expected.insert(s.run_rel_path(r), (s.program.clone(), s.session, r.run));
-        }
-    }
-    let mut verified = BTreeMap::new();
-    for rel in engine.dir.data_files()? {
-        let path = engine.dir.root().join(&rel);
-        let reason = match expected.get(&rel) {
-            None => "not a run of this study's schedule",
-            Some(k) => {
-                let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
-                match recorded.get(k) {
-                    Some(h) if *h == actual => {
-                        verified.insert(k.clone(), actual);
-                        continue;
-                    }
-                    Some(_) => "checksum differs from the journal (corrupt or truncated)",
-                    None => "not recorded as complete in the journal",
-                }
-            }
-        };
-        let to = engine.dir.quarantine(&path)?;
-        let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
-        engine.emit(Event::Quarantined {
-            path: rel.to_string_lossy().into_owned(),
-            to: rel_to,
-            reason: reason.into(),
-        })?;
-    }
-    Ok(verified)
 }
 
 /// What a study runs: the plan, its inventory (none on the simulator) and its schedule.
@@ -372,7 +340,7 @@ fn walk(
     tb: &mut dyn Testbed,
     options: &Options,
 ) -> Result<Outcome, EngineError> {
-    let done = if options.resume { prepare_resume(engine, schedule)? } else { BTreeMap::new() };
+    let done = if options.resume { resume::prepare(engine, schedule)? } else { BTreeMap::new() };
     let mut outcome = Outcome::default();
     let total_runs = schedule.sessions.iter().map(|s| s.runs.len()).sum();
     engine.emit(Event::StudyStarted {
@@ -551,6 +519,7 @@ mod tests {
                 counts: Counts::default(),
                 pacing: Pacing::default(),
                 seconds: 1.0,
+                histogram_sha256: None,
             },
         }
     }

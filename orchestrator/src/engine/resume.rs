@@ -1,7 +1,14 @@
 //! What a resumption must repeat of how a study was started, read from the journal's first
-//! `study_started`, and the command-line options that repeat it.
+//! `study_started`, and the command-line options that repeat it; and the runs a resumed study
+//! keeps.
 
+use std::collections::BTreeMap;
+
+use super::{Engine, EngineError, HISTOGRAM_EXTENSION};
+use crate::digest;
 use crate::results::event::{Entry, Event};
+use crate::results::journal;
+use crate::schedule::Schedule;
 
 /// How a study was started: what a resumption must repeat.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -108,4 +115,65 @@ impl StartedWith {
 
 fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
+}
+
+/// Check the results folder against a resumed study's inputs; returns the runs that are complete
+/// and verified, after moving aside every file under `data/` that is not: a run whose checksum
+/// differs from the journal's, a run the journal does not record, and anything that is not a run
+/// of the schedule.
+pub(super) fn prepare(
+    engine: &mut Engine<'_>,
+    schedule: &Schedule,
+) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
+    engine.dir.remove_partial_files()?;
+    let completed = journal::completed(&journal::read(&engine.dir.journal_path())?);
+    let recorded: BTreeMap<_, _> = completed.iter().map(|(k, c)| (k.clone(), c.sha256.clone())).collect();
+    let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
+    for s in &schedule.sessions {
+        for r in &s.runs {
+            expected.insert(s.run_rel_path(r), (s.program.clone(), s.session, r.run));
+        }
+    }
+    let mut verified = BTreeMap::new();
+    for rel in engine.dir.data_files()? {
+        let path = engine.dir.root().join(&rel);
+        // A run's histogram log is kept when it is the one the journal recorded with the run.
+        if rel.extension().is_some_and(|e| e == HISTOGRAM_EXTENSION) {
+            let run = expected.get(&rel.with_extension("parquet")).and_then(|k| completed.get(k));
+            let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+            if run.is_some_and(|c| c.histogram_sha256.as_deref() == Some(actual.as_str())) {
+                continue;
+            }
+            let to = engine.dir.quarantine(&path)?;
+            let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
+            engine.emit(Event::Quarantined {
+                path: rel.to_string_lossy().into_owned(),
+                to: rel_to,
+                reason: "not the histogram log the journal recorded with its run".into(),
+            })?;
+            continue;
+        }
+        let reason = match expected.get(&rel) {
+            None => "not a run of this study's schedule",
+            Some(k) => {
+                let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+                match recorded.get(k) {
+                    Some(h) if *h == actual => {
+                        verified.insert(k.clone(), actual);
+                        continue;
+                    }
+                    Some(_) => "checksum differs from the journal (corrupt or truncated)",
+                    None => "not recorded as complete in the journal",
+                }
+            }
+        };
+        let to = engine.dir.quarantine(&path)?;
+        let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
+        engine.emit(Event::Quarantined {
+            path: rel.to_string_lossy().into_owned(),
+            to: rel_to,
+            reason: reason.into(),
+        })?;
+    }
+    Ok(verified)
 }

@@ -391,6 +391,7 @@ fn write_study(
             counts,
             pacing: Pacing::default(),
             seconds: span as f64 / TSC_HZ,
+            histogram_sha256: None,
         })?;
     }
     if let Some(previous) = current {

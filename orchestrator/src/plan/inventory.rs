@@ -241,7 +241,11 @@ impl Inventory {
         };
         v.insert("reflect_args", list(&reflect_args));
         let capture = latency_proto::capture::CaptureOptions { reflect_dst_mac: None, ..r.capture.clone() };
-        v.insert("capture_args", list(&capture.args()));
+        let mut capture_args = capture.args();
+        if let Some(soak) = ctx.soak {
+            capture_args.extend(["--histogram-interval-s".into(), soak.interval_s.to_string()]);
+        }
+        v.insert("capture_args", list(&capture_args));
         v.insert("replay_core", word(&s.replay_core.to_string()));
         v.insert("run", word(&ctx.run.map_or(String::new(), |r| r.to_string())));
         v.insert("sender_iface", word(&s.interface));
@@ -303,6 +307,8 @@ pub struct StepContext<'a> {
     pub probe_format: &'a str,
     /// Whether the study reflects probes to the sender.
     pub reflect: bool,
+    /// Soak mode, when the plan asks for it.
+    pub soak: Option<super::Soak>,
 }
 
 /// Decode an inventory file.

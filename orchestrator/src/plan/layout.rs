@@ -174,6 +174,7 @@ mod tests {
             burst: 1,
             probe_format: "latencylab",
             reflect: true,
+            soak: None,
         };
         let vars = inv.vars(&ctx);
         let word = |name: &str| match vars.get(name) {

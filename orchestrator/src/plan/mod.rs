@@ -29,10 +29,10 @@ use serde::{Deserialize, Serialize};
 pub use bitstream::Bitstream;
 pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
-pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Timing};
+pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Soak, Timing};
 pub use steps::{StepPolicy, decode_steps, default_policy};
 pub use testbed_checks::refused_on;
-use testbed_checks::{check_reflect, check_timing};
+use testbed_checks::{check_reflect, check_soak, check_timing};
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -457,6 +457,7 @@ fn with_inventory(
     if let (Some(p), Some(inv)) = (&plan, &inventory) {
         check_reflect(p, inv, &mut diags);
         check_timing(p, inv, &mut diags);
+        check_soak(p, inv, &mut diags);
     }
     diags.sort();
     diags.dedup();
@@ -559,6 +560,11 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
             f.at,
             "factor `pacing_pps` needs `timing: pps`: with `timing: trace` the trace's time stamps pace the probes",
         );
+    }
+    if let (Some(p), Some(f)) = (&protocol, factor_list.first())
+        && p.soak.is_some()
+    {
+        d.error(f.at, "`protocol.soak` summarises each program over all its runs: it takes no factors");
     }
     let factors = Factors { factors: factor_list, design: design?, order: order? };
     if let (Some(p), factors::Order::LevelSessionRun, Some(at)) = (&protocol, factors.order, protocol_node)

@@ -56,6 +56,18 @@ pub struct Protocol {
     pub steps: BTreeMap<Action, StepPolicy>,
     /// Run acceptance thresholds.
     pub run_checks: RunChecks,
+    /// Soak mode: the agent also keeps an HDR histogram of each run's differentials, appended to
+    /// the run's interval log every `interval_s` (none: records only).
+    pub soak: Option<Soak>,
+}
+
+/// Soak mode (`soak: {interval_s}`): beside its records, each run keeps an HDR histogram of its
+/// differentials (`run=<r>.hlog`, the agent's `--histogram-interval-s`), which the analysis
+/// summarises on its own (quantiles with their resolution, and per interval over the run).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Soak {
+    /// Seconds between the histograms appended to a run's log.
+    pub interval_s: f64,
 }
 
 /// How a run's probes are timed (`timing: pps`, or `timing: trace` with `multiplier`).
@@ -122,6 +134,12 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let flash = m.or(d, "flash", FlashPolicy::EverySession, |d, v| d.choice(v, FLASH));
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let run_checks = m.or(d, "run_checks", RunChecks::default(), decode_run_checks);
+    let soak = m.optional(d, "soak", |d, v| {
+        let mut s = d.map(v, "soak: {interval_s}")?;
+        let interval_s = s.required(d, "interval_s", |d, v| d.number(v, 0.01..=86_400.0));
+        s.done(d);
+        Some(Soak { interval_s: interval_s? })
+    });
     m.done(d);
     let (sessions, adaptive) = sessions?;
     let (pacing_pps, timing) = match (pacing_pps?, traced?, multiplier?) {
@@ -158,6 +176,7 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
         flash: flash?,
         steps: steps?,
         run_checks: run_checks?,
+        soak: soak?,
     })
 }
 

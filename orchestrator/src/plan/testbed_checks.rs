@@ -49,6 +49,20 @@ pub(super) fn check_timing(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnos
     }
 }
 
+/// A plan in soak mode needs an agent command that takes the capture arguments.
+pub(super) fn check_soak(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    let start = &inv.actions[&Action::AgentStart];
+    if plan.protocol.soak.is_some() && !start.variables().any(|v| v == "capture_args") {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: yaml::Pos { line: 1, col: 1 },
+            message: "plan uses `protocol.soak` but the testbed's `agent_start` command does not use \
+                      `{{ capture_args }}`, which carry the agent's `--histogram-interval-s`"
+                .into(),
+        });
+    }
+}
+
 /// A plan that reflects needs a receiver that can.
 pub(super) fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
     if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {

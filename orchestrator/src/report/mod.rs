@@ -27,6 +27,7 @@
 mod figures;
 mod format;
 mod levels;
+mod soak;
 mod svg;
 mod view;
 
@@ -190,6 +191,7 @@ mod tests {
             probes: 0,
             excluded: 0,
             histogram: Histogram { start_ns: nan, bin_ns: 0.0, counts: vec![0; 3] },
+            soak: None,
         };
         let summary = Summary {
             study: "s".into(),

@@ -31,6 +31,8 @@ pub(super) struct View {
     figures: Vec<FigureView>,
     /// Studies with factors: each program's results at every level.
     levels: Vec<super::levels::LevelRow>,
+    /// Soak mode: each program's differentials from its runs' HDR histograms.
+    soak: Vec<super::soak::SoakRow>,
     /// How the bounds of header-inserting programs were made.
     bound_notes: Vec<String>,
     health: Vec<Item>,
@@ -224,6 +226,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             })
             .collect(),
         levels: super::levels::rows(s),
+        soak: super::soak::rows(s),
         bound_notes: s
             .programs
             .iter()

@@ -187,6 +187,9 @@ pub enum Event {
         pacing: Pacing,
         /// Seconds the run took on the testbed.
         seconds: f64,
+        /// Soak mode: sha256 of the run's histogram log (`run=<r>.hlog` beside the data file).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        histogram_sha256: Option<String>,
     },
     /// A complete, verified run was kept from an earlier attempt of the study (resume).
     RunSkipped {
@@ -294,6 +297,7 @@ mod tests {
                 counts,
                 pacing: Pacing { sender_pps: Some(499.9), receiver_pps: None },
                 seconds: 40.1,
+                histogram_sha256: Some("ef".into()),
             },
             Event::RunSkipped { index: 0, run: 2 },
             Event::RunRetried { index: 0, run: 2, attempt: 1, reason: "loss".into() },

@@ -79,6 +79,8 @@ pub struct Completed {
     pub records: u64,
     /// The run's factor level.
     pub level: Option<String>,
+    /// Soak mode: sha256 of the run's histogram log.
+    pub histogram_sha256: Option<String>,
 }
 
 /// Runs recorded complete: (program, session, run) → the last `run_finished` of each.
@@ -86,9 +88,15 @@ pub fn completed(entries: &[Entry]) -> BTreeMap<(String, u32, u32), Completed> {
     entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::RunFinished { program, session, run, path, sha256, records, level, .. } => Some((
+            Event::RunFinished { program, session, run, path, sha256, records, level, histogram_sha256, .. } => Some((
                 (program.clone(), *session, *run),
-                Completed { path: path.clone(), sha256: sha256.clone(), records: *records, level: level.clone() },
+                Completed {
+                    path: path.clone(),
+                    sha256: sha256.clone(),
+                    records: *records,
+                    level: level.clone(),
+                    histogram_sha256: histogram_sha256.clone(),
+                },
             )),
             _ => None,
         })

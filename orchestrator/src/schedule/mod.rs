@@ -313,6 +313,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                             burst,
                             probe_format,
                             reflect: proto.reflect,
+                            soak: proto.soak,
                             overrides: vars,
                         };
                         let command = inv.actions[&action].render(&inv.vars(&ctx)).map_err(|e| e.0);

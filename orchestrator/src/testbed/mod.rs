@@ -7,6 +7,7 @@ pub mod model;
 pub mod reflect;
 pub mod replay;
 pub mod sim;
+pub mod soak;
 pub mod ssh;
 
 use std::sync::Arc;
@@ -88,6 +89,8 @@ pub struct RunData {
     /// Frames the receiver's NICs or capture rings dropped during the run, before the agent saw
     /// them.
     pub nic_drops: u64,
+    /// Soak mode: the run's histogram log ([`latency_proto::soak`]).
+    pub histogram: Option<Vec<u8>>,
 }
 
 /// Sleep `seconds`, waking every 20 ms to end early with [`TestbedError::Interrupted`] on Ctrl-C.

@@ -47,6 +47,8 @@ pub struct SimTestbed {
     seed: u64,
     idle_gap_s: f64,
     reflect: bool,
+    /// Soak mode: each run also gets the histogram log the agent would write.
+    soak: Option<crate::plan::Soak>,
     realtime: bool,
     bitstreams: BTreeMap<String, BitstreamInfo>,
     /// Trace name → how it is generated (for δ, the forwarded destinations and frame lengths);
@@ -79,6 +81,7 @@ impl SimTestbed {
             seed: plan.protocol.seed,
             idle_gap_s: plan.protocol.idle_gap_s,
             reflect: plan.protocol.reflect,
+            soak: plan.protocol.soak,
             realtime,
             bitstreams,
             templates,
@@ -287,7 +290,15 @@ impl SimTestbed {
         }
         // What tcpreplay would report of this replay.
         let replay = ReplayReport { packets: n, seconds: ((last_sent - first_sent) / 1e9).max(0.0), failed: 0 };
-        RunData { batches, seconds: run.replay_s, replay: Some(replay), reflected_loops: 0, nic_drops: nic_drops.get() }
+        let histogram = self.soak.map(|s| super::soak::log_from_records(&batches, m.tsc_hz, s.interval_s, run.run));
+        RunData {
+            batches,
+            seconds: run.replay_s,
+            replay: Some(replay),
+            reflected_loops: 0,
+            nic_drops: nic_drops.get(),
+            histogram,
+        }
     }
 
     fn step_fails(&self, session: &Session, what: &str, attempt: u32) -> bool {

@@ -32,7 +32,14 @@ struct Testbed;
 
 impl Testbed {
     fn up() -> Testbed {
-        let o = Command::new(root().join("testbeds/emulated/up.sh")).current_dir(root()).output().unwrap();
+        // The emulator of the build under test, beside the orchestrator this test runs (which
+        // uploads the agent from the same folder).
+        let bin_dir = Path::new(env!("CARGO_BIN_EXE_orchestrate")).parent().unwrap();
+        let o = Command::new(root().join("testbeds/emulated/up.sh"))
+            .current_dir(root())
+            .env("BIN_DIR", bin_dir)
+            .output()
+            .unwrap();
         assert!(
             o.status.success(),
             "up.sh: {}{}",
@@ -416,7 +423,25 @@ fn emulated_study_end_to_end() {
     );
     assert!(runs_finished(&refused_dir).is_empty(), "no run started");
 
-    for d in [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir, int_dir, backends_dir, refused_dir] {
+    // 10. Soak mode (plans/soak.yaml): the agent's histogram logs, appended every 0.25 s of each
+    //     1 s run, are collected beside the records and recover the 300 µs.
+    let soak_dir = tmp("soak");
+    let o = bin().args(["run", "../plans/soak.yaml", "--out"]).arg(&soak_dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&soak_dir);
+    let k = s.programs["forward"].soak.as_ref().expect("a soak summary");
+    assert_eq!(k.runs, 2);
+    // Every probe matched in the records is in the histograms (Forward forwards 70 % of them).
+    assert_eq!(k.pairs, s.programs["forward"].sessions[0].matched);
+    assert_eq!(k.pairs, 2 * 1400);
+    assert!(k.intervals.iter().filter(|i| i.run == 1).count() >= 3, "{:?}", k.intervals);
+    let p50 = k.latency_ns["p50"];
+    assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "soak: Forward {p50} ns vs 300 µs");
+    assert!(soak_dir.join("data/program=forward/session=1/run=2.hlog").is_file());
+
+    for d in
+        [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir, int_dir, backends_dir, refused_dir, soak_dir]
+    {
         let _ = std::fs::remove_dir_all(d);
     }
 }

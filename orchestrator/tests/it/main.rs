@@ -19,5 +19,6 @@ mod report;
 mod run;
 mod schemas;
 mod shell;
+mod soak;
 mod stand_in;
 mod trace;

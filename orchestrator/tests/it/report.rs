@@ -151,6 +151,7 @@ fn summary() -> Summary {
         probes: 599_970,
         excluded: 30,
         histogram: Histogram { start_ns: 80.0, bin_ns: 1.0, counts: ft_counts },
+        soak: None,
     };
     let mut ck_counts = vec![0; 60];
     bell(&mut ck_counts, 335.0, 364.0, 8.0, 1_000_000.0);
@@ -212,6 +213,7 @@ fn summary() -> Summary {
         probes: 999_950,
         excluded: 50,
         histogram: Histogram { start_ns: 335.0, bin_ns: 1.0, counts: ck_counts },
+        soak: None,
     };
     let nulls = BTreeMap::from([
         (

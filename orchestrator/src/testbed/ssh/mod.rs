@@ -341,6 +341,7 @@ impl Testbed for SshTestbed {
         let replay = self.run_steps(&name, run, attempt, cancel)?;
         let counters = self.agent(&name).end(run.run, Duration::from_secs(60))?;
         let (reflected_loops, nic_drops) = (counters.reflected_loops, counters.nic_drops);
+        let histogram_file = counters.histogram.as_ref().map(|p| p.display().to_string());
         let end = AgentEvent::End(counters);
         self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
         let bytes = self.download(Role::Receiver, &file)?;
@@ -358,7 +359,21 @@ impl Testbed for SshTestbed {
             self.log(&name, "run", &format!("reflect: {counts:?}"));
             batches = joined;
         }
-        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay, reflected_loops, nic_drops })
+        let histogram = match histogram_file {
+            Some(log) => {
+                let bytes = self.download(Role::Receiver, &log)?;
+                let collected = RemoteLayout::collected(&log, attempt);
+                let _ = self.sh(
+                    Role::Receiver,
+                    "collect",
+                    &transfer::rename_command(&log, &collected),
+                    Duration::from_secs(10),
+                );
+                Some(bytes)
+            }
+            None => None,
+        };
+        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay, reflected_loops, nic_drops, histogram })
     }
 
     fn cleanup(&mut self) {

@@ -1,0 +1,185 @@
+//! Soak summaries: from each run's histogram log (`run=<r>.hlog`, [`latency_proto::soak`]), the
+//! distribution of a program's differentials over all its runs, calibrated by its null
+//! calibration's median, per session, and per interval of each run (drift over a long run). Every
+//! quantile is an HDR-histogram quantile: within [`RESOLUTION`] of the exact order statistic.
+//!
+//! These are quantiles of the per-run differentials of every pair, not of per-probe medians over
+//! runs as the headline's are: they keep all of each run's noise, and need no per-probe record.
+
+use std::collections::BTreeMap;
+
+use latency_proto::soak::{self, Differentials, Interval, RESOLUTION, SIGNIFICANT_DIGITS};
+use serde::{Deserialize, Serialize};
+
+use super::summary::{Quantiles, level_key};
+use crate::digest;
+use crate::engine::HISTOGRAM_EXTENSION;
+use crate::results::ResultsDir;
+use crate::results::event::Entry;
+use crate::results::index::Index;
+use crate::results::journal;
+use crate::schedule::SessionKind;
+
+/// Largest histogram log read (an interval of two histograms is a few kB: a day at 1 s is ~0.5 GB).
+const MAX_LOG_BYTES: u64 = 1 << 30;
+
+/// A program's soak summary.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SoakSummary {
+    /// Significant digits the histograms keep.
+    pub significant_digits: u8,
+    /// Relative resolution of every quantile.
+    pub resolution: f64,
+    /// Runs with a log.
+    pub runs: u64,
+    /// Pairs in the histograms.
+    pub pairs: u64,
+    /// Quantiles of the differentials, before calibration (ns).
+    pub latency_raw_ns: Quantiles,
+    /// Median of the null calibration's differentials (ns), when it has logs.
+    pub null_median_ns: Option<f64>,
+    /// `latency_raw_ns` less `null_median_ns` (empty without a null median).
+    pub latency_ns: Quantiles,
+    /// Per session.
+    pub sessions: Vec<SoakSession>,
+    /// Per interval of each run, in run order.
+    pub intervals: Vec<SoakInterval>,
+}
+
+/// One session's differentials.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SoakSession {
+    /// Session number.
+    pub session: u32,
+    /// Pairs.
+    pub pairs: u64,
+    /// Median before calibration (ns).
+    pub raw_median_ns: f64,
+    /// Median less the null median (ns).
+    pub median_ns: Option<f64>,
+}
+
+/// One interval of a run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SoakInterval {
+    /// Session number.
+    pub session: u32,
+    /// Run number.
+    pub run: u32,
+    /// Seconds from the run's start.
+    pub start_s: f64,
+    /// Length, s.
+    pub duration_s: f64,
+    /// Pairs.
+    pub pairs: u64,
+    /// Median before calibration (ns).
+    pub raw_median_ns: Option<f64>,
+    /// p99 before calibration (ns).
+    pub raw_p99_ns: Option<f64>,
+}
+
+/// The logs of every complete run that has one, by group index: (session, run, intervals).
+type Logs = BTreeMap<usize, Vec<(u32, u32, Vec<Interval>)>>;
+
+fn read_logs(dir: &ResultsDir, index: &Index, entries: &[Entry], problems: &mut Vec<String>) -> Logs {
+    let mut logs = Logs::new();
+    for ((program, session, run), c) in journal::completed(entries) {
+        let (Some(sha256), Some(group)) = (c.histogram_sha256, index.groups.iter().position(|g| g.program == program))
+        else {
+            continue;
+        };
+        let rel = std::path::Path::new(&c.path).with_extension(HISTOGRAM_EXTENSION);
+        let read = crate::results::read_capped(&dir.root().join(&rel), MAX_LOG_BYTES, "histogram log")
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                if digest::sha256_hex(&bytes) != sha256 {
+                    return Err("checksum differs from the journal's (the file was changed after the run)".into());
+                }
+                soak::read_log(&bytes).map_err(|e| e.to_string())
+            });
+        match read {
+            Ok(intervals) => logs.entry(group).or_default().push((session, run, intervals)),
+            Err(e) => problems.push(format!("{}: {e}; not analysed", rel.display())),
+        }
+    }
+    logs
+}
+
+fn merged<'a>(intervals: impl IntoIterator<Item = &'a Interval>) -> Differentials {
+    let mut d = Differentials::default();
+    intervals.into_iter().for_each(|i| d.add(&i.differentials));
+    d
+}
+
+/// The soak summary of every program with histogram logs, by program name (`levels`: the
+/// quantile levels, percent).
+pub fn summarize(
+    dir: &ResultsDir,
+    index: &Index,
+    entries: &[Entry],
+    levels: &[f64],
+    problems: &mut Vec<String>,
+) -> BTreeMap<String, SoakSummary> {
+    let logs = read_logs(dir, index, entries, problems);
+    let mut out = BTreeMap::new();
+    for (&g, runs) in &logs {
+        let group = &index.groups[g];
+        if group.kind != SessionKind::Program {
+            continue;
+        }
+        let null = index.groups.iter().position(|n| n.kind == SessionKind::Null && n.trace == group.calibrated_by());
+        let null_median =
+            null.and_then(|n| logs.get(&n)).and_then(|r| merged(r.iter().flat_map(|(_, _, i)| i)).quantile(0.5));
+        let all = merged(runs.iter().flat_map(|(_, _, i)| i));
+        let raw: Quantiles = levels.iter().filter_map(|&l| Some((level_key(l), all.quantile(l / 100.0)?))).collect();
+        let latency_ns = match null_median {
+            Some(m) => raw.iter().map(|(k, v)| (k.clone(), v - m)).collect(),
+            None => Quantiles::new(),
+        };
+        let mut sessions: BTreeMap<u32, Differentials> = BTreeMap::new();
+        for (session, _, intervals) in runs {
+            sessions.entry(*session).or_default().add(&merged(intervals));
+        }
+        let sessions = sessions
+            .into_iter()
+            .filter_map(|(session, d)| {
+                let raw_median_ns = d.quantile(0.5)?;
+                Some(SoakSession {
+                    session,
+                    pairs: d.len(),
+                    raw_median_ns,
+                    median_ns: null_median.map(|m| raw_median_ns - m),
+                })
+            })
+            .collect();
+        let intervals = runs
+            .iter()
+            .flat_map(|(session, run, intervals)| {
+                intervals.iter().map(|i| SoakInterval {
+                    session: *session,
+                    run: *run,
+                    start_s: i.start_s,
+                    duration_s: i.duration_s,
+                    pairs: i.differentials.len(),
+                    raw_median_ns: i.differentials.quantile(0.5),
+                    raw_p99_ns: i.differentials.quantile(0.99),
+                })
+            })
+            .collect();
+        out.insert(
+            group.program.clone(),
+            SoakSummary {
+                significant_digits: SIGNIFICANT_DIGITS,
+                resolution: RESOLUTION,
+                runs: runs.len() as u64,
+                pairs: all.len(),
+                latency_raw_ns: raw,
+                null_median_ns: null_median,
+                latency_ns,
+                sessions,
+                intervals,
+            },
+        );
+    }
+    out
+}
