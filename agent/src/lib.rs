@@ -14,6 +14,8 @@ pub mod fastpath;
 pub mod recorder;
 pub mod regs;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub mod rtt;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[allow(unsafe_code)]
 pub mod sys;
 pub mod tsc;

@@ -2,7 +2,8 @@
 //! input or through a named pipe): `begin <run>`, `end <run>`, `quit` ([`AgentCommand`], text via
 //! [`fmt::Display`] and [`FromStr`]). The agent answers with one JSON object per line on its
 //! standard output, tagged by `event` ([`AgentEvent`]): `ready`, `begin`, `end` (the run's
-//! [`RunCounters`]), `error`, `stopped`; `latency-agent tsc` prints a `tsc` event.
+//! [`RunCounters`]), `error`, `stopped`; `latency-agent tsc` prints a `tsc` event, `originate` an
+//! `rtt` event and `reflect` a `reflected` event.
 
 use std::fmt;
 use std::num::ParseIntError;
@@ -189,6 +190,27 @@ pub enum AgentEvent {
     Stopped,
     /// `latency-agent tsc`: the measured TSC.
     Tsc(TscInfo),
+    /// `latency-agent originate`: a run of probes sent and their echoes, stamped in `file` (record
+    /// schema: transmissions as `bypass`, echoes as `pipeline`, so D is the round trip).
+    Rtt {
+        /// Probes sent.
+        sent: u64,
+        /// Probes whose echo came back.
+        received: u64,
+        /// Echoes of a probe already echoed.
+        duplicates: u64,
+        /// Frames received that were no echo of the run.
+        other: u64,
+        /// The run's records.
+        file: PathBuf,
+    },
+    /// `latency-agent reflect`, when it stops: probes sent back, and frames that were not.
+    Reflected {
+        /// Probes reflected.
+        reflected: u64,
+        /// Frames that carried no probe, or could not be sent.
+        other: u64,
+    },
     /// `latency-agent version`: what the binary is and what it was built against.
     Version {
         /// The agent's version.

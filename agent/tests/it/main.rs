@@ -9,3 +9,4 @@ mod common;
 #[cfg(feature = "dpdk")]
 mod dpdk;
 mod ring;
+mod rtt;
