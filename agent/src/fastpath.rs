@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use latency_proto::fastpath::{CoreFacts, FastPath, Hugepages, IrqAffinity};
+use latency_proto::capture::{CaptureOptions, CaptureSetup};
+use latency_proto::fastpath::{self, Backend, CoreFacts, FastPath, Hugepages, IrqAffinity, Verdict};
 
 /// A CPU list as the kernel writes it (`0-3,8,10-11`; empty for none). Malformed items are
 /// skipped.
@@ -108,6 +109,27 @@ pub fn read_back(root: &Path, cores: &[usize], interfaces: &[String]) -> FastPat
         hugepages: hugepages(root),
         irqs: interfaces.iter().flat_map(|i| irqs(root, i)).collect(),
         findings: Vec::new(),
+    }
+}
+
+/// The fast path read back under `root`, with the policy's findings on it and on `setup`; or,
+/// when the policy refuses a finding, why the capture must not start.
+pub fn judge(
+    root: &Path,
+    backend: Backend,
+    cores: &[usize],
+    interfaces: &[String],
+    options: &CaptureOptions,
+    setup: &CaptureSetup,
+) -> Result<FastPath, String> {
+    let mut facts = read_back(root, cores, interfaces);
+    facts.findings = fastpath::evaluate(&facts, setup, options, backend);
+    let refused: Vec<String> =
+        facts.findings.iter().filter(|f| f.verdict == Verdict::Refuse).map(ToString::to_string).collect();
+    if refused.is_empty() {
+        Ok(facts)
+    } else {
+        Err(format!("the fast path is refused by its policy: {}", refused.join("; ")))
     }
 }
 

@@ -28,7 +28,7 @@ use latency_agent::recorder::{Options, Recorder, SoakOptions};
 use latency_agent::{regs, sys, tsc};
 use latency_proto::capture::{CaptureOptions, CaptureSetup, PortRings};
 use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
-use latency_proto::fastpath::{self, FastPath, Verdict};
+use latency_proto::fastpath;
 use latency_proto::probe::{self, ProbeFormat};
 
 /// Receiver agent of the latency orchestrator.
@@ -483,7 +483,13 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         af_xdp: xdp,
         fast_path: None,
     };
-    setup.fast_path = Some(fast_path(backend, ports, cores, options, &setup)?);
+    let (kind, interfaces) = match backend {
+        Backend::Dpdk => (fastpath::Backend::Dpdk, &[][..]),
+        Backend::AfPacket => (fastpath::Backend::AfPacket, &ports[..]),
+        Backend::AfXdp => (fastpath::Backend::AfXdp, &ports[..]),
+    };
+    let facts = latency_agent::fastpath::judge(std::path::Path::new("/"), kind, cores, interfaces, options, &setup);
+    setup.fast_path = Some(facts.map_err(|refused| (2, refused))?);
     if let Some(p) = &pidfile {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
     }
@@ -553,30 +559,6 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     }
     emit(&AgentEvent::Stopped);
     Ok(())
-}
-
-/// The fast path read back, with the policy's findings; a finding the policy refuses stops the
-/// capture before it starts.
-fn fast_path(
-    backend: Backend,
-    ports: &[String],
-    cores: &[usize],
-    options: &CaptureOptions,
-    setup: &CaptureSetup,
-) -> Result<FastPath, Failure> {
-    let (kind, interfaces) = match backend {
-        Backend::Dpdk => (fastpath::Backend::Dpdk, &[][..]),
-        Backend::AfPacket => (fastpath::Backend::AfPacket, ports),
-        Backend::AfXdp => (fastpath::Backend::AfXdp, ports),
-    };
-    let mut facts = latency_agent::fastpath::read_back(std::path::Path::new("/"), cores, interfaces);
-    facts.findings = fastpath::evaluate(&facts, setup, options, kind);
-    let refused: Vec<String> =
-        facts.findings.iter().filter(|f| f.verdict == Verdict::Refuse).map(ToString::to_string).collect();
-    if !refused.is_empty() {
-        return Err((2, format!("the fast path is refused by its policy: {}", refused.join("; "))));
-    }
-    Ok(facts)
 }
 
 /// The receive ports and the rings their drivers granted (as `sys::dpdk::Opened`).
