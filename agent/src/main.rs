@@ -24,7 +24,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use latency_agent::capture::{KernelPort, RxPort};
-use latency_agent::recorder::{Options, Recorder, SoakOptions};
+use latency_agent::recorder::{MAX_PORTS, Options, Recorder, SoakOptions};
 use latency_agent::{regs, sys, tsc};
 use latency_proto::capture::{CaptureOptions, CaptureSetup, PortRings};
 use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
@@ -51,7 +51,7 @@ enum Backend {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Capture probes on two ports (pipeline first, bypass second).
+    /// Capture probes on two ports (pipeline first, bypass second), or more (further hops after).
     Capture(Box<CaptureArgs>),
     /// Send probes at a pace and stamp them and their echoes (round trips); prints an `rtt` event.
     Originate(OriginateArgs),
@@ -399,8 +399,19 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     } = args;
     let (backend, format, force_tsc, queue, tsc_window_ms) =
         (*backend, *probe_format, *force_tsc, *queue, *tsc_window_ms);
-    if ports.len() != 2 {
-        return Err((2, format!("two ports are needed (pipeline, bypass), got {}", ports.len())));
+    let k = ports.len();
+    if !(2..=MAX_PORTS).contains(&k) {
+        return Err((2, format!("2 to {MAX_PORTS} ports are needed (pipeline, bypass, further ports), got {k}")));
+    }
+    if k > 2 {
+        let two_only = [
+            (reflect_port.is_some(), "--reflect-port"),
+            (histogram_interval_s.is_some(), "--histogram-interval-s"),
+            (matches!(backend, Backend::Dpdk), "--backend dpdk"),
+        ];
+        if let Some((_, what)) = two_only.iter().find(|(used, _)| *used) {
+            return Err((2, format!("{what} takes two ports (pipeline, bypass), not {k}")));
+        }
     }
     let reflect = match (reflect_port, options.reflect_dst_mac) {
         (Some(port), Some(mac)) => Some((port, mac)),
@@ -440,7 +451,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         Backend::AfPacket | Backend::AfXdp => (
             ports
                 .iter()
-                .zip([probe::TAG_PIPELINE, probe::TAG_BYPASS])
+                .zip([probe::TAG_PIPELINE, probe::TAG_BYPASS].into_iter().chain(std::iter::repeat(0)))
                 .map(|(p, tag)| {
                     let port = match backend {
                         Backend::AfXdp => KernelPort::af_xdp(p, options.promiscuous, options.busy_poll_us)?,

@@ -31,6 +31,9 @@ use crate::capture::RxPort;
 mod soak;
 pub use soak::{PAIRING_SLOTS, Pairer, SoakOptions, SoakRun};
 
+/// Most ports one capture polls (the probe's ports are kept as bits of a u16).
+pub const MAX_PORTS: usize = 16;
+
 /// Records per message from a poller to the writer.
 pub const POLLER_BATCH: usize = 256;
 /// Records per Arrow batch written (and flushed).
@@ -71,7 +74,12 @@ pub struct Seen {
 enum Msg {
     Begin(u32, mpsc::Sender<io::Result<PathBuf>>),
     End(u32, mpsc::Sender<io::Result<RunCounters>>),
-    Batch { port: Port, run: u32, seen: Vec<Seen> },
+    /// Copies of port `port` (0 pipeline, 1 bypass, 2… further ports).
+    Batch {
+        port: u8,
+        run: u32,
+        seen: Vec<Seen>,
+    },
 }
 
 /// The pollers' setting, one word so that a single load sees all of it: a generation counting
@@ -181,6 +189,13 @@ impl Recorder {
         let (ack_tx, acks) = mpsc::channel::<Ack>();
         let mut threads = Vec::new();
         let (out, service_core, soak) = (opts.out.clone(), opts.service_core, opts.soak);
+        let count = ports.len();
+        if count > MAX_PORTS || (soak.is_some() && count != 2) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{count} ports: a capture takes at most {MAX_PORTS}, and soak mode exactly two"),
+            ));
+        }
         let writer_shared = shared.clone();
         threads.push(std::thread::Builder::new().name("writer".into()).spawn(move || {
             if let Some(c) = service_core
@@ -188,11 +203,11 @@ impl Recorder {
             {
                 writer_shared.error(format!("writer: cannot pin to core {c}: {e}"));
             }
-            writer(rx, &out, soak, &writer_shared)
+            writer(rx, &out, soak, count, &writer_shared)
         })?);
         let pollers: Vec<String> = ports.iter().map(|p| p.name()).collect();
         for (i, port) in ports.into_iter().enumerate() {
-            let which = if i == 0 { Port::Pipeline } else { Port::Bypass };
+            let which = i as u8;
             let (shared, tx, ack) = (shared.clone(), tx.clone(), ack_tx.clone());
             let (format, core) = (opts.format, opts.cores.get(i).copied());
             threads.push(
@@ -303,7 +318,7 @@ impl Recorder {
 /// What a poller thread is.
 struct Poller {
     index: usize,
-    which: Port,
+    which: u8,
     core: Option<usize>,
     format: ProbeFormat,
 }
@@ -382,7 +397,7 @@ fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSende
 
 /// Queue the records of `seen` for run `run` (none: they count as outside a run). Never blocks:
 /// when the queue is full they are dropped and counted.
-fn hand_over(seen: &mut Vec<Seen>, run: u32, port: Port, shared: &Shared, tx: &SyncSender<Msg>) {
+fn hand_over(seen: &mut Vec<Seen>, run: u32, port: u8, shared: &Shared, tx: &SyncSender<Msg>) {
     if seen.is_empty() {
         return;
     }
@@ -403,8 +418,10 @@ struct OpenRun {
     file: PathBuf,
     stream: StreamWriter<BufWriter<File>>,
     builder: RecordBuilder,
-    seq: [u64; 2],
-    ports: HashMap<u64, u8>,
+    /// Records so far per port.
+    seq: Vec<u64>,
+    /// The ports each probe was seen on, as bits.
+    ports: HashMap<u64, u16>,
     records: u64,
     /// Soak mode: the pairing and the histogram log.
     soak: Option<SoakRun>,
@@ -436,12 +453,17 @@ impl OpenRun {
                 c.histogram = Some(log);
             }
             None => {
-                for mask in self.ports.values() {
+                let all = (1u16 << self.seq.len()) - 1;
+                for &mask in self.ports.values() {
                     match mask {
-                        3 => c.matched += 1,
                         1 => c.pipeline_only += 1,
-                        _ => c.bypass_only += 1,
+                        2 => c.bypass_only += 1,
+                        m if m == all => c.matched += 1,
+                        _ => c.partial += 1,
                     }
+                }
+                if self.seq.len() > 2 {
+                    c.per_port = self.seq;
                 }
             }
         }
@@ -463,7 +485,7 @@ fn fresh_file(out: &Path, name: &str) -> io::Result<PathBuf> {
     Ok(file)
 }
 
-fn open_run(out: &Path, run: u32, soak: Option<&SoakOptions>) -> io::Result<OpenRun> {
+fn open_run(out: &Path, run: u32, soak: Option<&SoakOptions>, ports: usize) -> io::Result<OpenRun> {
     let file = fresh_file(out, &format!("run={run}.arrows"))?;
     let f = std::fs::OpenOptions::new().write(true).create_new(true).open(&file)?;
     let stream = StreamWriter::try_new(BufWriter::new(f), &record_schema()).map_err(io::Error::other)?;
@@ -472,7 +494,7 @@ fn open_run(out: &Path, run: u32, soak: Option<&SoakOptions>) -> io::Result<Open
         file,
         stream,
         builder: RecordBuilder::with_capacity(WRITE_BATCH),
-        seq: [0, 0],
+        seq: vec![0; ports],
         ports: HashMap::new(),
         records: 0,
         soak: soak.map(|o| SoakRun::open(out, run, o)).transpose()?,
@@ -480,7 +502,7 @@ fn open_run(out: &Path, run: u32, soak: Option<&SoakOptions>) -> io::Result<Open
     })
 }
 
-fn writer(rx: Receiver<Msg>, out: &Path, soak: Option<SoakOptions>, shared: &Shared) {
+fn writer(rx: Receiver<Msg>, out: &Path, soak: Option<SoakOptions>, ports: usize, shared: &Shared) {
     let mut open: Option<OpenRun> = None;
     loop {
         let msg = match rx.recv_timeout(Duration::from_millis(50)) {
@@ -503,7 +525,7 @@ fn writer(rx: Receiver<Msg>, out: &Path, soak: Option<SoakOptions>, shared: &Sha
                 {
                     shared.error(e.to_string());
                 }
-                let r = open_run(out, run, soak.as_ref());
+                let r = open_run(out, run, soak.as_ref(), ports);
                 let _ =
                     reply.send(r.as_ref().map(|o| o.file.clone()).map_err(|e| io::Error::new(e.kind(), e.to_string())));
                 open = r.ok();
@@ -522,12 +544,13 @@ fn writer(rx: Receiver<Msg>, out: &Path, soak: Option<SoakOptions>, shared: &Sha
                 Some(o) if o.run == run => {
                     let p = port as usize;
                     if let Some(soak) = o.soak.as_mut() {
+                        let port = if port == 0 { Port::Pipeline } else { Port::Bypass };
                         seen.iter().for_each(|s| soak.offer(s.id, port, s.tsc));
                         tick(o, shared);
                     }
                     if o.keep_records {
                         for s in &seen {
-                            o.builder.push(s.id, port, s.tsc, o.seq[p], s.len, None);
+                            o.builder.push_index(s.id, port, s.tsc, o.seq[p], s.len, None);
                             o.seq[p] += 1;
                             if o.soak.is_none() {
                                 *o.ports.entry(s.id).or_default() |= 1 << p;

@@ -123,12 +123,19 @@ pub struct RunCounters {
     pub run: u32,
     /// Records written.
     pub records: u64,
-    /// Probes seen on both ports.
+    /// Probes seen on both ports (on every port of a capture on more than two).
     pub matched: u64,
     /// Probes seen on the pipeline port only.
     pub pipeline_only: u64,
     /// Probes seen on the bypass port only.
     pub bypass_only: u64,
+    /// A capture on more than two ports: probes seen on some of them, but neither on all nor on
+    /// the pipeline or the bypass port alone.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partial: u64,
+    /// A capture on more than two ports: the copies recorded on each port, in port order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_port: Vec<u64>,
     /// Packets without a probe marker (counted and freed), both ports.
     pub non_probe: u64,
     /// Probe copies dropped because the writer queue was full.
@@ -150,6 +157,10 @@ pub struct RunCounters {
     /// ([`soak`](crate::soak)); the counts above then come from pairing copies as they arrive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<PathBuf>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// An event the agent prints, one JSON object per line, tagged by `event`.
@@ -271,6 +282,7 @@ mod tests {
             nic_drops: 7,
             file: "/tmp/runs/run=3.arrows".into(),
             histogram: Some("/tmp/runs/run=3.hlog".into()),
+            ..RunCounters::default()
         };
         let v = round_trip(&AgentEvent::End(counters));
         assert_eq!(v["histogram"], "/tmp/runs/run=3.hlog");

@@ -47,7 +47,8 @@ pub mod col {
     pub const RUN: &str = "run";
 }
 
-/// Which receiver port a packet copy arrived on.
+/// Which receiver port a packet copy arrived on. A capture on more than two ports (a multi-hop
+/// path) numbers the further ports 2, 3, … in the `port` column, in the order they were given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Port {
@@ -126,8 +127,13 @@ impl RecordBuilder {
     /// Append one record.
     #[inline]
     pub fn push(&mut self, probe_id: u64, port: Port, tsc: u64, seq: u64, frame_len: u16, hw_ns: Option<i64>) {
+        self.push_index(probe_id, port as u8, tsc, seq, frame_len, hw_ns);
+    }
+
+    /// Append one record of the port numbered `port` (0 pipeline, 1 bypass, 2… further ports).
+    pub fn push_index(&mut self, probe_id: u64, port: u8, tsc: u64, seq: u64, frame_len: u16, hw_ns: Option<i64>) {
         self.probe_id.append_value(probe_id);
-        self.port.append_value(port as u8);
+        self.port.append_value(port);
         self.tsc.append_value(tsc);
         self.seq.append_value(seq);
         self.frame_len.append_value(frame_len);

@@ -11,8 +11,8 @@ use latency_proto::fastpath::{Check, Verdict};
 use latency_proto::probe::{self, ProbeFormat};
 
 use crate::common::{
-    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, event, frame, have, is_root, pcap_frames, read_run,
-    thread_affinities, write_trace_with_loops,
+    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, event, frame, have, is_root, pcap_frames, read_ports,
+    read_run, thread_affinities, write_trace_with_loops,
 };
 
 /// The agent capturing on r0,r1 of `ns` with `backend` into `out`, controlled over stdin.
@@ -120,6 +120,40 @@ fn capture_records_every_probe_once_per_port(backend: &str) {
             assert!((span_s - 0.2999).abs() < 0.03, "stamp span {span_s} s");
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A capture on three ports (a path with a further hop): every probe once per port, paired across
+/// all three.
+#[test]
+fn a_three_port_capture_records_and_pairs_every_copy() {
+    if !(have("ip") && have("tcpreplay") && is_root()) {
+        assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
+        eprintln!("skipped: needs root, ip and tcpreplay");
+        return;
+    }
+    let ns = Netns::new(&format!("agent-3ports-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("agent-3ports-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.pcap");
+    let n = 2000;
+    write_trace_with_loops(&trace, n, 10, 0);
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
+        .args(["--ports", "r0,r1,r2", "--out"])
+        .arg(dir.join("runs"));
+    let mut agent = Agent::spawn(cmd);
+    let (ports, _, _) = agent.ready();
+    assert_eq!(ports, ["af_packet:r0", "af_packet:r1", "af_packet:r2"]);
+    let file = agent.begin(1);
+    ns.replay_on(&["s0", "s1", "s2"], &trace, 10_000);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let end = agent.end(1);
+    agent.finish();
+    assert_eq!((end.matched, end.partial, end.pipeline_only, end.bypass_only), (n, 0, 0, 0), "{end:?}");
+    assert_eq!((end.records, end.per_port.clone(), end.non_probe), (3 * n, vec![n; 3], 30), "{end:?}");
+    check_run(&read_ports(&file, 3), n);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -323,6 +357,15 @@ fn reflect_port_and_destination_mac_go_together() {
     let (code, err) = run(&["--reflect-port", "r2", "--reflect-dst-mac", "0c:42"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("`0c:42` is not a MAC address"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_latency-agent"))
+        .args(["capture", "--backend", "af-packet", "--ports", "r0,r1,r2", "--out", "/nonexistent/runs"])
+        .args(["--reflect-port", "r3", "--reflect-dst-mac", SENDER_MAC])
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (Some(2), "latency-agent: --reflect-port takes two ports (pipeline, bypass), not 3\n")
+    );
     let (code, err) = run(&["--rx-ring", "0"]);
     assert_eq!((code, err.as_str()), (Some(2), "latency-agent: --rx-ring and --tx-ring must be at least 1\n"));
 }

@@ -60,6 +60,11 @@ impl Netns {
 impl Netns {
     /// Replay `trace` on s0 and s1 at once (tcpreplay, `pps` packets per second each).
     pub fn replay_both(&self, trace: &Path, pps: u32) {
+        self.replay_on(&["s0", "s1"], trace, pps);
+    }
+
+    /// Replay `trace` on each of `devs` at once.
+    pub fn replay_on(&self, devs: &[&str], trace: &Path, pps: u32) {
         let replay = |dev: &str| {
             Command::new("ip")
                 .args(["netns", "exec", &self.0, "tcpreplay", "-q", "-T", "nano", "-i", dev])
@@ -68,13 +73,13 @@ impl Netns {
                 .output()
                 .unwrap()
         };
-        let (a, b) = std::thread::scope(|sc| {
-            let a = sc.spawn(|| replay("s0"));
-            let b = sc.spawn(|| replay("s1"));
-            (a.join().unwrap(), b.join().unwrap())
+        let outputs: Vec<_> = std::thread::scope(|sc| {
+            let runs: Vec<_> = devs.iter().map(|&d| sc.spawn(move || replay(d))).collect();
+            runs.into_iter().map(|r| r.join().unwrap()).collect()
         });
-        assert!(a.status.success(), "tcpreplay s0: {}", String::from_utf8_lossy(&a.stderr));
-        assert!(b.status.success(), "tcpreplay s1: {}", String::from_utf8_lossy(&b.stderr));
+        for (dev, o) in devs.iter().zip(outputs) {
+            assert!(o.status.success(), "tcpreplay {dev}: {}", String::from_utf8_lossy(&o.stderr));
+        }
     }
 }
 
@@ -86,9 +91,15 @@ impl Drop for Netns {
 
 /// Read a run file: per port, the (id, tsc) records in arrival order (checking `seq`).
 pub fn read_run(file: &Path) -> [Vec<(u64, u64)>; 2] {
+    let mut ports = read_ports(file, 2).into_iter();
+    [ports.next().unwrap(), ports.next().unwrap()]
+}
+
+/// Read a run file of a capture on `k` ports: per port, the (id, tsc) records in arrival order.
+pub fn read_ports(file: &Path, k: usize) -> Vec<Vec<(u64, u64)>> {
     let reader = arrow_ipc::reader::StreamReader::try_new(std::fs::File::open(file).unwrap(), None).unwrap();
     assert_eq!(reader.schema(), latency_proto::record_schema());
-    let mut per_port: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
+    let mut per_port: Vec<Vec<(u64, u64)>> = vec![Vec::new(); k];
     for b in reader {
         let b = b.unwrap();
         let ids = b.column(0).as_primitive::<UInt64Type>();
@@ -105,7 +116,7 @@ pub fn read_run(file: &Path) -> [Vec<(u64, u64)>; 2] {
 }
 
 /// Every id of `1..=n` exactly once per port, TSC stamps monotonic per port.
-pub fn check_run(per_port: &[Vec<(u64, u64)>; 2], n: u64) {
+pub fn check_run(per_port: &[Vec<(u64, u64)>], n: u64) {
     for (p, recs) in per_port.iter().enumerate() {
         assert!(recs.windows(2).all(|w| w[0].1 <= w[1].1), "port {p}: stamps are monotonic");
         let mut ids: Vec<u64> = recs.iter().map(|r| r.0).collect();
