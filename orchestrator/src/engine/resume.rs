@@ -127,7 +127,6 @@ pub(super) fn prepare(
 ) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
     engine.dir.remove_partial_files()?;
     let completed = journal::completed(&journal::read(&engine.dir.journal_path())?);
-    let recorded: BTreeMap<_, _> = completed.iter().map(|(k, c)| (k.clone(), c.sha256.clone())).collect();
     let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
     for s in &schedule.sessions {
         for r in &s.runs {
@@ -137,34 +136,31 @@ pub(super) fn prepare(
     let mut verified = BTreeMap::new();
     for rel in engine.dir.data_files()? {
         let path = engine.dir.root().join(&rel);
-        // A run's histogram log is kept when it is the one the journal recorded with the run.
-        if rel.extension().is_some_and(|e| e == HISTOGRAM_EXTENSION) {
+        let sha256 = || digest::sha256_file(&path).map_err(crate::results::io_err(&path));
+        let reason = if rel.extension().is_some_and(|e| e == HISTOGRAM_EXTENSION) {
+            // A run's histogram log is kept when it is the one the journal recorded with the run.
             let run = expected.get(&rel.with_extension("parquet")).and_then(|k| completed.get(k));
-            let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
-            if run.is_some_and(|c| c.histogram_sha256.as_deref() == Some(actual.as_str())) {
+            let recorded = run.and_then(|c| c.histogram_sha256.as_deref());
+            if let Some(h) = recorded
+                && h == sha256()?
+            {
                 continue;
             }
-            let to = engine.dir.quarantine(&path)?;
-            let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
-            engine.emit(Event::Quarantined {
-                path: rel.to_string_lossy().into_owned(),
-                to: rel_to,
-                reason: "not the histogram log the journal recorded with its run".into(),
-            })?;
-            continue;
-        }
-        let reason = match expected.get(&rel) {
-            None => "not a run of this study's schedule",
-            Some(k) => {
-                let actual = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
-                match recorded.get(k) {
-                    Some(h) if *h == actual => {
-                        verified.insert(k.clone(), actual);
-                        continue;
+            "not the histogram log the journal recorded with its run"
+        } else {
+            match expected.get(&rel) {
+                None => "not a run of this study's schedule",
+                Some(k) => match completed.get(k) {
+                    Some(c) => {
+                        let actual = sha256()?;
+                        if c.sha256 == actual {
+                            verified.insert(k.clone(), actual);
+                            continue;
+                        }
+                        "checksum differs from the journal (corrupt or truncated)"
                     }
-                    Some(_) => "checksum differs from the journal (corrupt or truncated)",
                     None => "not recorded as complete in the journal",
-                }
+                },
             }
         };
         let to = engine.dir.quarantine(&path)?;
