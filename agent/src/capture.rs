@@ -26,6 +26,12 @@ pub trait RxPort: Send {
     fn drops(&mut self) -> u64 {
         0
     }
+
+    /// Block until a frame may be waiting, at most `timeout_ms` (for pollers that sleep while
+    /// their port is idle instead of spinning; ports the kernel does not deliver return at once).
+    fn wait(&mut self, timeout_ms: i32) {
+        let _ = timeout_ms;
+    }
 }
 
 /// A port the kernel delivers: an AF_PACKET receive ring or an AF_XDP socket (no DPDK needed),
@@ -134,6 +140,14 @@ impl RxPort for KernelPort {
             Socket::Packet(ring) => ring.poll(budget, f),
             Socket::Xdp(xsk) => xsk.poll(budget, f),
         }
+    }
+
+    fn wait(&mut self, timeout_ms: i32) {
+        let fd = match &self.socket {
+            Socket::Packet(ring) => ring.fd(),
+            Socket::Xdp(xsk) => xsk.fd(),
+        };
+        crate::sys::wait_readable(fd, timeout_ms);
     }
 
     fn name(&self) -> String {

@@ -1,7 +1,9 @@
 //! Round trips without tcpreplay: `originate` sends probes itself at a fixed pace (or in bursts),
 //! stamping each with the TSC right before it is sent, while a poller stamps the echoes coming
 //! back; `reflect` on the far host sends every probe it receives back where it came from (source
-//! and destination MAC swapped), on any receive backend.
+//! and destination MAC swapped), or out of a return interface to a given MAC, on any kernel
+//! backend. Either may sleep while idle instead of spinning (`wait`), for hosts whose cores they
+//! share: the stamps then include the kernel's wake-up, which a null calibration takes out.
 //!
 //! An originator's run is written in the record schema, as a capture run is: each probe's
 //! transmission as the `bypass` copy and its echo as the `pipeline` copy. So D = t_P − t_B is
@@ -9,6 +11,7 @@
 //! loopback or null path as the calibration, the difference is the latency the path under test
 //! adds.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
@@ -56,9 +59,19 @@ pub fn probe_frame(id: u64, format: ProbeFormat, size: usize, dst: [u8; 6], src:
     f
 }
 
-/// Send every untagged probe `port` receives back out of `tx` with its MAC addresses swapped,
-/// until `stop`; returns (probes reflected, frames that were no probe or could not be sent).
-pub fn reflect(port: &mut dyn RxPort, tx: &PacketSender, format: ProbeFormat, stop: &AtomicBool) -> (u64, u64) {
+/// Where a reflector sends its echoes: back out of the receiving interface with the MAC addresses
+/// swapped, or out of another interface re-addressed to a given MAC (a return path of its own).
+pub struct EchoTo<'a> {
+    /// The sending socket.
+    pub tx: &'a PacketSender,
+    /// Destination MAC (none: swap source and destination).
+    pub dst_mac: Option<[u8; 6]>,
+}
+
+/// Send every untagged probe `port` receives back as `to` says, until `stop`; sleep in the kernel
+/// while the port is idle if `wait` (else spin). Returns (probes reflected, frames that were no
+/// probe or could not be sent).
+pub fn reflect(port: &mut dyn RxPort, to: &EchoTo, format: ProbeFormat, wait: bool, stop: &AtomicBool) -> (u64, u64) {
     let (mut reflected, mut other) = (0u64, 0u64);
     let mut frame = Vec::with_capacity(2048);
     while !stop.load(Ordering::Relaxed) {
@@ -70,42 +83,79 @@ pub fn reflect(port: &mut dyn RxPort, tx: &PacketSender, format: ProbeFormat, st
             frame.clear();
             frame.extend_from_slice(data);
             let (dst, src) = frame.split_at_mut(6);
-            dst.swap_with_slice(&mut src[..6]);
-            match tx.send(&frame) {
+            match to.dst_mac {
+                Some(mac) => {
+                    src[..6].copy_from_slice(dst);
+                    dst.copy_from_slice(&mac);
+                }
+                None => dst.swap_with_slice(&mut src[..6]),
+            }
+            match to.tx.send(&frame) {
                 Ok(()) => reflected += 1,
                 Err(_) => other += 1,
             }
         });
-        if n == 0 {
-            std::hint::spin_loop();
-        }
+        idle(port, n, wait);
     }
     (reflected, other)
+}
+
+/// After a poll that handed over `n` frames: nothing when there were some, else sleep in the
+/// kernel until a frame arrives (at most 1 ms) if `wait`, else spin once.
+fn idle(port: &mut dyn RxPort, n: usize, wait: bool) {
+    match (n, wait) {
+        (0, true) => port.wait(1),
+        (0, false) => std::hint::spin_loop(),
+        _ => {}
+    }
 }
 
 /// What an originator sends.
 #[derive(Clone, Debug)]
 pub struct Originate {
-    /// Probes, numbered from 1.
-    pub count: u64,
+    /// The probes, in sending order: each id with its frame.
+    pub probes: Vec<(u64, Vec<u8>)>,
     /// Probes per second.
     pub pps: f64,
     /// Probes sent back to back at each pacing instant (intervals `burst` times as long).
     pub burst: u64,
-    /// Frame length, bytes.
-    pub frame_size: usize,
     /// Probe id format.
     pub format: ProbeFormat,
-    /// Destination MAC (the reflector's, or the path's first hop).
-    pub dst_mac: [u8; 6],
     /// How long the echoes may take after the last probe was sent.
     pub drain: Duration,
     /// Core of the sending thread, and of the receiving poller.
     pub cores: (Option<usize>, Option<usize>),
+    /// Sleep between sends and while no echo is waiting, instead of spinning (for hosts whose
+    /// cores the originator shares).
+    pub wait: bool,
+}
+
+impl Originate {
+    /// `count` probes numbered from 1, `frame_size` bytes, addressed to `dst_mac`.
+    pub fn generated(count: u64, format: ProbeFormat, frame_size: usize, dst_mac: [u8; 6]) -> Vec<(u64, Vec<u8>)> {
+        (1..=count).map(|id| (id, probe_frame(id, format, frame_size, dst_mac, [0x02, 0, 0, 0, 0, 0x0a]))).collect()
+    }
+
+    /// The frames of a pcap trace that carry a probe id in `format`, in the trace's order (other
+    /// frames are skipped: the controller's traces hold probes only).
+    pub fn from_trace(path: &Path, format: ProbeFormat) -> io::Result<Vec<(u64, Vec<u8>)>> {
+        let mut r = latency_proto::pcap::Reader::open(path)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+        let mut out = Vec::new();
+        while let Some(frame) = r
+            .next_record()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?
+        {
+            if let Some(p) = probe::parse(frame, format).filter(|p| p.tag.is_none()) {
+                out.push((p.id, frame.to_vec()));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// What an originator's run gave: its counts (the records are in its file).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Counts {
     /// Probes sent.
     pub sent: u64,
@@ -115,31 +165,32 @@ pub struct Counts {
     pub duplicates: u64,
     /// Frames received that were no echo of this run.
     pub other: u64,
+    /// Seconds from the first probe sent to the last.
+    pub seconds: f64,
 }
 
-/// Send `o.count` probes out of `tx` at the pace asked, stamping each, while a poller stamps their
+/// Send `o.probes` out of `tx` at the pace asked, stamping each, while a poller stamps their
 /// echoes on `rx`; write every stamp to `out` (record schema: transmissions as `bypass`, echoes as
 /// `pipeline`) and return the counts.
 pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: f64, out: &Path) -> io::Result<Counts> {
     let stop = Arc::new(AtomicBool::new(false));
     let echoes: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
-    let (format, rx_core, n) = (o.format, o.cores.1, o.count);
+    let ids: Arc<HashSet<u64>> = Arc::new(o.probes.iter().map(|p| p.0).collect());
+    let (format, rx_core, wait, n) = (o.format, o.cores.1, o.wait, o.probes.len());
     let poller = {
-        let (stop, echoes) = (stop.clone(), echoes.clone());
+        let (stop, echoes, ids) = (stop.clone(), echoes.clone(), ids.clone());
         std::thread::Builder::new().name("rtt-rx".into()).spawn(move || {
             let mut rx = rx;
             if let Some(c) = rx_core {
                 let _ = pin_current_thread(c);
             }
-            let (mut seen, mut other) = (Vec::with_capacity(n as usize), 0u64);
+            let (mut seen, mut other) = (Vec::with_capacity(n), 0u64);
             while !stop.load(Ordering::Relaxed) {
                 let got = rx.poll(256, &mut |data, tsc| match probe::parse(data, format) {
-                    Some(p) if p.tag.is_none() && (1..=n).contains(&p.id) => seen.push((p.id, tsc)),
+                    Some(p) if p.tag.is_none() && ids.contains(&p.id) => seen.push((p.id, tsc)),
                     _ => other += 1,
                 });
-                if got == 0 {
-                    std::hint::spin_loop();
-                }
+                idle(rx.as_mut(), got, wait);
             }
             *echoes.lock().unwrap_or_else(|p| p.into_inner()) = seen;
             other
@@ -148,13 +199,17 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
     if let Some(c) = o.cores.0 {
         pin_current_thread(c)?;
     }
-    let frames: Vec<Vec<u8>> =
-        (1..=n).map(|id| probe_frame(id, format, o.frame_size, o.dst_mac, [0x02, 0, 0, 0, 0, 0x0a])).collect();
     let ticks_per_instant = tsc_hz * o.burst.max(1) as f64 / o.pps;
-    let mut sent: Vec<(u64, u64)> = Vec::with_capacity(n as usize);
+    // Sleeping, the sender wakes this long before a probe is due, then spins.
+    let early = (tsc_hz * 200e-6) as u64;
+    let mut sent: Vec<(u64, u64)> = Vec::with_capacity(n);
     let start = rdtsc_fenced() + (tsc_hz / 1000.0) as u64;
-    for (k, f) in frames.iter().enumerate() {
+    for (k, (id, f)) in o.probes.iter().enumerate() {
         let due = start + ((k as u64 / o.burst.max(1)) as f64 * ticks_per_instant) as u64;
+        let now = rdtsc_fenced();
+        if wait && due > now + early {
+            std::thread::sleep(Duration::from_secs_f64((due - now - early) as f64 / tsc_hz));
+        }
         while rdtsc_fenced() < due {
             std::hint::spin_loop();
         }
@@ -163,7 +218,7 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
             let tsc = rdtsc_fenced();
             match tx.send(f) {
                 Ok(()) => {
-                    sent.push((k as u64 + 1, tsc));
+                    sent.push((*id, tsc));
                     break;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::hint::spin_loop(),
@@ -178,19 +233,24 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
     stop.store(true, Ordering::Relaxed);
     let other = poller.join().map_err(|_| io::Error::other("the receiving poller panicked"))?;
     let echoes = std::mem::take(&mut *echoes.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut first = vec![false; n as usize + 1];
-    let mut counts = Counts { sent: sent.len() as u64, other, ..Counts::default() };
+    let seconds = match (sent.first(), sent.last()) {
+        (Some(a), Some(b)) => (b.1 - a.1) as f64 / tsc_hz,
+        _ => 0.0,
+    };
+    let mut first = HashSet::with_capacity(echoes.len());
+    let mut counts = Counts { sent: sent.len() as u64, other, seconds, ..Counts::default() };
     let mut b = RecordBuilder::with_capacity(sent.len() + echoes.len());
+    let lens: HashMap<u64, u16> = o.probes.iter().map(|(id, f)| (*id, f.len() as u16)).collect();
     for (seq, &(id, tsc)) in sent.iter().enumerate() {
-        b.push(id, Port::Bypass, tsc, seq as u64, o.frame_size as u16, None);
+        b.push(id, Port::Bypass, tsc, seq as u64, lens[&id], None);
     }
     for (seq, &(id, tsc)) in echoes.iter().enumerate() {
-        if std::mem::replace(&mut first[id as usize], true) {
-            counts.duplicates += 1;
-        } else {
+        if first.insert(id) {
             counts.received += 1;
+        } else {
+            counts.duplicates += 1;
         }
-        b.push(id, Port::Pipeline, tsc, seq as u64, o.frame_size as u16, None);
+        b.push(id, Port::Pipeline, tsc, seq as u64, lens[&id], None);
     }
     let mut w =
         StreamWriter::try_new(BufWriter::new(File::create(out)?), &record_schema()).map_err(io::Error::other)?;

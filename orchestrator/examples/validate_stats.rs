@@ -92,6 +92,7 @@ fn study(plan: &orchestrator::plan::Plan, model: &SimModel, seed: u64) -> Vec<Ou
         report: plan.report.clone(),
         tsc_hz: model.tsc_hz,
         seed,
+        sender: Default::default(),
     };
     let summary = summarize(&index, &runs, &[], None, Unusable::default()).expect("the study analyses");
     let mut out = Vec::new();

@@ -252,6 +252,7 @@ mod tests {
             excluded: 0,
             histogram: Histogram::default(),
             soak: None,
+            round_trip: None,
         }
     }
 

@@ -10,7 +10,7 @@ pub mod engine;
 pub mod exit;
 pub mod export;
 pub mod import;
-pub mod pcap;
+pub use latency_proto::pcap;
 pub mod plan;
 pub mod probes;
 pub mod report;

@@ -213,6 +213,7 @@ proptest! {
             report: Default::default(),
             tsc_hz,
             seed: 1,
+            sender: Default::default(),
         };
         let paired: Vec<_> = runs
             .iter()

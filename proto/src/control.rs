@@ -212,6 +212,8 @@ pub enum AgentEvent {
         duplicates: u64,
         /// Frames received that were no echo of the run.
         other: u64,
+        /// Seconds from the first probe sent to the last.
+        seconds: f64,
         /// The run's records.
         file: PathBuf,
     },

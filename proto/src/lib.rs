@@ -15,7 +15,9 @@
 //! - [`fastpath`]: the receiver's fast path as the agent reads it back (isolated cores, governor,
 //!   idle states, busy-poll sysctls, hugepages, interrupt affinity) and the policy judging it;
 //! - [`soak`]: the HDR histograms of differentials that long soaks keep instead of records, and
-//!   their interval log (`run=<r>.hlog`).
+//!   their interval log (`run=<r>.hlog`);
+//! - [`pcap`]: classic pcap trace files, read record by record (the agent's originator sends a
+//!   trace the controller generated).
 //!
 //! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
 
@@ -25,6 +27,7 @@ pub mod eal;
 pub mod fastpath;
 pub mod int;
 pub mod meta;
+pub mod pcap;
 pub mod probe;
 pub mod schema;
 pub mod soak;

@@ -407,7 +407,13 @@ impl XdpSocket {
         Ok(socket)
     }
 
-    /// The interface name.
+    /// The socket, to wait on ([`super::wait_readable`]).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
+    /// The interface the socket is bound to.
     pub fn interface(&self) -> &str {
         &self.interface
     }

@@ -32,6 +32,16 @@ pub fn monotonic_raw_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Block until `fd` is readable or `timeout_ms` have passed (an interrupted wait returns early:
+/// callers poll again either way).
+pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: `p` is one valid, writable pollfd and the count passed is 1; the descriptor is
+    // borrowed, so it stays open for the call.
+    let _ = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+}
+
 /// Pin the calling thread to one CPU core.
 pub fn pin_current_thread(core: usize) -> io::Result<()> {
     if core >= libc::CPU_SETSIZE as usize {

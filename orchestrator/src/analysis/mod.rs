@@ -318,11 +318,19 @@ pub fn summarize(
     let levels = &summary_levels(index);
 
     let all: Vec<&RunPairs> = runs.iter().collect();
-    let (programs, nulls) = if index.levels.is_empty() {
+    let (mut programs, nulls) = if index.levels.is_empty() {
         analyse_runs(index, &all, levels, None, &mut problems)
     } else {
         levels::analyse(index, &all, levels, &mut problems)
     };
+    if let crate::plan::Sender::Agent { crossings } = index.sender {
+        for p in programs.values_mut() {
+            for l in &mut p.levels {
+                l.summary.round_trip = Some(summary::RoundTrip::of(&l.summary, crossings));
+            }
+            p.round_trip = Some(summary::RoundTrip::of(p, crossings));
+        }
+    }
 
     let count = |f: fn(&Event) -> bool| journal.iter().filter(|e| f(&e.event)).count() as u64;
     let mut pacing: Vec<f64> = runs.iter().filter_map(|r| r.pacing_pps).collect();

@@ -101,7 +101,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         let noise_sd = noise::noise_sd(&mut halves);
         let mut sorted: Vec<f64> = pooled.iter().map(|e| e.1).collect();
         sorted.sort_unstable_by(f64::total_cmp);
-        let simex = Simex::new(&sorted, noise_sd, pooled_grid);
+        let simex = noise::trusted_simex(&sorted, noise_sd, &fractions, pooled_grid);
         let corrected = keyed(
             levels,
             fractions.iter().map(|&p| match &simex {
@@ -212,6 +212,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         sessions,
         histogram: super::histogram(&all),
         soak: None,
+        round_trip: None,
     })
 }
 

@@ -100,6 +100,41 @@ pub struct ProgramSummary {
     /// Soak mode: what the runs' HDR histogram logs say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<super::soak::SoakSummary>,
+    /// `sender: agent`: the differentials are round trips; what they say one way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip: Option<RoundTrip>,
+}
+
+/// A program timed by the agent as originator (`sender: agent`): its differentials are round
+/// trips, and its null (a loopback of the same path without the program) their calibration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RoundTrip {
+    /// Times a round trip passes the program (`rtt_crossings`).
+    pub crossings: u32,
+    /// Round-trip quantiles (per-probe medians over runs, before calibration), ns.
+    pub rtt_ns: Quantiles,
+    /// The null path's median round trip, ns (the calibration subtracted).
+    pub null_rtt_ns: f64,
+    /// One-way estimate: what the program adds to a round trip (`latency_ns`) over `crossings`.
+    pub one_way_ns: Quantiles,
+    /// 95 % confidence interval of the one-way median, ns.
+    pub one_way_median_ci95_ns: [f64; 2],
+}
+
+impl RoundTrip {
+    /// The round trip of `p`, whose differentials are round trips passing the program
+    /// `crossings` times. The calibration subtracts one constant, so the round trip's quantiles are
+    /// the uncorrected calibrated ones plus the null's median.
+    pub fn of(p: &ProgramSummary, crossings: u32) -> RoundTrip {
+        let k = f64::from(crossings.max(1));
+        RoundTrip {
+            crossings,
+            rtt_ns: p.latency_raw_ns.iter().map(|(q, v)| (q.clone(), v + p.null_offset_ns)).collect(),
+            null_rtt_ns: p.null_offset_ns,
+            one_way_ns: p.latency_ns.iter().map(|(q, v)| (q.clone(), v / k)).collect(),
+            one_way_median_ci95_ns: p.median_ci95_ns.map(|v| v / k),
+        }
+    }
 }
 
 /// One factor level of a program: computed exactly like a study without factors, from the

@@ -19,6 +19,7 @@ fn index(analysis: Analysis) -> Index {
         report: Default::default(),
         tsc_hz: 1e9,
         seed: 1,
+        sender: Default::default(),
     }
 }
 
@@ -91,6 +92,39 @@ fn hand_computed_study() {
     assert_eq!(s.health.pipeline_only, 0);
     assert_eq!(s.health.bypass_only, 1);
     assert_eq!(s.health.excluded, 5);
+}
+
+#[test]
+fn round_trips_give_rtt_quantiles_and_the_one_way_estimate_over_the_crossings() {
+    // The hand-computed study above read as round trips that pass the program twice: per-probe
+    // medians (151, 160, 140) are the round trips, type-7 quantiles of [140, 151, 160]: p5 141.1,
+    // p50 151, p99 159.82; the null's median round trip is δ̂ = 12; one way is half the
+    // calibrated headline: p50 139 / 2 = 69.5, p99 148.47 / 2 = 74.235.
+    let runs = vec![
+        run(1, 1, &[Some(100), Some(10), Some(12), Some(20)]),
+        run(1, 1, &[Some(100), Some(11), Some(12), Some(18)]),
+        run(1, 1, &[Some(100), Some(12), Some(30), Some(19)]),
+        run(0, 1, &[Some(500), Some(150), Some(160), Some(140)]),
+        run(0, 1, &[Some(500), Some(152), Some(158), Some(141)]),
+        run(0, 1, &[None, Some(151), Some(170), Some(139)]),
+    ];
+    let mut idx = index(Analysis::default());
+    idx.sender = crate::plan::Sender::Agent { crossings: 2 };
+    let s = summarize(&idx, &runs, &[], None, Unusable::default()).unwrap();
+    let rt = s.programs["p"].round_trip.as_ref().expect("round trips");
+    assert_eq!(rt.crossings, 2);
+    for (k, want) in [("p5", 141.1), ("p50", 151.0), ("p99", 159.82)] {
+        assert!(approx(rt.rtt_ns[k], want), "{k}: {} vs {want}", rt.rtt_ns[k]);
+    }
+    assert_eq!(rt.null_rtt_ns, 12.0);
+    for (k, want) in [("p50", 69.5), ("p99", 74.235)] {
+        assert!(approx(rt.one_way_ns[k], want), "{k}: {} vs {want}", rt.one_way_ns[k]);
+    }
+    let ci = s.programs["p"].median_ci95_ns;
+    assert_eq!(rt.one_way_median_ci95_ns, [ci[0] / 2.0, ci[1] / 2.0]);
+    // tcpreplay studies have none.
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
+    assert_eq!(s.programs["p"].round_trip, None);
 }
 
 #[test]
@@ -251,6 +285,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
         report: plan.report.clone(),
         tsc_hz: model.tsc_hz,
         seed,
+        sender: Default::default(),
     };
     let summary = summarize(&index, &runs, &[], None, Unusable::default()).unwrap();
     let mut out = Vec::new();

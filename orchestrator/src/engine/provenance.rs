@@ -52,6 +52,7 @@ pub fn write_start(
         resumed,
         ended: None,
         import: None,
+        sender: plan.protocol.sender,
     }
     .write(dir)
 }

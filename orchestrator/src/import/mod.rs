@@ -478,6 +478,7 @@ fn write_provenance(
             ignored: report.ignored.clone(),
             silicon: report.silicon.clone(),
         }),
+        sender: crate::plan::Sender::Tcpreplay,
     }
     .write(dir)?;
     Ok(())

@@ -72,6 +72,9 @@ pub struct Sender {
     /// tcpdump's time-stamp type on it (`tcpdump -J -i <iface>` lists them): `adapter_unsynced`,
     /// the adapter's own clock, by default.
     pub capture_tstamp: String,
+    /// The agent binary on the sender, for `sender: agent` (in the work folder: the
+    /// orchestrator uploads its own build).
+    pub agent: String,
 }
 
 /// Receiver settings.
@@ -172,11 +175,11 @@ pub fn default_estimate(a: Action) -> f64 {
         Action::PcieRemove => 3.0,
         Action::PcieRescan => 6.0,
         Action::TableLoad => 3.0,
-        Action::AgentStart => 5.0,
+        Action::AgentStart | Action::ReflectorStart => 5.0,
         Action::RegisterInit | Action::HealthCheck | Action::Readback => 0.1,
         Action::CaptureStart | Action::CaptureStop => 1.0,
         Action::ResetMethodClear | Action::DriverBind | Action::AgentStop => 1.0,
-        Action::Replay => 0.0,
+        Action::Replay | Action::Originate => 0.0,
     }
 }
 
@@ -227,6 +230,7 @@ impl Inventory {
         // tcpreplay's bursts; nothing for evenly paced probes (the documented command).
         let burst = if ctx.burst > 1 { vec![format!("--pps-multi={}", ctx.burst)] } else { Vec::new() };
         v.insert("burst_args", list(&burst));
+        v.insert("burst", word(&ctx.burst.to_string()));
         let cores: Vec<String> = r.poller_cores.iter().map(u32::to_string).collect();
         v.insert("poller_cores", word(&cores.join(",")));
         v.insert("probe_format", word(ctx.probe_format));
@@ -246,6 +250,16 @@ impl Inventory {
             capture_args.extend(["--histogram-interval-s".into(), soak.interval_s.to_string()]);
         }
         v.insert("capture_args", list(&capture_args));
+        // The reflector's return path: out of the reflect NIC to the sender's capture NIC.
+        let echo_args = match (&r.reflect_port, r.capture.reflect_dst_mac) {
+            (Some(p), Some(mac)) => vec!["--tx-port".to_string(), p.clone(), "--dst-mac".into(), mac.to_string()],
+            _ => Vec::new(),
+        };
+        v.insert("echo_args", list(&echo_args));
+        v.insert("originate_file", word(&layout.originate_file(ctx.session_name, ctx.run.unwrap_or(0))));
+        v.insert("pipeline_iface", word(r.fpga_ifaces.first().map_or("", String::as_str)));
+        v.insert("pipeline_core", word(&r.poller_cores.first().map_or(String::new(), u32::to_string)));
+        v.insert("sender_agent", word(&s.agent));
         v.insert("replay_core", word(&s.replay_core.to_string()));
         v.insert("run", word(&ctx.run.map_or(String::new(), |r| r.to_string())));
         v.insert("sender_iface", word(&s.interface));

@@ -91,6 +91,11 @@ impl RemoteLayout {
         self.file(Role::Sender, &format!("captures/{session}-run{run:02}.pcap"))
     }
 
+    /// The records of run `run` of `session` as the sender's originator writes them.
+    pub fn originate_file(&self, session: &str, run: u32) -> String {
+        self.file(Role::Sender, &format!("captures/{session}-run{run:02}.arrows"))
+    }
+
     /// A trace on the sender, by file name.
     pub fn trace(&self, file_name: &str) -> String {
         self.file(Role::Sender, &format!("traces/{file_name}"))
@@ -108,8 +113,8 @@ impl RemoteLayout {
 
     /// Whether the agent binary at `agent` (the inventory's path) is in the receiver's work
     /// folder, e.g. `<workdir>/bin/latency-agent`: the orchestrator then uploads its own build.
-    pub fn agent_is_staged(&self, agent: &str) -> bool {
-        agent.starts_with(&format!("{}/", self.receiver))
+    pub fn agent_is_staged(&self, role: Role, agent: &str) -> bool {
+        agent.starts_with(&format!("{}/", self.workdir(role)))
     }
 
     /// Where an upload to `remote` is written until its checksum is verified.
@@ -144,8 +149,10 @@ mod tests {
         assert_eq!(l.table("forward", "t.txt"), "/r w/tables/forward/t.txt");
         assert_eq!(l.bitstream("forward.mcs"), "/r w/bitstreams/forward.mcs");
         assert_eq!(RemoteLayout::partial("/s/traces/a.pcap"), "/s/traces/a.pcap.part");
-        assert!(l.agent_is_staged("/r w/bin/latency-agent"));
-        assert!(!l.agent_is_staged("/r wx/bin/latency-agent") && !l.agent_is_staged("latency-agent"));
+        assert!(l.agent_is_staged(Role::Receiver, "/r w/bin/latency-agent"));
+        assert!(!l.agent_is_staged(Role::Receiver, "/r wx/bin/latency-agent"));
+        assert!(!l.agent_is_staged(Role::Receiver, "latency-agent"));
+        assert!(l.agent_is_staged(Role::Sender, "/s/bin/latency-agent") && !l.agent_is_staged(Role::Sender, "/r w/a"));
     }
 
     /// The step templates get their paths from the inventory's variables; they must name the

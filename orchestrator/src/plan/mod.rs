@@ -9,6 +9,7 @@
 
 mod analysis;
 pub mod bitstream;
+mod cross_checks;
 pub mod decoder;
 pub mod factors;
 pub mod inventory;
@@ -29,10 +30,10 @@ use serde::{Deserialize, Serialize};
 pub use bitstream::Bitstream;
 pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
 pub use inventory::{Action, Inventory};
-pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Soak, Timing};
+pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Sender, Soak, Timing};
 pub use steps::{StepPolicy, decode_steps, default_policy};
 pub use testbed_checks::refused_on;
-use testbed_checks::{check_reflect, check_soak, check_timing};
+use testbed_checks::{check_reflect, check_sender, check_soak, check_timing};
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -458,6 +459,7 @@ fn with_inventory(
         check_reflect(p, inv, &mut diags);
         check_timing(p, inv, &mut diags);
         check_soak(p, inv, &mut diags);
+        check_sender(p, inv, &mut diags);
     }
     diags.sort();
     diags.dedup();
@@ -541,36 +543,11 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         (Some(traces), Some(f)) => factors::sized_traces(d, traces, &used, f),
         _ => Some(Vec::new()),
     };
-    if let Some(f) = factor_list.iter().find(|f| matches!(f.name, FactorName::Var(_)))
-        && order == Some(factors::Order::SessionLevelRun)
-    {
-        d.error(
-            f.at,
-            format!(
-                "factor `{}` sets a template variable, which a bring-up uses once per session: it needs `order: \
-                 level_session_run`",
-                f.name.name()
-            ),
-        );
-    }
-    if let (Some(p), Some(f)) = (&protocol, factor_list.iter().find(|f| f.name == FactorName::PacingPps))
-        && p.timing != Timing::Pps
-    {
-        d.error(
-            f.at,
-            "factor `pacing_pps` needs `timing: pps`: with `timing: trace` the trace's time stamps pace the probes",
-        );
-    }
-    if let (Some(p), Some(f)) = (&protocol, factor_list.first())
-        && p.soak.is_some()
-    {
-        d.error(f.at, "`protocol.soak` summarises each program over all its runs: it takes no factors");
-    }
+    cross_checks::factors_with_protocol(d, protocol.as_ref(), &factor_list, order);
     let factors = Factors { factors: factor_list, design: design?, order: order? };
-    if let (Some(p), factors::Order::LevelSessionRun, Some(at)) = (&protocol, factors.order, protocol_node)
-        && p.adaptive.is_some()
+    if let (Some(p), Some(at)) = (&protocol, protocol_node)
+        && !cross_checks::adaptive_order(d, at, p, factors.order)
     {
-        d.error(at.pos, "adaptive sessions need `order: session_level_run` (every level in each bring-up)");
         return None;
     }
     let mut traces = traces?;
@@ -579,7 +556,7 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         return None;
     }
     if let (Some(p), Some(progs), Some(at)) = (&protocol, &programs, protocol_node) {
-        check_size(d, at, p, progs, factors.levels().len().max(1));
+        cross_checks::size(d, at, p, progs, factors.levels().len().max(1));
     }
     Some(Plan {
         path: d.file().to_path_buf(),
@@ -596,26 +573,4 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         report: report?,
         regression: regression?,
     })
-}
-
-/// Report, at `protocol:`, a schedule larger than [`MAX_RUNS`].
-fn check_size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program], levels: usize) {
-    let mut traces: Vec<usize> = programs.iter().map(|p| p.null_trace).collect();
-    traces.sort_unstable();
-    traces.dedup();
-    // One session group per program, and one per null trace for its calibration.
-    let groups = (programs.len() + traces.len()) as u64;
-    let runs = groups * u64::from(p.sessions) * u64::from(p.runs) * levels as u64;
-    if runs > MAX_RUNS {
-        d.error(
-            at.pos,
-            format!(
-                "schedule of {runs} runs exceeds the limit of {MAX_RUNS}: {groups} session groups (programs and null \
-                 calibrations) × {} sessions × {} runs{}",
-                p.sessions,
-                p.runs,
-                if levels > 1 { format!(" × {levels} levels") } else { String::new() }
-            ),
-        );
-    }
 }

@@ -56,9 +56,36 @@ pub struct Protocol {
     pub steps: BTreeMap<Action, StepPolicy>,
     /// Run acceptance thresholds.
     pub run_checks: RunChecks,
+    /// What sends the probes: tcpreplay, or the agent as an originator timing round trips.
+    pub sender: Sender,
     /// Soak mode: the agent also keeps an HDR histogram of each run's differentials, appended to
     /// the run's interval log every `interval_s` (none: records only).
     pub soak: Option<Soak>,
+}
+
+/// What sends a run's probes (`sender: tcpreplay | agent`, with `rtt_crossings`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Sender {
+    /// tcpreplay replays the trace; the receiver's agent stamps both copies of every probe.
+    #[default]
+    Tcpreplay,
+    /// `latency-agent originate` on the sender sends the trace at the pace, stamping each probe
+    /// as it goes and each echo as it returns from the receiver's `latency-agent reflect`: a run's
+    /// differential is the round trip, and the null calibration leaves what the program adds.
+    Agent {
+        /// How many times a round trip passes the program (1 when echoes return by a path of their
+        /// own, 2 when back through the card): the one-way estimate is the calibrated round trip
+        /// divided by it.
+        crossings: u32,
+    },
+}
+
+impl Sender {
+    /// Whether tcpreplay sends (the default, left out of the provenance).
+    pub fn is_tcpreplay(&self) -> bool {
+        *self == Sender::Tcpreplay
+    }
 }
 
 /// Soak mode (`soak: {interval_s}`): beside its records, each run keeps an HDR histogram of its
@@ -134,6 +161,9 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let flash = m.or(d, "flash", FlashPolicy::EverySession, |d, v| d.choice(v, FLASH));
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let run_checks = m.or(d, "run_checks", RunChecks::default(), decode_run_checks);
+    let agent_sender = m.or(d, "sender", false, |d, v| d.choice(v, &[("tcpreplay", false), ("agent", true)]));
+    let (at_sender, at_crossings) = (m.at("sender"), m.at("rtt_crossings"));
+    let crossings = m.optional(d, "rtt_crossings", |d, v| d.uint(v, 1..=2));
     let soak = m.optional(d, "soak", |d, v| {
         let mut s = d.map(v, "soak: {interval_s}")?;
         let interval_s = s.required(d, "interval_s", |d, v| d.number(v, 0.01..=86_400.0));
@@ -162,7 +192,28 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
             return None;
         }
     };
+    let sender = match (agent_sender?, crossings?) {
+        (false, None) => Sender::Tcpreplay,
+        (false, Some(_)) => {
+            d.error(at_crossings.unwrap_or(n.pos), "`rtt_crossings` is used only with `sender: agent`");
+            return None;
+        }
+        (true, crossings) => Sender::Agent { crossings: crossings.unwrap_or(1) },
+    };
+    if let Sender::Agent { .. } = sender {
+        let at = at_sender.unwrap_or(n.pos);
+        let clash = [
+            (reflect == Some(true), "`reflect: true` (tcpreplay's probes reflected to the sender's clock)"),
+            (timing != Timing::Pps, "`timing: trace` (the originator paces evenly)"),
+            (matches!(soak, Some(Some(_))), "`soak` (the originator keeps records, not histograms)"),
+        ];
+        if let Some((_, what)) = clash.iter().find(|c| c.0) {
+            d.error(at, format!("`sender: agent` times round trips itself: it does not combine with {what}"));
+            return None;
+        }
+    }
     Some(Protocol {
+        sender,
         sessions,
         adaptive,
         runs: runs?,

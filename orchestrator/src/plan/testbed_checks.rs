@@ -64,6 +64,35 @@ pub(super) fn check_soak(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnosti
 }
 
 /// A plan that reflects needs a receiver that can.
+/// `sender: agent` needs a reflector that can run on the receiver: a kernel backend (the
+/// reflector sends through a packet socket) and a first FPGA interface to receive on.
+pub(super) fn check_sender(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    if plan.protocol.sender == super::Sender::Tcpreplay {
+        return;
+    }
+    let mut refuse = |message: String| {
+        diags.push(Diagnostic { file: inv.path.clone(), pos: yaml::Pos { line: 1, col: 1 }, message })
+    };
+    if inv.receiver.backend == "dpdk" {
+        refuse(
+            "plan uses `sender: agent` but the receiver's `backend` is dpdk: the reflector takes af-packet or af-xdp \
+             (set `receiver.backend`)"
+                .into(),
+        );
+    }
+    if inv.receiver.fpga_ifaces.is_empty() {
+        refuse(
+            "plan uses `sender: agent` but the receiver has no `fpga_ifaces` for the reflector to receive on".into(),
+        );
+    }
+    if let Some(port) = inv.receiver.reflect_port.as_ref().filter(|p| p.bytes().all(|b| b.is_ascii_digit())) {
+        refuse(format!(
+            "plan uses `sender: agent` but the receiver's `reflect_port` is DPDK port {port}: the reflector sends its \
+             echoes through a packet socket, so name the reflect NIC's interface"
+        ));
+    }
+}
+
 pub(super) fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
     if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
         diags.push(Diagnostic {

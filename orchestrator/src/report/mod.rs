@@ -27,6 +27,7 @@
 mod figures;
 mod format;
 mod levels;
+mod round_trip;
 mod soak;
 mod svg;
 mod view;
@@ -192,6 +193,7 @@ mod tests {
             excluded: 0,
             histogram: Histogram { start_ns: nan, bin_ns: 0.0, counts: vec![0; 3] },
             soak: None,
+            round_trip: None,
         };
         let summary = Summary {
             study: "s".into(),

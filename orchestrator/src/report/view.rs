@@ -33,6 +33,8 @@ pub(super) struct View {
     levels: Vec<super::levels::LevelRow>,
     /// Soak mode: each program's differentials from its runs' HDR histograms.
     soak: Vec<super::soak::SoakRow>,
+    /// `sender: agent`: round trips and the one-way estimate.
+    round_trips: Vec<super::round_trip::RoundTripRow>,
     /// How the bounds of header-inserting programs were made.
     bound_notes: Vec<String>,
     health: Vec<Item>,
@@ -227,6 +229,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             .collect(),
         levels: super::levels::rows(s),
         soak: super::soak::rows(s),
+        round_trips: super::round_trip::rows(s),
         bound_notes: s
             .programs
             .iter()

@@ -100,6 +100,8 @@ pub struct Index {
     pub tsc_hz: f64,
     /// Seed of resampling.
     pub seed: u64,
+    /// What sent the probes (the agent: the differentials are round trips).
+    pub sender: crate::plan::Sender,
 }
 
 impl Group {
@@ -119,6 +121,7 @@ impl From<&Provenance> for Index {
             report: p.report.clone(),
             tsc_hz: p.tsc_hz,
             seed: p.seed,
+            sender: p.sender,
         }
     }
 }

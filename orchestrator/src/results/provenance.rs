@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::index::{Group, StudyLevel};
 use super::{ResultsDir, ResultsError, write_file};
-use crate::plan::{Analysis, Plan, Regression, ReportSpec, TraceSource};
+use crate::plan::{Analysis, Plan, Regression, ReportSpec, Sender, TraceSource};
 
 /// Git commit of this build (`unknown` outside a checkout; `-dirty` with local changes).
 pub const GIT_COMMIT: &str = env!("LATENCY_GIT_COMMIT");
@@ -217,6 +217,9 @@ pub struct Provenance {
     /// Present when the folder was imported from published data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub import: Option<ImportFacts>,
+    /// What sent the probes: with the agent as originator, the differentials are round trips.
+    #[serde(default, skip_serializing_if = "Sender::is_tcpreplay")]
+    pub sender: Sender,
 }
 
 /// JSON has no NaN: an unknown rate is written as null and read back as NaN.
@@ -351,6 +354,7 @@ mod tests {
                 ignored: vec!["console.log".into()],
                 silicon: Vec::new(),
             }),
+            sender: Sender::Agent { crossings: 2 },
         }
     }
 

@@ -16,7 +16,9 @@ pub use dry_run::{describe, hms};
 use crate::plan::bitstream::Programming;
 use crate::plan::factors::Order;
 use crate::plan::inventory::{Action, Role, StepContext};
-use crate::plan::{Bitstream, FlashPolicy, Generated, Inventory, Level, Plan, ProbeFormat, Timing, Trace, TraceSource};
+use crate::plan::{
+    Bitstream, FlashPolicy, Generated, Inventory, Level, Plan, ProbeFormat, Sender, Timing, Trace, TraceSource,
+};
 
 /// The whole study, in execution order.
 #[derive(Clone, Debug, Serialize)]
@@ -332,6 +334,11 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             let steps: Vec<Step> = Action::ALL
                 .into_iter()
                 .filter(|a| a.role() == Role::Receiver && *a != Action::AgentStop)
+                // The receiver runs the agent, or the reflector when the sender is the agent.
+                .filter(|a| match proto.sender {
+                    Sender::Tcpreplay => *a != Action::ReflectorStart,
+                    Sender::Agent { .. } => *a != Action::AgentStart,
+                })
                 .filter(|a| reflash || !matches!(a, Action::Flash | Action::FlashJtag | Action::Boot))
                 .filter(|a| match g.bitstream.programming {
                     Programming::Qspi => *a != Action::FlashJtag,
@@ -369,9 +376,13 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 for _ in 0..proto.runs {
                     let r = runs.len() as u32 + 1;
                     let file = run_trace.file_name();
-                    let steps = [Action::CaptureStart, Action::Replay, Action::CaptureStop]
+                    let sends = match proto.sender {
+                        Sender::Tcpreplay => Action::Replay,
+                        Sender::Agent { .. } => Action::Originate,
+                    };
+                    let steps = [Action::CaptureStart, sends, Action::CaptureStop]
                         .into_iter()
-                        .filter(|a| proto.reflect || *a == Action::Replay)
+                        .filter(|a| proto.reflect || *a == sends)
                         .map(|a| render(a, Some((r, pacing_pps, burst, &file)), &run_vars))
                         .collect();
                     let wait_before_s = if r == 1 { proto.settle_s } else { proto.idle_gap_s };
@@ -401,7 +412,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             predicted.run_steps += runs
                 .iter()
                 .flat_map(|r| &r.steps)
-                .filter(|s| s.action != Action::Replay)
+                .filter(|s| !matches!(s.action, Action::Replay | Action::Originate))
                 .chain(&teardown)
                 .map(|s| s.estimate_s)
                 .sum::<f64>();
@@ -410,11 +421,19 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             }
             let agent_control = inventory.map(|inv| {
                 let l = crate::plan::layout::RemoteLayout::of(inv);
-                format!(
-                    "`begin R` and `end R` written to {}; the agent's answers read from {}",
-                    l.control_pipe(&session_name),
-                    l.events(&session_name)
-                )
+                match proto.sender {
+                    Sender::Tcpreplay => format!(
+                        "`begin R` and `end R` written to {}; the agent's answers read from {}",
+                        l.control_pipe(&session_name),
+                        l.events(&session_name)
+                    ),
+                    Sender::Agent { .. } => format!(
+                        "none: the reflector (events in {}) echoes on its own; each run's records are collected \
+                         from the originator's file on the sender ({})",
+                        l.events(&session_name),
+                        l.originate_file(&session_name, 0).replace("run00", "runRR")
+                    ),
+                }
             });
             sessions.push(Session {
                 index: sessions.len(),

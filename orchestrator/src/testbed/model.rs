@@ -125,6 +125,15 @@ pub struct SimModel {
     /// Latency added per byte of the entering frame, per bitstream name, ns (absent: 0).
     #[serde(default)]
     pub ns_per_byte: BTreeMap<String, f64>,
+    /// `sender: agent`: the echo's way back, from the receiver's stamp of the pipeline copy to the
+    /// originator's stamp of the echo (reflector turnaround, return link, the originator's NIC),
+    /// ns; each stamp also has its poll phase.
+    #[serde(default = "default_echo_return_ns")]
+    pub echo_return_ns: f64,
+}
+
+fn default_echo_return_ns() -> f64 {
+    1500.0
 }
 
 impl Default for SimModel {
@@ -148,6 +157,7 @@ impl Default for SimModel {
             .collect();
         SimModel {
             ns_per_byte: [("int_transit".to_string(), 0.0625)].into(),
+            echo_return_ns: default_echo_return_ns(),
             line_gbps: 100.0,
             sender_bursts: true,
             mode_weights: BTreeMap::new(),

@@ -47,6 +47,8 @@ pub struct SimTestbed {
     seed: u64,
     idle_gap_s: f64,
     reflect: bool,
+    /// The sender is the agent: bypass stamps are its transmissions, pipeline stamps its echoes.
+    rtt: bool,
     /// Soak mode: each run also gets the histogram log the agent would write.
     soak: Option<crate::plan::Soak>,
     realtime: bool,
@@ -81,6 +83,7 @@ impl SimTestbed {
             seed: plan.protocol.seed,
             idle_gap_s: plan.protocol.idle_gap_s,
             reflect: plan.protocol.reflect,
+            rtt: plan.protocol.sender != crate::plan::Sender::Tcpreplay,
             soak: plan.protocol.soak,
             realtime,
             bitstreams,
@@ -243,7 +246,9 @@ impl SimTestbed {
             let sent = b as f64 * burst_ns + j as f64 * wire_ns + jitter;
             (first_sent, last_sent) = (first_sent.min(sent), last_sent.max(sent));
             let arrive = sent + WIRE_NS;
-            if let Some(t) = copy(&mut r, arrive) {
+            // An originator stamps each probe as it sends it: nothing is lost before that.
+            let transmitted = if self.rtt { Some(sent) } else { copy(&mut r, arrive) };
+            if let Some(t) = transmitted {
                 byp.push((t, id));
             }
             let forwards = session.kind == SessionKind::Null || template.is_none_or(|t| probes::forwarded(t, id));
@@ -256,7 +261,9 @@ impl SimTestbed {
                     t += r.random_range(m.first_probe_ns[0]..=m.first_probe_ns[1]);
                 }
                 if let Some(t) = copy(&mut r, t) {
-                    pipe.push((t, id));
+                    // Its echo, stamped by the originator.
+                    let back = if self.rtt { m.echo_return_ns + m.poll_phase_ns * r.random::<f64>() } else { 0.0 };
+                    pipe.push((t + back, id));
                 }
             }
         }
@@ -533,6 +540,32 @@ mod tests {
         let first = d[0].1 - delta;
         assert!((19.5..=60.5).contains(&first), "first probe +{first} ns");
         assert!(d[1..].iter().all(|(_, x)| (x - delta).abs() < 0.5));
+    }
+
+    #[test]
+    fn an_agent_sender_records_every_transmission_and_each_echo_a_return_path_later() {
+        let (mut p, s) = paper();
+        let ses = session(&s, "forward", 1);
+        let model = quiet();
+        let one_way: std::collections::HashMap<u64, f64> =
+            diffs_ns(&SimTestbed::new(&p, model.clone(), false).generate(ses, &ses.runs[0], 1), model.tsc_hz)
+                .into_iter()
+                .collect();
+        p.protocol.sender = crate::plan::Sender::Agent { crossings: 1 };
+        let rtt = diffs_ns(&SimTestbed::new(&p, model.clone(), false).generate(ses, &ses.runs[0], 1), model.tsc_hz);
+        assert_eq!(rtt.len(), one_way.len());
+        // The round trip is the one-way differential plus the wire to the card (the transmission
+        // is stamped at the sender, before it) and the echo's way back; stamps are whole ticks.
+        let back = WIRE_NS + model.echo_return_ns;
+        for (id, d) in &rtt {
+            assert!((d - one_way[id] - back).abs() < 1.0, "probe {id}: {d} vs {} + {back}", one_way[id]);
+        }
+        // Losses take echoes only: every probe sent is recorded.
+        let lossy = SimModel { loss: 0.1, ..quiet() };
+        let data = SimTestbed::new(&p, lossy, false).generate(ses, &ses.runs[0], 1);
+        let c = pairs::pair(&data.batches).counts;
+        assert_eq!(c.matched + c.bypass_only, 20_000, "{c:?}");
+        assert!((12_300..=12_900).contains(&c.matched), "0.9 of the 14,000 forwarded: {c:?}");
     }
 
     #[test]

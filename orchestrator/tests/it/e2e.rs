@@ -439,9 +439,40 @@ fn emulated_study_end_to_end() {
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "soak: Forward {p50} ns vs 300 µs");
     assert!(soak_dir.join("data/program=forward/session=1/run=2.hlog").is_file());
 
-    for d in
-        [corrupt_dir, dir, first_dir, second_dir, faults_dir, reflect_dir, int_dir, backends_dir, refused_dir, soak_dir]
-    {
+    // 11. The agent as the sender (plans/rtt.yaml): the originator sends each run's trace out of
+    //     snd0 and stamps the echoes the reflector sends back through rfl0 and the switch to cap0.
+    //     The round trip calibrated by the null path's recovers Forward's 300 µs one way, every
+    //     forwarded probe is echoed once, and the records come from the sender.
+    let rtt_dir = tmp("rtt");
+    let o = bin().args(["run", "../plans/rtt.yaml", "--out"]).arg(&rtt_dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&rtt_dir);
+    let p = &s.programs["forward"];
+    let rt = p.round_trip.as_ref().expect("round trips");
+    let one_way = rt.one_way_ns["p50"];
+    assert!((one_way - 300_000.0).abs() <= 0.05 * 300_000.0, "rtt: Forward {one_way} ns one way vs 300 µs");
+    assert!(rt.rtt_ns["p50"] > rt.null_rtt_ns + 250_000.0, "{rt:?}");
+    // Forward drops the probes whose id ends in 3, 6 or 9: 350 of 500 come back in each of its
+    // runs (the null path echoes all).
+    assert_eq!(p.sessions[0].matched, 3 * 350);
+    assert_eq!((s.health.duplicates, s.health.pipeline_only, s.health.bypass_only), (0, 0, 3 * 150));
+    assert_eq!(s.provenance.as_ref().unwrap().sender, orchestrator::plan::Sender::Agent { crossings: 1 });
+    let log = std::fs::read_to_string(rtt_dir.join("logs/forward_s1/originate.log")).unwrap();
+    assert!(log.contains("\"event\":\"rtt\",\"sent\":500,\"received\":350"), "{log}");
+
+    for d in [
+        corrupt_dir,
+        dir,
+        first_dir,
+        second_dir,
+        faults_dir,
+        reflect_dir,
+        int_dir,
+        backends_dir,
+        refused_dir,
+        soak_dir,
+        rtt_dir,
+    ] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

@@ -16,6 +16,7 @@ mod import;
 mod levels;
 mod replay;
 mod report;
+mod rtt;
 mod run;
 mod schemas;
 mod shell;

@@ -64,6 +64,7 @@ fn provenance() -> Provenance {
         resumed: Vec::new(),
         ended: Some("2025-05-01T16:30:00Z".into()),
         import: None,
+        sender: orchestrator::plan::Sender::Tcpreplay,
     }
 }
 
@@ -152,6 +153,7 @@ fn summary() -> Summary {
         excluded: 30,
         histogram: Histogram { start_ns: 80.0, bin_ns: 1.0, counts: ft_counts },
         soak: None,
+        round_trip: None,
     };
     let mut ck_counts = vec![0; 60];
     bell(&mut ck_counts, 335.0, 364.0, 8.0, 1_000_000.0);
@@ -214,6 +216,7 @@ fn summary() -> Summary {
         excluded: 50,
         histogram: Histogram { start_ns: 335.0, bin_ns: 1.0, counts: ck_counts },
         soak: None,
+        round_trip: None,
     };
     let nulls = BTreeMap::from([
         (

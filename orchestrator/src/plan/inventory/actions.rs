@@ -29,6 +29,9 @@ pub enum Action {
     DriverBind,
     /// Start the receiver agent (a long-running process under `setsid`).
     AgentStart,
+    /// Start the receiver's reflector instead (`latency-agent reflect`, `sender: agent`): it
+    /// echoes every probe back to the sender's originator.
+    ReflectorStart,
     /// Write QDMA queue config, indirection tables and CMAC enables.
     RegisterInit,
     /// Check the BAR is readable and both CMAC RX status registers read 0x3.
@@ -39,6 +42,8 @@ pub enum Action {
     CaptureStart,
     /// Replay the probe trace at the plan's pacing.
     Replay,
+    /// Send the probe trace with the sender's agent, timing each round trip (`sender: agent`).
+    Originate,
     /// Stop the sender's capture.
     CaptureStop,
     /// Stop the receiver agent.
@@ -86,7 +91,7 @@ impl<'de> Deserialize<'de> for Action {
 
 impl Action {
     /// Every action, in execution order.
-    pub const ALL: [Action; 17] = [
+    pub const ALL: [Action; 19] = [
         Action::Flash,
         Action::FlashJtag,
         Action::Boot,
@@ -97,11 +102,13 @@ impl Action {
         Action::ResetMethodClear,
         Action::DriverBind,
         Action::AgentStart,
+        Action::ReflectorStart,
         Action::RegisterInit,
         Action::HealthCheck,
         Action::Readback,
         Action::CaptureStart,
         Action::Replay,
+        Action::Originate,
         Action::CaptureStop,
         Action::AgentStop,
     ];
@@ -119,18 +126,20 @@ impl Action {
             Action::ResetMethodClear => "reset_method_clear",
             Action::DriverBind => "driver_bind",
             Action::AgentStart => "agent_start",
+            Action::ReflectorStart => "reflector_start",
             Action::RegisterInit => "register_init",
             Action::HealthCheck => "health_check",
             Action::Readback => "readback",
             Action::CaptureStart => "capture_start",
             Action::Replay => "replay",
+            Action::Originate => "originate",
             Action::CaptureStop => "capture_stop",
             Action::AgentStop => "agent_stop",
         }
     }
 
     /// Every action's name, in the order of [`Action::ALL`].
-    pub fn names() -> [&'static str; 17] {
+    pub fn names() -> [&'static str; 19] {
         Action::ALL.map(Action::name)
     }
 
@@ -142,7 +151,7 @@ impl Action {
     /// Host the action runs on.
     pub fn role(self) -> Role {
         match self {
-            Action::CaptureStart | Action::Replay | Action::CaptureStop => Role::Sender,
+            Action::CaptureStart | Action::Replay | Action::Originate | Action::CaptureStop => Role::Sender,
             _ => Role::Receiver,
         }
     }
@@ -161,11 +170,13 @@ impl Action {
             Action::ResetMethodClear => include_str!("../templates/reset_method_clear.sh"),
             Action::DriverBind => include_str!("../templates/driver_bind.sh"),
             Action::AgentStart => include_str!("../templates/agent_start.sh"),
+            Action::ReflectorStart => include_str!("../templates/reflector_start.sh"),
             Action::RegisterInit => include_str!("../templates/register_init.sh"),
             Action::HealthCheck => include_str!("../templates/health_check.sh"),
             Action::Readback => include_str!("../templates/readback.sh"),
             Action::CaptureStart => include_str!("../templates/capture_start.sh"),
             Action::Replay => include_str!("../templates/replay.sh"),
+            Action::Originate => include_str!("../templates/originate.sh"),
             Action::CaptureStop => include_str!("../templates/capture_stop.sh"),
             Action::AgentStop => include_str!("../templates/agent_stop.sh"),
         };
@@ -192,6 +203,7 @@ pub const VARIABLES: &[&str] = &[
     "bar_file",
     "bitstream",
     "bitstream_sha256",
+    "burst",
     "burst_args",
     "capture_file",
     "capture_iface",
@@ -201,6 +213,7 @@ pub const VARIABLES: &[&str] = &[
     "config_fpga_key",
     "devbind",
     "capture_args",
+    "echo_args",
     "eal_args",
     "fpga_ifaces",
     "fpga_pci",
@@ -209,8 +222,11 @@ pub const VARIABLES: &[&str] = &[
     "jtag_device",
     "numa_node",
     "onic_module",
+    "originate_file",
     "pace_args",
     "pacing_pps",
+    "pipeline_core",
+    "pipeline_iface",
     "poller_cores",
     "probe_format",
     "program",
@@ -219,6 +235,7 @@ pub const VARIABLES: &[&str] = &[
     "reflect_args",
     "replay_core",
     "run",
+    "sender_agent",
     "sender_iface",
     "session",
     "session_dir",
@@ -237,6 +254,7 @@ pub const LIST_VARIABLES: &[&str] = &[
     "capture_args",
     "config_fpga_as",
     "eal_args",
+    "echo_args",
     "fpga_ifaces",
     "fpga_pci",
     "reflect_args",

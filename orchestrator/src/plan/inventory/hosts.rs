@@ -169,6 +169,7 @@ pub(super) fn decode_sender(d: &mut Decoder, n: &Node) -> Option<Sender> {
     let interface = m.required(d, "interface", iface);
     let replay_core = m.required(d, "replay_core", |d, v| d.uint(v, 0..=4095));
     let capture_tstamp = m.or(d, "capture_tstamp", "adapter_unsynced".to_string(), Decoder::string);
+    let agent = m.or(d, "agent", "latency-agent".into(), Decoder::string);
     let capture_iface = match m.get(d, "capture_iface") {
         Some(v) => iface(d, v),
         None => interface.clone(),
@@ -180,6 +181,7 @@ pub(super) fn decode_sender(d: &mut Decoder, n: &Node) -> Option<Sender> {
         replay_core: replay_core?,
         capture_iface: capture_iface?,
         capture_tstamp: capture_tstamp?,
+        agent: agent?,
     })
 }
 

@@ -25,6 +25,7 @@ pub use session::control_dir;
 
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError, reflect};
+use crate::plan::Sender;
 use crate::plan::inventory::{Action, Inventory, Role};
 use crate::plan::layout::RemoteLayout;
 use crate::schedule::{Run, Session as StudySession, Step};
@@ -133,14 +134,17 @@ impl SshTestbed {
 
     /// Upload what the study needs, each file only if it is missing or differs (checksummed): the
     /// probe `traces` (file name on the host, local file) on the sender, tables and present
-    /// bitstream images on the receiver, and the agent binary when the inventory places it in the
-    /// receiver's work folder.
+    /// bitstream images on the receiver, and the agent binary where the inventory places it in a
+    /// host's work folder (the receiver's; the sender's too when the plan's sender is the agent).
     pub fn upload_study(&self, plan: &crate::plan::Plan, traces: &[(String, PathBuf)]) -> Result<(), TestbedError> {
         for u in transfer::study_uploads(plan, &self.layout, traces) {
             self.upload(u.role, &u.local, &u.remote)?;
         }
-        let agent = &self.inv.receiver.agent;
-        if self.layout.agent_is_staged(agent) {
+        let mut agents = vec![(Role::Receiver, &self.inv.receiver.agent)];
+        if let Sender::Agent { .. } = plan.protocol.sender {
+            agents.push((Role::Sender, &self.inv.sender.agent));
+        }
+        for (role, agent) in agents.into_iter().filter(|(role, a)| self.layout.agent_is_staged(*role, a)) {
             let local = |e: String| failed("local", "stage", e);
             let exe = std::env::current_exe().map_err(|e| local(e.to_string()))?;
             let built = exe.with_file_name("latency-agent");
@@ -150,13 +154,13 @@ impl SshTestbed {
                     built.display()
                 )));
             }
-            if let Some(wanted) = &self.inv.receiver.dpdk_version {
+            if let (Role::Receiver, Some(wanted)) = (role, &self.inv.receiver.dpdk_version) {
                 let built_against = agent_dpdk_version(&built).map_err(local)?;
                 check_dpdk_abi(built_against.as_deref(), wanted)
                     .map_err(|e| failed(self.hosts.name(Role::Receiver), "stage", e))?;
             }
-            self.upload(Role::Receiver, &built, agent)?;
-            self.sh(Role::Receiver, "stage", &transfer::executable_command(agent), Duration::from_secs(10))?;
+            self.upload(role, &built, agent)?;
+            self.sh(role, "stage", &transfer::executable_command(agent), Duration::from_secs(10))?;
         }
         Ok(())
     }
@@ -184,6 +188,46 @@ impl SshTestbed {
             self.step(session, st, 1, cancel)?;
         }
         Ok(())
+    }
+
+    /// Run `step`, the sender's originator (`sender: agent`; the reflector echoes on its own, with
+    /// no `begin` or `end`), and collect the records it wrote on the sender.
+    fn originate(
+        &self,
+        name: &str,
+        run: &Run,
+        step: &Step,
+        attempt: u32,
+        start: Instant,
+    ) -> Result<RunData, TestbedError> {
+        let cmd = step.command.as_deref().unwrap_or("true");
+        self.log(name, step.action.name(), &format!("# run {} attempt {attempt}\n$ {cmd}", run.run));
+        let out = self.sh(Role::Sender, step.action.name(), cmd, self.timeout(step.action));
+        self.log(name, step.action.name(), out.as_ref().map_or_else(|e| e.to_string(), String::clone).as_str());
+        let out = out?;
+        let sender = self.hosts.name(Role::Sender);
+        let event = out.lines().rev().find_map(|l| serde_json::from_str::<AgentEvent>(l.trim()).ok());
+        let Some(AgentEvent::Rtt { sent, received, seconds, file, .. }) = event else {
+            return Err(failed(
+                sender,
+                "originate",
+                format!("no `rtt` event in the originator's output: {}", out.trim()),
+            ));
+        };
+        self.log(name, "run", &format!("originate: {sent} sent, {received} echoed in {seconds:.6} s"));
+        let file = file.display().to_string();
+        let bytes = self.download(Role::Sender, &file)?;
+        let collected = RemoteLayout::collected(&file, attempt);
+        let _ = self.sh(Role::Sender, "collect", &transfer::rename_command(&file, &collected), Duration::from_secs(10));
+        let batches = decode_stream(&bytes).map_err(|e| failed(sender, "collect", format!("{file}: {e}")))?;
+        Ok(RunData {
+            batches,
+            seconds: start.elapsed().as_secs_f64(),
+            replay: Some(ReplayReport { packets: sent, seconds, failed: 0 }),
+            reflected_loops: 0,
+            nic_drops: 0,
+            histogram: None,
+        })
     }
 
     /// Run a run's steps (capture start, replay, capture stop) between the agent's `begin` and
@@ -294,7 +338,8 @@ impl Testbed for SshTestbed {
         let timeout = self.timeout(step.action);
         let name = session.name();
         self.log(&name, step.action.name(), &format!("# attempt {attempt}\n$ {cmd}"));
-        if step.action == Action::AgentStart {
+        let starts_agent = matches!(step.action, Action::AgentStart | Action::ReflectorStart);
+        if starts_agent {
             self.agent(&name).prepare()?;
         }
         let out = self.sh(step.action.role(), step.action.name(), cmd, timeout);
@@ -308,7 +353,7 @@ impl Testbed for SshTestbed {
             let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
             self.readback.insert(name.clone(), value);
         }
-        if step.action == Action::AgentStart {
+        if starts_agent {
             let started = self.agent(&name).ready(timeout)?;
             self.tsc_hz = Some(started.tsc.hz);
             self.tsc_by_session.insert(name.clone(), started.tsc.hz);
@@ -336,6 +381,9 @@ impl Testbed for SshTestbed {
         let name = session.name();
         if !self.agent(&name).alive() {
             self.restart_agent(session, cancel)?;
+        }
+        if let Some(step) = run.steps.iter().find(|s| s.action == Action::Originate) {
+            return self.originate(&name, run, step, attempt, start);
         }
         let file = self.agent(&name).begin(run.run)?;
         let replay = self.run_steps(&name, run, attempt, cancel)?;

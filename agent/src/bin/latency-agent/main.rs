@@ -21,7 +21,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+mod rtt;
+
 use clap::{Parser, Subcommand, ValueEnum};
+use rtt::{OriginateArgs, ReflectArgs};
 
 use latency_agent::capture::{KernelPort, RxPort};
 use latency_agent::recorder::{MAX_PORTS, Options, Recorder, SoakOptions};
@@ -127,118 +130,6 @@ struct CaptureArgs {
     eal: Vec<String>,
 }
 
-/// The port of `originate` and `reflect`.
-#[derive(clap::Args)]
-struct RttPort {
-    /// Receive backend (the kernel's: these send through a packet socket).
-    #[arg(long, value_enum, default_value = "af-packet")]
-    backend: Backend,
-    /// Interface.
-    #[arg(long)]
-    port: String,
-    /// Probe id format.
-    #[arg(long, value_enum, default_value_t = ProbeFormat::Compact)]
-    probe_format: ProbeFormat,
-    /// Core of the receiving poller.
-    #[arg(long)]
-    core: Option<usize>,
-}
-
-#[derive(clap::Args)]
-struct OriginateArgs {
-    #[command(flatten)]
-    port: RttPort,
-    /// Probes to send, numbered from 1.
-    #[arg(long)]
-    count: u64,
-    /// Probes per second.
-    #[arg(long)]
-    pps: f64,
-    /// Probes sent back to back at each pacing instant.
-    #[arg(long, default_value_t = 1)]
-    burst: u64,
-    /// Frame length, bytes.
-    #[arg(long, default_value_t = 128)]
-    frame_size: usize,
-    /// Destination MAC of the probes (the reflector's).
-    #[arg(long)]
-    dst_mac: latency_proto::MacAddr,
-    /// Core of the sending thread.
-    #[arg(long)]
-    tx_core: Option<usize>,
-    /// How long echoes may take after the last probe, ms.
-    #[arg(long, default_value_t = 200)]
-    drain_ms: u64,
-    /// The run's records (Arrow IPC stream, record schema).
-    #[arg(long)]
-    out: PathBuf,
-}
-
-#[derive(clap::Args)]
-struct ReflectArgs {
-    #[command(flatten)]
-    port: RttPort,
-}
-
-/// Open `p`'s receive port.
-fn rtt_port(p: &RttPort) -> Result<Box<dyn RxPort>, Failure> {
-    let port = match p.backend {
-        Backend::AfPacket => KernelPort::af_packet(&p.port, false),
-        Backend::AfXdp => KernelPort::af_xdp(&p.port, false, None),
-        Backend::Dpdk => return Err((2, "originate and reflect take --backend af-packet or af-xdp".into())),
-    };
-    port.map(|p| Box::new(p) as Box<dyn RxPort>).map_err(|e| (1, e.to_string()))
-}
-
-fn originate(a: &OriginateArgs) -> Result<(), Failure> {
-    if a.count == 0 || !(a.pps.is_finite() && a.pps > 0.0) || a.burst == 0 {
-        return Err((2, "--count, --pps and --burst must be above 0".into()));
-    }
-    let rx = rtt_port(&a.port)?;
-    let tx = sys::af_packet::PacketSender::open(&a.port.port).map_err(|e| (1, format!("{}: {e}", a.port.port)))?;
-    let info = tsc::probe(200_000_000);
-    let o = latency_agent::rtt::Originate {
-        count: a.count,
-        pps: a.pps,
-        burst: a.burst,
-        frame_size: a.frame_size,
-        format: a.port.probe_format,
-        dst_mac: a.dst_mac.0,
-        drain: Duration::from_millis(a.drain_ms),
-        cores: (a.tx_core, a.port.core),
-    };
-    let c = latency_agent::rtt::originate(rx, &tx, &o, info.hz, &a.out).map_err(|e| (1, e.to_string()))?;
-    emit(&AgentEvent::Rtt {
-        sent: c.sent,
-        received: c.received,
-        duplicates: c.duplicates,
-        other: c.other,
-        file: a.out.clone(),
-    });
-    Ok(())
-}
-
-fn reflect(a: &ReflectArgs) -> Result<(), Failure> {
-    let mut rx = rtt_port(&a.port)?;
-    let tx = sys::af_packet::PacketSender::open(&a.port.port).map_err(|e| (1, format!("{}: {e}", a.port.port)))?;
-    if let Some(c) = a.port.core {
-        sys::pin_current_thread(c).map_err(|e| (2, format!("--core {c}: {e}")))?;
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        let _ = signal_hook::flag::register(sig, stop.clone());
-    }
-    emit(&AgentEvent::Ready {
-        ports: vec![rx.name()],
-        tsc: tsc::probe(50_000_000),
-        pid: std::process::id(),
-        setup: None,
-    });
-    let (reflected, other) = latency_agent::rtt::reflect(rx.as_mut(), &tx, a.port.probe_format, &stop);
-    emit(&AgentEvent::Reflected { reflected, other });
-    Ok(())
-}
-
 #[derive(Subcommand)]
 enum RegsOp {
     /// QDMA queue config, indirection tables, CMAC enables.
@@ -313,8 +204,8 @@ fn main() -> ExitCode {
         Command::Capture(args) => {
             capture(&args).inspect_err(|(_, error)| emit(&AgentEvent::Error { command: None, error: error.clone() }))
         }
-        Command::Originate(args) => originate(&args),
-        Command::Reflect(args) => reflect(&args),
+        Command::Originate(args) => rtt::originate(&args),
+        Command::Reflect(args) => rtt::reflect(&args),
         Command::Regs { op } => regs_cmd(op),
         Command::Tsc { window_ms } => {
             emit(&AgentEvent::Tsc(tsc::probe(window_ms * 1_000_000)));

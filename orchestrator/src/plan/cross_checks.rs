@@ -1,0 +1,73 @@
+//! Checks of a plan that span its sections: factors against the protocol, and the size of the
+//! schedule.
+
+use super::decoder::Decoder;
+use super::factors::{self, Factor, FactorName};
+use super::yaml::Node;
+use super::{MAX_RUNS, Program, Protocol, Timing};
+
+/// Factors the protocol cannot take: a template variable set per level with sessions holding
+/// every level, a pacing factor without even pacing, any factor in soak mode.
+pub(super) fn factors_with_protocol(
+    d: &mut Decoder,
+    protocol: Option<&Protocol>,
+    factor_list: &[Factor],
+    order: Option<factors::Order>,
+) {
+    if let Some(f) = factor_list.iter().find(|f| matches!(f.name, FactorName::Var(_)))
+        && order == Some(factors::Order::SessionLevelRun)
+    {
+        d.error(
+            f.at,
+            format!(
+                "factor `{}` sets a template variable, which a bring-up uses once per session: it needs `order: \
+                 level_session_run`",
+                f.name.name()
+            ),
+        );
+    }
+    if let (Some(p), Some(f)) = (protocol, factor_list.iter().find(|f| f.name == FactorName::PacingPps))
+        && p.timing != Timing::Pps
+    {
+        d.error(
+            f.at,
+            "factor `pacing_pps` needs `timing: pps`: with `timing: trace` the trace's time stamps pace the probes",
+        );
+    }
+    if let (Some(p), Some(f)) = (protocol, factor_list.first())
+        && p.soak.is_some()
+    {
+        d.error(f.at, "`protocol.soak` summarises each program over all its runs: it takes no factors");
+    }
+}
+
+/// Adaptive sessions need every level in each bring-up; false (reported at `protocol:`) if not.
+pub(super) fn adaptive_order(d: &mut Decoder, at: &Node, p: &Protocol, order: factors::Order) -> bool {
+    if p.adaptive.is_some() && order == factors::Order::LevelSessionRun {
+        d.error(at.pos, "adaptive sessions need `order: session_level_run` (every level in each bring-up)");
+        return false;
+    }
+    true
+}
+
+/// Report, at `protocol:`, a schedule larger than [`MAX_RUNS`].
+pub(super) fn size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program], levels: usize) {
+    let mut traces: Vec<usize> = programs.iter().map(|p| p.null_trace).collect();
+    traces.sort_unstable();
+    traces.dedup();
+    // One session group per program, and one per null trace for its calibration.
+    let groups = (programs.len() + traces.len()) as u64;
+    let runs = groups * u64::from(p.sessions) * u64::from(p.runs) * levels as u64;
+    if runs > MAX_RUNS {
+        d.error(
+            at.pos,
+            format!(
+                "schedule of {runs} runs exceeds the limit of {MAX_RUNS}: {groups} session groups (programs and null \
+                 calibrations) × {} sessions × {} runs{}",
+                p.sessions,
+                p.runs,
+                if levels > 1 { format!(" × {levels} levels") } else { String::new() }
+            ),
+        );
+    }
+}
