@@ -58,6 +58,9 @@ pub struct Options {
     pub service_core: Option<usize>,
     /// Soak mode: a histogram of the differentials per run, appended to its log every interval.
     pub soak: Option<SoakOptions>,
+    /// Pollers without a core (ports beyond `cores`) sleep in the kernel while their port is
+    /// idle ([`RxPort::wait`]) instead of spinning.
+    pub sleep_unpinned: bool,
 }
 
 /// One probe copy as seen by a poller.
@@ -210,10 +213,11 @@ impl Recorder {
             let which = i as u8;
             let (shared, tx, ack) = (shared.clone(), tx.clone(), ack_tx.clone());
             let (format, core) = (opts.format, opts.cores.get(i).copied());
+            let wait = opts.sleep_unpinned && core.is_none();
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("poll-{}", pollers[i]))
-                    .spawn(move || poller(port, Poller { index: i, which, core, format }, &shared, &tx, &ack))?,
+                    .spawn(move || poller(port, Poller { index: i, which, core, format, wait }, &shared, &tx, &ack))?,
             );
         }
         let setting = Setting::new(0, 0, false);
@@ -321,6 +325,8 @@ struct Poller {
     which: u8,
     core: Option<usize>,
     format: ProbeFormat,
+    /// Sleep while the port is idle (at most 1 ms at a time, so that run changes are seen).
+    wait: bool,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -388,8 +394,10 @@ fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSende
         if !seen.is_empty() && (n == 0 || seen.len() >= POLLER_BATCH) {
             hand_over(&mut seen, setting.recording(), me.which, shared, tx);
         }
-        if n == 0 {
-            std::hint::spin_loop();
+        match (n, me.wait) {
+            (0, true) => port.wait(1),
+            (0, false) => std::hint::spin_loop(),
+            _ => {}
         }
     }
     hand_over(&mut seen, setting.recording(), me.which, shared, tx);

@@ -253,6 +253,7 @@ mod tests {
             histogram: Histogram::default(),
             soak: None,
             round_trip: None,
+            port_pairs: Default::default(),
         }
     }
 

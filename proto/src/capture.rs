@@ -100,6 +100,13 @@ pub struct CaptureOptions {
     /// not listed warn).
     #[cfg_attr(feature = "clap", arg(long, default_value = ""))]
     pub fast_path: FastPathPolicy,
+    /// Pollers without a core of their own (ports beyond `--cores`) sleep in the kernel while
+    /// their port is idle instead of spinning, so that they do not take turns with the pinned
+    /// pollers (kernel backends; hosts with fewer cores than ports): their stamps then include a
+    /// wake-up.
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(default)]
+    pub sleep_unpinned: bool,
 }
 
 impl Default for CaptureOptions {
@@ -112,6 +119,7 @@ impl Default for CaptureOptions {
             reflect_dst_mac: None,
             busy_poll_us: None,
             fast_path: FastPathPolicy::default(),
+            sleep_unpinned: false,
         }
     }
 }
@@ -136,6 +144,9 @@ impl CaptureOptions {
         }
         if !self.fast_path.0.is_empty() {
             args.extend(["--fast-path".into(), self.fast_path.to_string()]);
+        }
+        if self.sleep_unpinned {
+            args.push("--sleep-unpinned".into());
         }
         args
     }
@@ -232,6 +243,7 @@ mod tests {
             promiscuous: true,
             service_core: Some(2),
             reflect_dst_mac: Some("0c:42:a1:de:ad:01".parse().unwrap()),
+            sleep_unpinned: true,
             ..CaptureOptions::default()
         };
         assert_eq!(
@@ -245,7 +257,8 @@ mod tests {
                 "--service-core",
                 "2",
                 "--reflect-dst-mac",
-                "0c:42:a1:de:ad:01"
+                "0c:42:a1:de:ad:01",
+                "--sleep-unpinned"
             ]
         );
         let json = serde_json::to_string(&o).unwrap();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tear down the emulated testbed (see up.sh): stop every process by pid — the recorded ones
-# (sshd ×2, fpga-emu), the agent and capture the orchestrator may have left (their pidfiles in the
-# hosts' work folders), then whatever still runs inside the four namespaces — and only then delete
+# (sshd ×2, fpga-emu ×2), the agent and capture the orchestrator may have left (their pidfiles in the
+# hosts' work folders), then whatever still runs inside the five namespaces — and only then delete
 # the namespaces and the management bridge (`ip netns del` does not kill processes).
 #
 # Idempotent. Keys and configuration in state/ are kept (up.sh reuses them); --purge removes them
@@ -11,7 +11,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 state=$here/state
 run=/var/tmp/latency-emu
-namespaces="sender switch fpga receiver"
+namespaces="sender switch fpga fpga2 receiver"
 
 log() { echo "testbed-down: $*"; }
 
@@ -45,7 +45,7 @@ if [ -f "$state/ssh_config" ]; then
   done
 fi
 
-for f in "$run/receiver/agent.pid" "$run/sender/capture.pid" "$state/pids/fpga-emu.pid" \
+for f in "$run/receiver/agent.pid" "$run/sender/capture.pid" "$state/pids/fpga-emu.pid" "$state/pids/fpga-emu2.pid" \
          "$state/pids/sshd-sender.pid" "$state/pids/sshd-receiver.pid"; do
   if pid=$(ours "$f"); then stop "$pid" "$(cat "/proc/$pid/comm" 2>/dev/null || echo process) ($(basename "$f"))"; fi
   rm -f "$f"

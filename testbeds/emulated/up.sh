@@ -7,6 +7,10 @@
 #   receiver sshd (10.250.0.3), the agent on r0 (pipeline P) and r1 (bypass B); in reflect mode
 #            it sends every probe back out of rfl0, through the switch, to the sender's cap0
 #            (tcpdump there)
+#   fpga2    a second card, after the first (a multi-hop path): tc on fpga-p's egress mirrors the
+#            first card's pipeline output to fpga2-a; fpga-emu there (pinned to core $EMU2_CPU,
+#            default 0: its waits for due frames must not hold up the bypass poller on core 1)
+#            sends it out of fpga2-p to the receiver's r2. Its bypass side goes nowhere.
 #   switch   also tc ingress on sw-rfl (rfl0's peer), a learning switch that knows only cap0's
 #            MAC: frames to it are redirected to sw-cap (cap0), any other frame is flooded to
 #            sw-a, sw-b (back into the FPGA: a reflection loop) and sw-cap
@@ -149,7 +153,7 @@ install -m 755 "$BIN_DIR/latency-agent" "$run/receiver/bin/latency-agent"
 ns_exists() { ip netns list | grep -qw "^$1"; }
 link_in() { ip -n "$1" link show dev "$2" >/dev/null 2>&1; }
 
-for ns in sender switch fpga receiver; do
+for ns in sender switch fpga fpga2 receiver; do
   ns_exists "$ns" || ip netns add "$ns"
   # IPv6 off before any link appears, so that no router solicitation or DAD frame is ever sent.
   ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
@@ -173,9 +177,10 @@ paired() {
 # the switch, is deleted with its old peer). A pair of the fpga namespace made anew means a running
 # fpga-emu holds sockets of deleted links: it is restarted.
 fpga_links_changed=
+fpga2_links_changed=
 veth() {
   if ! paired "$1" "$2" "$3" "$4"; then
-    case "$1 $3" in *fpga*) fpga_links_changed=1 ;; esac
+    case "$1 $3" in *fpga2*) fpga2_links_changed=1 ;; *fpga*) fpga_links_changed=1 ;; esac
     ip -n "$1" link del "$2" 2>/dev/null || true
     ip -n "$3" link del "$4" 2>/dev/null || true
     ip link add "$2" netns "$1" type veth peer name "$4" netns "$3"
@@ -188,6 +193,12 @@ veth switch sw-a fpga fpga-a
 veth switch sw-b fpga fpga-b
 veth fpga fpga-p receiver r0
 veth fpga fpga-hb receiver r1
+# The second card: fed by a mirror of the first's pipeline output, its pipeline output to r2; its
+# bypass side is wired to dead ends in the switch namespace (no filter there forwards them).
+veth fpga fpga-x fpga2 fpga2-a
+veth fpga2 fpga2-p receiver r2
+veth fpga2 fpga2-b switch sw-2b
+veth fpga2 fpga2-hb switch sw-2hb
 # The reflect path passes the switch, as on the OCT testbed: receiver rfl0 -> sw-rfl, sw-cap ->
 # sender cap0 (rfl0 was once wired straight to cap0: veth replaces that pair).
 veth receiver rfl0 switch sw-rfl
@@ -203,6 +214,12 @@ ip netns exec switch tc qdisc del dev sw-in ingress 2>/dev/null || true
 ip netns exec switch tc qdisc add dev sw-in ingress
 ip netns exec switch tc filter add dev sw-in parent ffff: protocol all prio 1 u32 match u32 0 0 \
   action mirred egress mirror dev sw-a action mirred egress redirect dev sw-b
+
+# The second hop: every frame the first card sends to r0 is also sent into the second card.
+ip netns exec fpga tc qdisc del dev fpga-p clsact 2>/dev/null || true
+ip netns exec fpga tc qdisc add dev fpga-p clsact
+ip netns exec fpga tc filter add dev fpga-p egress protocol all prio 1 u32 match u32 0 0 \
+  action mirred egress mirror dev fpga-x
 
 # The reflect path: a learning switch that has learnt only cap0's address. A frame from rfl0 to
 # cap0's MAC (u32 `ether dst`: the frame's first 6 bytes, at -14 from the network header) goes to
@@ -263,28 +280,35 @@ for h in sender receiver; do
   log "sshd in $h: pid $(cat "$state/pids/sshd-$h.pid"), $([ $h = sender ] && echo $sender_ip || echo $receiver_ip):22"
 done
 
-if [ -n "$fpga_links_changed" ] && running "$state/pids/fpga-emu.pid" fpga-emu fpga; then
-  pid=$(cat "$state/pids/fpga-emu.pid")
-  log "links of the fpga namespace were recreated: restarting fpga-emu (pid $pid)"
-  kill -TERM "$pid"
-  for _ in $(seq 30); do running "$state/pids/fpga-emu.pid" fpga-emu fpga || break; sleep 0.1; done
-fi
-if running "$state/pids/fpga-emu.pid" fpga-emu fpga; then
-  log "fpga-emu already running (pid $(cat "$state/pids/fpga-emu.pid"))"
-else
-  rm -f "$run/fpga/state.json"
-  cpu=${EMU_CPU:-1}
-  pin=(taskset -c "$cpu")
+# emulator NAME NS CPU LINKS_CHANGED: start fpga-emu NAME (pid file and folder named after it) in
+# namespace NS on its four links (NS-a, NS-b from the switch side; NS-p, NS-hb to the host side),
+# pinned to CPU, SCHED_FIFO, unless it runs; restarted if its links were recreated.
+emulator() {
+  local name=$1 ns=$2 cpu=$3 changed=$4 pidfile=$state/pids/$1.pid
+  if [ -n "$changed" ] && running "$pidfile" fpga-emu "$ns"; then
+    log "links of the $ns namespace were recreated: restarting $name (pid $(cat "$pidfile"))"
+    kill -TERM "$(cat "$pidfile")"
+    for _ in $(seq 30); do running "$pidfile" fpga-emu "$ns" || break; sleep 0.1; done
+  fi
+  if running "$pidfile" fpga-emu "$ns"; then
+    log "$name already running (pid $(cat "$pidfile"))"
+    return
+  fi
+  mkdir -p "$run/$ns"
+  rm -f "$run/$ns/state.json"
+  local pin=(taskset -c "$cpu")
   [ "$cpu" -lt "$(nproc)" ] || pin=()
   # Not a process-group leader, so setsid(1) execs in place and $! is fpga-emu's pid.
-  ip netns exec fpga setsid "${pin[@]}" chrt -f 50 "$run/bin/fpga-emu" run --switch-a fpga-a --switch-b fpga-b \
-    --host-p fpga-p --host-b fpga-hb --dir "$run/fpga" --bitstream null \
-    < /dev/null >> "$state/logs/fpga-emu.log" 2>&1 &
-  echo $! > "$state/pids/fpga-emu.pid"
-  "$run/bin/fpga-emu" status --dir "$run/fpga" --expect null --wait-s 5 > /dev/null \
-    || die "fpga-emu did not start (see $state/logs/fpga-emu.log)"
-  log "fpga-emu in fpga: pid $(cat "$state/pids/fpga-emu.pid"), null bitstream, ${pin[*]:-not pinned}, folder $run/fpga"
-fi
+  ip netns exec "$ns" setsid "${pin[@]}" chrt -f 50 "$run/bin/fpga-emu" run --switch-a "$ns-a" --switch-b "$ns-b" \
+    --host-p "$ns-p" --host-b "$ns-hb" --dir "$run/$ns" --bitstream null \
+    < /dev/null >> "$state/logs/$name.log" 2>&1 &
+  echo $! > "$pidfile"
+  "$run/bin/fpga-emu" status --dir "$run/$ns" --expect null --wait-s 5 > /dev/null \
+    || die "$name did not start (see $state/logs/$name.log)"
+  log "$name in $ns: pid $(cat "$pidfile"), null bitstream, ${pin[*]:-not pinned}, folder $run/$ns"
+}
+emulator fpga-emu fpga "${EMU_CPU:-1}" "$fpga_links_changed"
+emulator fpga-emu2 fpga2 "${EMU2_CPU:-0}" "$fpga2_links_changed"
 
 # ---------------------------------------------------------------- checks
 for h in emu-sender emu-receiver; do

@@ -90,6 +90,7 @@ fn options(out: &Path, cores: Vec<usize>) -> Options {
         queue: 64,
         service_core: None,
         soak: None,
+        sleep_unpinned: false,
     }
 }
 

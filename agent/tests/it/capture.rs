@@ -123,8 +123,9 @@ fn capture_records_every_probe_once_per_port(backend: &str) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A capture on three ports (a path with a further hop): every probe once per port, paired across
-/// all three.
+/// A capture on three ports (a path with a further hop), its unpinned pollers sleeping while
+/// idle (`--sleep-unpinned`, as on a host with fewer cores than ports): every probe once per port,
+/// paired across all three.
 #[test]
 fn a_three_port_capture_records_and_pairs_every_copy() {
     if !(have("ip") && have("tcpreplay") && is_root()) {
@@ -141,7 +142,7 @@ fn a_three_port_capture_records_and_pairs_every_copy() {
     write_trace_with_loops(&trace, n, 10, 0);
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", &ns.0, env!("CARGO_BIN_EXE_latency-agent"), "capture", "--backend", "af-packet"])
-        .args(["--ports", "r0,r1,r2", "--out"])
+        .args(["--ports", "r0,r1,r2", "--sleep-unpinned", "--out"])
         .arg(dir.join("runs"));
     let mut agent = Agent::spawn(cmd);
     let (ports, _, _) = agent.ready();

@@ -91,7 +91,19 @@ pub fn pair_batches(
     tsc_hz: f64,
     exclude_first: bool,
 ) -> RunPairs {
-    let p = pairs::pair(batches);
+    pair_ports_of(group, session, batches, tsc_hz, exclude_first, crate::plan::PortPair { from: 1, to: 0 })
+}
+
+/// Pair one run's records on two of its ports ([`pairs::pair_ports`]).
+pub fn pair_ports_of(
+    group: usize,
+    session: u32,
+    batches: &[arrow_array::RecordBatch],
+    tsc_hz: f64,
+    exclude_first: bool,
+    ports: crate::plan::PortPair,
+) -> RunPairs {
+    let p = pairs::pair_ports(batches, ports);
     let ns = 1e9 / tsc_hz;
     let skip = if exclude_first { p.first_id } else { None };
     let mut diffs = Vec::with_capacity(p.diffs.len());
@@ -227,29 +239,56 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     }
     let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
     let exclude = index.analysis.exclude_first_after_gap;
+    let port_pairs = &index.analysis.port_pairs;
+    // Each run read once: its headline pairs, then those of every declared port pair.
     let paired = load::par_map(&files, |f| {
-        load::read_verified(f, &index.groups[f.group]).map(|batches| RunPairs {
-            level: f.level.clone(),
-            ..pair_batches(f.group, f.session, &batches, index.tsc_hz, exclude)
+        load::read_verified(f, &index.groups[f.group]).map(|batches| {
+            let of = |ports| RunPairs {
+                level: f.level.clone(),
+                ..pair_ports_of(f.group, f.session, &batches, index.tsc_hz, exclude, ports)
+            };
+            let headline = of(crate::plan::PortPair { from: 1, to: 0 });
+            (headline, port_pairs.values().map(|&p| of(p)).collect::<Vec<_>>())
         })
     });
     let mut runs = Vec::with_capacity(files.len());
+    let mut by_pair: Vec<Vec<RunPairs>> = port_pairs.keys().map(|_| Vec::new()).collect();
     let mut failed = 0;
     for (f, r) in files.iter().zip(paired) {
         match r {
-            Ok(p) if p.counts.matched == 0 => {
+            Ok((p, _)) if p.counts.matched == 0 => {
                 failed += 1;
                 problems.push(format!("{}: no probe matched on both ports; counted as a failed run", f.rel));
             }
-            Ok(p) => runs.push(p),
+            Ok((p, others)) => {
+                runs.push(p);
+                for (k, o) in others.into_iter().enumerate().filter(|(_, o)| o.counts.matched > 0) {
+                    by_pair[k].push(o);
+                }
+            }
             Err(e) => problems.push(e),
         }
     }
     let mut soaks = soak::summarize(dir, &index, &entries, &summary_levels(&index), &mut problems);
+    let mut hops = Vec::new();
+    for (name, runs) in port_pairs.keys().zip(&by_pair) {
+        match summarize(&index, runs, &entries, None, Unusable::default()) {
+            Ok(s) => {
+                problems.extend(s.health.problems.iter().map(|p| format!("port pair `{name}`: {p}")));
+                hops.push((name, s.programs));
+            }
+            Err(e) => problems.push(format!("port pair `{name}`: {e}")),
+        }
+    }
     let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems })
         .map_err(|message| AnalysisError::Invalid { path: data, message })?;
     for (name, p) in summary.programs.iter_mut() {
         p.soak = soaks.remove(name);
+        for (pair, programs) in &mut hops {
+            if let Some(h) = programs.remove(name) {
+                p.port_pairs.insert((*pair).clone(), h);
+            }
+        }
     }
     summary.inputs_sha256 = inputs_sha256(dir)?;
     Ok(summary)

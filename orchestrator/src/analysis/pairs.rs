@@ -7,6 +7,8 @@ use arrow_array::types::{Int64Type, UInt8Type, UInt16Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use latency_proto::schema::col;
 
+use crate::plan::PortPair;
+
 /// Pairs of one run: `(probe id, D in TSC ticks)` of every matched probe, in id order, with the
 /// first copy of each probe on each port.
 #[derive(Clone, Debug, Default)]
@@ -55,8 +57,15 @@ impl Paired {
 
 const NONE: u64 = u64::MAX;
 
-/// Pair a run's records.
+/// Pair a run's records: pipeline (port 0) against bypass (port 1).
 pub fn pair(batches: &[RecordBatch]) -> Paired {
+    pair_ports(batches, PortPair { from: 1, to: 0 })
+}
+
+/// Pair a run's records on two of its ports: `D = t_to − t_from`, `to` in the place of the
+/// pipeline copy and `from` in the bypass copy's (pacing, frame lengths). Records of other ports
+/// count as `unknown_port`.
+pub fn pair_ports(batches: &[RecordBatch], ports_of: PortPair) -> Paired {
     let max_id = batches
         .iter()
         .filter_map(|b| b.column_by_name(col::PROBE_ID))
@@ -94,11 +103,14 @@ pub fn pair(batches: &[RecordBatch]) -> Paired {
         let tscs = tscs.as_primitive::<UInt64Type>().values();
         let lens = b.column_by_name(col::FRAME_LEN).map(|c| c.as_primitive::<UInt16Type>().values().clone());
         for k in 0..ids.len() {
-            let port = ports[k] as usize;
-            if port > 1 {
-                counts.unknown_port += 1;
-                continue;
-            }
+            let port = match ports[k] {
+                p if p == ports_of.to => 0,
+                p if p == ports_of.from => 1,
+                _ => {
+                    counts.unknown_port += 1;
+                    continue;
+                }
+            };
             let slot =
                 if dense { &mut first[port][ids[k] as usize] } else { sparse[port].entry(ids[k]).or_insert(NONE) };
             if *slot == NONE {
@@ -226,6 +238,31 @@ mod tests {
             t += if id % 2 == 0 { 90 } else { 110 };
         }
         assert_eq!(burst_size(&[b.finish().unwrap()]), Some(21.0 / 11.0));
+    }
+
+    #[test]
+    fn any_two_ports_of_a_three_port_run_pair_by_hand() {
+        // Port 1 (bypass, before hop 1) at 1000·k, port 0 (after hop 1) 300 later, port 2 (after
+        // hop 2) 500 after port 0; probe 3 never reaches port 2.
+        let mut b = RecordBuilder::default();
+        for k in 1..=3u64 {
+            b.push_index(k, 1, 1000 * k, k, 64, None);
+            b.push_index(k, 0, 1000 * k + 300, k, 64, None);
+            if k < 3 {
+                b.push_index(k, 2, 1000 * k + 800, k, 64, None);
+            }
+        }
+        let batches = [b.finish().unwrap()];
+        let hop1 = pair(&batches);
+        assert_eq!(hop1.diffs, vec![(1, 300), (2, 300), (3, 300)]);
+        assert_eq!(hop1.counts.unknown_port, 2);
+        let hop2 = pair_ports(&batches, PortPair { from: 0, to: 2 });
+        assert_eq!(hop2.diffs, vec![(1, 500), (2, 500)]);
+        assert_eq!((hop2.counts.matched, hop2.counts.bypass_only, hop2.counts.unknown_port), (2, 1, 3));
+        // The pacing of a pair is its `from` port's: every 1000 ticks.
+        assert_eq!(hop2.bypass_pps(1000.0), Some(1.0));
+        let path = pair_ports(&batches, PortPair { from: 1, to: 2 });
+        assert_eq!(path.diffs, vec![(1, 800), (2, 800)]);
     }
 
     #[test]

@@ -213,6 +213,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         histogram: super::histogram(&all),
         soak: None,
         round_trip: None,
+        port_pairs: Default::default(),
     })
 }
 

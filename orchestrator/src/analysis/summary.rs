@@ -103,6 +103,10 @@ pub struct ProgramSummary {
     /// `sender: agent`: the differentials are round trips; what they say one way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip: Option<RoundTrip>,
+    /// The plan's `port_pairs`, by name: each pair's differential analysed like the headline's,
+    /// calibrated by the null sessions' same pair.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_pairs: BTreeMap<String, ProgramSummary>,
 }
 
 /// A program timed by the agent as originator (`sender: agent`): its differentials are round

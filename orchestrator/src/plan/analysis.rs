@@ -1,7 +1,9 @@
 //! Decoding of a plan's `analysis:`, `report:` and `regression:` sections.
 
 use super::yaml::{Decoder, Node};
-use super::{Analysis, Estimator, ModeSettings, Regression, ReportFormat, ReportSpec};
+use std::collections::BTreeMap;
+
+use super::{Analysis, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
 use crate::defaults;
 
 impl Default for Analysis {
@@ -18,6 +20,7 @@ impl Default for Analysis {
                 min_separation_ns: defaults::MODE_MIN_SEPARATION_NS,
                 min_gap_sigmas: defaults::MODE_MIN_GAP_SIGMAS,
             },
+            port_pairs: BTreeMap::new(),
         }
     }
 }
@@ -53,6 +56,7 @@ pub(super) fn decode_analysis(d: &mut Decoder, n: &Node) -> Option<Analysis> {
     let tol = m.or(d, "hw_clock_tolerance_ns", def.hw_clock_tolerance_ns, |d, v| d.number(v, 0.0..=1e6));
     let boot = m.or(d, "bootstrap_resamples", def.bootstrap_resamples, |d, v| d.uint(v, 0..=1_000_000));
     let modes = m.or(d, "modes", def.modes, |d, v| decode_modes(d, v, def.modes));
+    let port_pairs = m.or(d, "port_pairs", BTreeMap::new(), decode_port_pairs);
     m.done(d);
     Some(Analysis {
         quantiles: quantiles?,
@@ -62,7 +66,40 @@ pub(super) fn decode_analysis(d: &mut Decoder, n: &Node) -> Option<Analysis> {
         hw_clock_tolerance_ns: tol?,
         bootstrap_resamples: boot?,
         modes: modes?,
+        port_pairs: port_pairs?,
     })
+}
+
+/// `port_pairs: {name: [from, to]}`.
+fn decode_port_pairs(d: &mut Decoder, n: &Node) -> Option<BTreeMap<String, PortPair>> {
+    let mut m = d.map(n, "port pairs by name: {name: [from, to]}")?;
+    let mut out = BTreeMap::new();
+    let mut ok = true;
+    for (name, v) in m.names(d) {
+        match decode_port_pair(d, v) {
+            Some(p) => {
+                out.insert(name.to_string(), p);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn decode_port_pair(d: &mut Decoder, v: &Node) -> Option<PortPair> {
+    let items = d.seq(v)?;
+    let ports: Vec<Option<u8>> = items.iter().map(|p| d.uint(p, 0..=15)).collect();
+    let ports: Vec<u8> = ports.into_iter().collect::<Option<_>>()?;
+    match ports[..] {
+        [from, to] if from != to => Some(PortPair { from, to }),
+        _ => {
+            d.error(
+                v.pos,
+                "a port pair is [from, to]: two different capture ports (0 pipeline, 1 bypass, 2, 3, … further hops)",
+            );
+            None
+        }
+    }
 }
 
 impl Default for ReportSpec {

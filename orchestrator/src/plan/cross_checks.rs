@@ -3,8 +3,8 @@
 
 use super::decoder::Decoder;
 use super::factors::{self, Factor, FactorName};
-use super::yaml::Node;
-use super::{MAX_RUNS, Program, Protocol, Timing};
+use super::yaml::{Node, Pos};
+use super::{Analysis, MAX_RUNS, Program, Protocol, Sender, Timing};
 
 /// Factors the protocol cannot take: a template variable set per level with sessions holding
 /// every level, a pacing factor without even pacing, any factor in soak mode.
@@ -38,6 +38,28 @@ pub(super) fn factors_with_protocol(
         && p.soak.is_some()
     {
         d.error(f.at, "`protocol.soak` summarises each program over all its runs: it takes no factors");
+    }
+}
+
+/// Port pairs past the pipeline and bypass ports need a capture of more than two ports, which
+/// reflect mode, soak mode and an agent sender (two stamps per probe) do not make.
+pub(super) fn port_pairs_with_protocol(d: &mut Decoder, at: Pos, p: &Protocol, a: &Analysis) {
+    if a.ports() <= 2 {
+        return;
+    }
+    let clash = [
+        (p.reflect, "`protocol.reflect`"),
+        (p.soak.is_some(), "`protocol.soak`"),
+        (p.sender != Sender::Tcpreplay, "`sender: agent`"),
+    ];
+    if let Some((_, what)) = clash.iter().find(|c| c.0) {
+        d.error(
+            at,
+            format!(
+                "`port_pairs` use {} capture ports, but {what} captures exactly two (pipeline and bypass)",
+                a.ports()
+            ),
+        );
     }
 }
 

@@ -202,6 +202,8 @@ impl Inventory {
         v.insert("bitstream_sha256", word(ctx.bitstream_sha256));
         v.insert("capture_file", word(&layout.capture_file(ctx.session_name, ctx.run.unwrap_or(0))));
         v.insert("capture_iface", word(&s.capture_iface));
+        // The agent's `--ports`: as many of the FPGA interfaces as the plan captures.
+        v.insert("capture_ports", word(&r.fpga_ifaces[..ctx.ports.min(r.fpga_ifaces.len())].join(",")));
         v.insert("capture_tstamp", word(&s.capture_tstamp));
         v.insert("capture_pidfile", word(&layout.capture_pidfile()));
         v.insert("config_fpga_key", word(&r.config_fpga_key));
@@ -323,6 +325,8 @@ pub struct StepContext<'a> {
     pub reflect: bool,
     /// Soak mode, when the plan asks for it.
     pub soak: Option<super::Soak>,
+    /// Capture ports the plan uses (2, or more with `port_pairs`).
+    pub ports: usize,
 }
 
 /// Decode an inventory file.

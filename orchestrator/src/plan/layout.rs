@@ -182,6 +182,7 @@ mod tests {
             probe_format: "latencylab",
             reflect: true,
             soak: None,
+            ports: 2,
         };
         let vars = inv.vars(&ctx);
         let word = |name: &str| match vars.get(name) {
@@ -194,6 +195,8 @@ mod tests {
             ("capture_pidfile", "/var/tmp/s/capture.pid"),
             ("session_dir", "/var/tmp/r/runs/forward_s1"),
             ("capture_file", "/var/tmp/s/captures/forward_s1-run02.pcap"),
+            ("originate_file", "/var/tmp/s/captures/forward_s1-run02.arrows"),
+            ("capture_ports", "enp59s0f0,enp59s0f1"),
             ("trace", "/var/tmp/s/traces/forward_500.pcap"),
             ("bitstream", "/var/tmp/r/bitstreams/forward.mcs"),
             ("workdir", "/var/tmp/r"),

@@ -23,6 +23,7 @@ mod testbed_checks;
 mod traces;
 pub mod yaml;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -33,7 +34,7 @@ pub use inventory::{Action, Inventory};
 pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Sender, Soak, Timing};
 pub use steps::{StepPolicy, decode_steps, default_policy};
 pub use testbed_checks::refused_on;
-use testbed_checks::{check_reflect, check_sender, check_soak, check_timing};
+use testbed_checks::{check_ports, check_reflect, check_sender, check_soak, check_timing};
 use yaml::{Decoder, Diagnostic, Node, Value};
 
 use crate::digest;
@@ -287,6 +288,28 @@ pub struct Analysis {
     pub bootstrap_resamples: u32,
     /// Reset-mode detection.
     pub modes: ModeSettings,
+    /// Further differentials by name, each between two capture ports (a hop of a multi-hop path),
+    /// analysed like the headline (pipeline − bypass) and calibrated by the null sessions' same
+    /// pair.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_pairs: BTreeMap<String, PortPair>,
+}
+
+/// Two capture ports (0 pipeline, 1 bypass, 2, 3, … further ones): the differential is
+/// `t_to − t_from` of each probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortPair {
+    /// The port a probe reaches first.
+    pub from: u8,
+    /// The port it reaches later.
+    pub to: u8,
+}
+
+impl Analysis {
+    /// Ports a capture needs for the headline and every port pair: 2 and up.
+    pub fn ports(&self) -> usize {
+        self.port_pairs.values().map(|p| usize::from(p.from.max(p.to)) + 1).max().unwrap_or(2).max(2)
+    }
 }
 
 /// The per-probe estimator over runs.
@@ -460,6 +483,7 @@ fn with_inventory(
         check_timing(p, inv, &mut diags);
         check_soak(p, inv, &mut diags);
         check_sender(p, inv, &mut diags);
+        check_ports(p, inv, &mut diags);
     }
     diags.sort();
     diags.dedup();
@@ -523,6 +547,7 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
     let factor_list = m.optional(d, "factors", factors::decode_factors);
     let design = m.or(d, "design", factors::Design::Cross, |d, v| d.choice(v, &factors::DESIGNS));
     let order = m.or(d, "order", factors::Order::SessionLevelRun, |d, v| d.choice(v, &factors::ORDERS));
+    let at_analysis = m.at("analysis").unwrap_or(root.pos);
     let analysis = m.or(d, "analysis", Analysis::default(), analysis::decode_analysis);
     let report = m.or(d, "report", ReportSpec::default(), analysis::decode_report);
     let regression = m.optional(d, "regression", analysis::decode_regression);
@@ -532,6 +557,9 @@ fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Op
         && !p.reflect
     {
         d.error(root.pos, "`analysis.hw_clock_check` needs `protocol.reflect: true`");
+    }
+    if let (Some(p), Some(a)) = (&protocol, &analysis) {
+        cross_checks::port_pairs_with_protocol(d, at_analysis, p, a);
     }
     let factor_list = factor_list.flatten().unwrap_or_default();
     let zip_ok = design != Some(factors::Design::Zip) || factors::check_zip(d, &factor_list);

@@ -93,6 +93,31 @@ pub(super) fn check_sender(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnos
     }
 }
 
+/// `port_pairs` past port 1 need as many FPGA interfaces, captured by a kernel backend (the
+/// DPDK backend takes two ports).
+pub(super) fn check_ports(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    let ports = plan.analysis.ports();
+    if ports <= 2 {
+        return;
+    }
+    let mut refuse = |message: String| {
+        diags.push(Diagnostic { file: inv.path.clone(), pos: yaml::Pos { line: 1, col: 1 }, message })
+    };
+    let have = inv.receiver.fpga_ifaces.len();
+    if have < ports {
+        refuse(format!(
+            "plan's `port_pairs` capture {ports} ports but the receiver has {have} `fpga_ifaces` (pipeline, bypass, \
+             then each further port in order)"
+        ));
+    }
+    if inv.receiver.backend == "dpdk" {
+        refuse(format!(
+            "plan's `port_pairs` capture {ports} ports, which the dpdk backend cannot (it takes two): set \
+             `receiver.backend` to af-packet or af-xdp"
+        ));
+    }
+}
+
 pub(super) fn check_reflect(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
     if plan.protocol.reflect && inv.receiver.reflect_port.is_none() {
         diags.push(Diagnostic {

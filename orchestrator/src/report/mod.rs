@@ -27,6 +27,7 @@
 mod figures;
 mod format;
 mod levels;
+mod port_pairs;
 mod round_trip;
 mod soak;
 mod svg;
@@ -194,6 +195,7 @@ mod tests {
             histogram: Histogram { start_ns: nan, bin_ns: 0.0, counts: vec![0; 3] },
             soak: None,
             round_trip: None,
+            port_pairs: Default::default(),
         };
         let summary = Summary {
             study: "s".into(),

@@ -35,6 +35,8 @@ pub(super) struct View {
     soak: Vec<super::soak::SoakRow>,
     /// `sender: agent`: round trips and the one-way estimate.
     round_trips: Vec<super::round_trip::RoundTripRow>,
+    /// `analysis.port_pairs`: each pair's differential.
+    port_pairs: Vec<super::port_pairs::PortPairRow>,
     /// How the bounds of header-inserting programs were made.
     bound_notes: Vec<String>,
     health: Vec<Item>,
@@ -230,6 +232,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
         levels: super::levels::rows(s),
         soak: super::soak::rows(s),
         round_trips: super::round_trip::rows(s),
+        port_pairs: super::port_pairs::rows(s),
         bound_notes: s
             .programs
             .iter()

@@ -316,6 +316,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                             probe_format,
                             reflect: proto.reflect,
                             soak: proto.soak,
+                            ports: plan.analysis.ports(),
                             overrides: vars,
                         };
                         let command = inv.actions[&action].render(&inv.vars(&ctx)).map_err(|e| e.0);

@@ -154,6 +154,7 @@ fn summary() -> Summary {
         histogram: Histogram { start_ns: 80.0, bin_ns: 1.0, counts: ft_counts },
         soak: None,
         round_trip: None,
+        port_pairs: Default::default(),
     };
     let mut ck_counts = vec![0; 60];
     bell(&mut ck_counts, 335.0, 364.0, 8.0, 1_000_000.0);
@@ -217,6 +218,7 @@ fn summary() -> Summary {
         histogram: Histogram { start_ns: 335.0, bin_ns: 1.0, counts: ck_counts },
         soak: None,
         round_trip: None,
+        port_pairs: Default::default(),
     };
     let nulls = BTreeMap::from([
         (

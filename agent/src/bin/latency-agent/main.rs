@@ -395,9 +395,19 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     if let Some(p) = &pidfile {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
     }
-    let mut recorder =
-        Recorder::start(rx, Options { format, cores: cores.clone(), out: out.clone(), queue, service_core, soak })
-            .map_err(|e| (1, format!("cannot start: {e}")))?;
+    let mut recorder = Recorder::start(
+        rx,
+        Options {
+            format,
+            cores: cores.clone(),
+            out: out.clone(),
+            queue,
+            service_core,
+            soak,
+            sleep_unpinned: options.sleep_unpinned,
+        },
+    )
+    .map_err(|e| (1, format!("cannot start: {e}")))?;
     // Again after the backend: DPDK's EAL pins the thread that initialises it to its main lcore.
     if let Some(c) = service_core
         && let Err(e) = sys::pin_current_thread(c)

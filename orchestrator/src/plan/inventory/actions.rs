@@ -208,6 +208,7 @@ pub const VARIABLES: &[&str] = &[
     "capture_file",
     "capture_iface",
     "capture_pidfile",
+    "capture_ports",
     "capture_tstamp",
     "config_fpga_as",
     "config_fpga_key",

@@ -230,6 +230,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     });
     let busy_poll_us = m.optional(d, "busy_poll_us", |d, v| d.uint(v, 1..=1_000_000));
     let fast_path = m.or(d, "fast_path", FastPathPolicy::default(), fast_path_policy);
+    let sleep_unpinned = m.or(d, "sleep_unpinned", false, Decoder::boolean);
     // Without literal `eal_args`, the EAL arguments are built from the inventory's own facts.
     let eal = match eal {
         Some(given) => given,
@@ -283,6 +284,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
             reflect_dst_mac: reflect_dst_mac?,
             busy_poll_us: busy_poll_us?,
             fast_path: fast_path?,
+            sleep_unpinned: sleep_unpinned?,
         },
     })
 }
