@@ -193,6 +193,7 @@ proptest! {
             rel: "data/program=p/session=1/run=2.parquet".into(),
             sha256: crate::digest::sha256_hex(&bytes),
             records: 100,
+            histogram: false,
         };
         let _ = read_verified(&run, &group("p", SessionKind::Program));
     }

@@ -42,6 +42,8 @@ pub struct RunFile {
     pub sha256: String,
     /// Records the journal recorded.
     pub records: u64,
+    /// Whether a histogram log was recorded with it (soak mode).
+    pub histogram: bool,
 }
 
 /// The runs to analyse, in (group, session, run) order, and what was found under `data/` that is
@@ -81,6 +83,7 @@ pub fn run_files(
             rel: c.path,
             sha256: c.sha256,
             records: c.records,
+            histogram: c.histogram_sha256.is_some(),
         });
     }
     out.sort_by_key(|r| (r.group, r.session, r.run));
@@ -257,6 +260,7 @@ mod tests {
             rel: "data/program=p/session=1/run=1.parquet".into(),
             sha256: digest::sha256_hex(&bytes),
             records: 2,
+            histogram: false,
         };
         let e = read_verified(&run, &group()).unwrap_err();
         assert_eq!(e, "data/program=p/session=1/run=1.parquet: column `tsc` is Utf8, the record schema says UInt64");

@@ -9,7 +9,7 @@ mod resume;
 
 use std::collections::BTreeMap;
 
-use crate::analysis::pairs::{self, Paired};
+use crate::analysis::pairs::{self, Counts, Paired};
 use crate::digest;
 use crate::plan::inventory::{Action, Inventory};
 use crate::plan::{Plan, StepPolicy, default_policy};
@@ -129,9 +129,15 @@ impl Engine<'_> {
 
     /// Why a run is not acceptable, if it is not: copies missing or duplicated, packets the
     /// sender could not send, reflections not captured or looping back, or pacing off the plan.
-    fn check_run(&self, s: &Session, r: &Run, paired: &Paired, data: &RunData, pacing: &Pacing) -> Option<String> {
+    fn check_run(
+        &self,
+        s: &Session,
+        r: &Run,
+        (paired, c): (&Paired, &Counts),
+        data: &RunData,
+        pacing: &Pacing,
+    ) -> Option<String> {
         let checks = &self.plan.protocol.run_checks;
-        let c = &paired.counts;
         if let Some(rep) = data.replay.filter(|rep| rep.failed > 0) {
             return Some(format!("the sender failed to send {} of {} packets", rep.failed, rep.packets));
         }
@@ -246,9 +252,14 @@ impl Engine<'_> {
                 }
             };
             let paired = pairs::pair(&data.batches);
+            // A run without records (a soak keeping histograms only) is counted by the agent.
+            let counts = match data.agent_counts {
+                Some(c) if data.batches.is_empty() => c,
+                _ => paired.counts,
+            };
             let pacing =
                 Pacing { sender_pps: data.replay.and_then(|r| r.pps()), receiver_pps: paired.bypass_pps(tb.tsc_hz()) };
-            if let Some(why) = self.check_run(s, r, &paired, &data, &pacing) {
+            if let Some(why) = self.check_run(s, r, (&paired, &counts), &data, &pacing) {
                 reason = why;
                 if attempt < max {
                     self.emit(Event::RunRetried { index: s.index, run: r.run, attempt, reason: reason.clone() })?;
@@ -278,7 +289,7 @@ impl Engine<'_> {
                 path: rel.to_string_lossy().into_owned(),
                 sha256,
                 records,
-                counts: paired.counts,
+                counts,
                 pacing,
                 seconds: data.seconds,
                 histogram_sha256,

@@ -250,6 +250,9 @@ impl Inventory {
         let mut capture_args = capture.args();
         if let Some(soak) = ctx.soak {
             capture_args.extend(["--histogram-interval-s".into(), soak.interval_s.to_string()]);
+            if !soak.records {
+                capture_args.push("--no-records".into());
+            }
         }
         v.insert("capture_args", list(&capture_args));
         // The reflector's return path: out of the reflect NIC to the sender's capture NIC.

@@ -95,6 +95,10 @@ impl Sender {
 pub struct Soak {
     /// Seconds between the histograms appended to a run's log.
     pub interval_s: f64,
+    /// Whether the per-packet records are kept beside the histograms (false: histograms only,
+    /// for soaks too long to store every record; the run checks then use the agent's counts and
+    /// the headline comes from the histograms).
+    pub records: bool,
 }
 
 /// How a run's probes are timed (`timing: pps`, or `timing: trace` with `multiplier`).
@@ -165,10 +169,11 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let (at_sender, at_crossings) = (m.at("sender"), m.at("rtt_crossings"));
     let crossings = m.optional(d, "rtt_crossings", |d, v| d.uint(v, 1..=2));
     let soak = m.optional(d, "soak", |d, v| {
-        let mut s = d.map(v, "soak: {interval_s}")?;
+        let mut s = d.map(v, "soak: {interval_s, records}")?;
         let interval_s = s.required(d, "interval_s", |d, v| d.number(v, 0.01..=86_400.0));
+        let records = s.or(d, "records", true, Decoder::boolean);
         s.done(d);
-        Some(Soak { interval_s: interval_s? })
+        Some(Soak { interval_s: interval_s?, records: records? })
     });
     m.done(d);
     let (sessions, adaptive) = sessions?;

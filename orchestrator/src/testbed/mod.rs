@@ -91,6 +91,9 @@ pub struct RunData {
     pub nic_drops: u64,
     /// Soak mode: the run's histogram log ([`latency_proto::soak`]).
     pub histogram: Option<Vec<u8>>,
+    /// The agent's own counts of the run's probes (a capture agent's; none from an originator):
+    /// what the run checks use when the run kept no records (`soak.records: false`).
+    pub agent_counts: Option<crate::results::event::Counts>,
 }
 
 /// Sleep `seconds`, waking every 20 ms to end early with [`TestbedError::Interrupted`] on Ctrl-C.

@@ -309,6 +309,12 @@ impl SimTestbed {
         // What tcpreplay would report of this replay.
         let replay = ReplayReport { packets: n, seconds: ((last_sent - first_sent) / 1e9).max(0.0), failed: 0 };
         let histogram = self.soak.map(|s| super::soak::log_from_records(&batches, m.tsc_hz, s.interval_s, run.run));
+        // The agent's counts, as it pairs the copies it sees; a soak without records keeps only
+        // those and the histograms.
+        let agent_counts = Some(crate::analysis::pairs::pair(&batches).counts);
+        if self.soak.is_some_and(|s| !s.records) {
+            batches.clear();
+        }
         RunData {
             batches,
             seconds: run.replay_s,
@@ -316,6 +322,7 @@ impl SimTestbed {
             reflected_loops: 0,
             nic_drops: nic_drops.get(),
             histogram,
+            agent_counts,
         }
     }
 

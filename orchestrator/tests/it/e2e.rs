@@ -439,6 +439,32 @@ fn emulated_study_end_to_end() {
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "soak: Forward {p50} ns vs 300 µs");
     assert!(soak_dir.join("data/program=forward/session=1/run=2.hlog").is_file());
 
+    //     The same soak with histograms only (`records: false`, the agent's --no-records): the run
+    //     checks hold on the agent's counts, nothing per packet is stored, and the headline comes
+    //     from the histograms.
+    let plan_dir = tmp("soak-histograms-plan");
+    std::fs::create_dir_all(&plan_dir).unwrap();
+    let text = std::fs::read_to_string(root().join("plans/soak.yaml")).unwrap();
+    assert!(text.contains("soak: { interval_s: 0.25 }"));
+    let text = text
+        .replace("soak: { interval_s: 0.25 }", "soak: { interval_s: 0.25, records: false }")
+        .replace("../", &format!("{}/", root().display()));
+    let plan = plan_dir.join("soak-histograms.yaml");
+    std::fs::write(&plan, text).unwrap();
+    let histograms_dir = tmp("soak-histograms");
+    let o = bin().arg("run").arg(&plan).arg("--out").arg(&histograms_dir).output().unwrap();
+    let _ = std::fs::remove_dir_all(&plan_dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = summary(&histograms_dir);
+    assert_eq!((s.health.runs, s.health.failed_runs, s.health.matched), (4, 0, 2 * 1400 + 2 * 2000));
+    let p50 = s.programs["forward"].latency_ns["p50"];
+    assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "histograms only: Forward {p50} ns vs 300 µs");
+    for e in journal(&histograms_dir) {
+        if let Event::RunFinished { records, .. } = e.event {
+            assert_eq!(records, 0, "no per-packet record is stored");
+        }
+    }
+
     // 11. The agent as the sender (plans/rtt.yaml): the originator sends each run's trace out of
     //     snd0 and stamps the echoes the reflector sends back through rfl0 and the switch to cap0.
     //     The round trip calibrated by the null path's recovers Forward's 300 µs one way, every
@@ -484,6 +510,7 @@ fn emulated_study_end_to_end() {
     assert!(start.contains("--ports r0,r1,r2") && start.contains("--sleep-unpinned"), "{start}");
 
     for d in [
+        histograms_dir,
         hops_dir,
         corrupt_dir,
         dir,

@@ -97,3 +97,44 @@ fn soak_logs_are_stored_hashed_and_summarised_like_the_records_say() {
         s.health.problems
     );
 }
+
+#[test]
+fn a_soak_without_records_keeps_histograms_only_and_its_headline_is_theirs() {
+    // The same simulated study (same seed), once with records and once with histograms only.
+    let kept = tmp_dir("soak-kept");
+    let o = orchestrate(&["run", PLAN, "--out", kept.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = tmp_dir("soak-histograms");
+    let o = orchestrate(&["run", "tests/fixtures/good/soak-histograms.yaml", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: Summary = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let with: Summary = serde_json::from_slice(&std::fs::read(kept.join("summary.json")).unwrap()).unwrap();
+
+    // No records were stored, and the run checks held on the agent's counts: every run passed,
+    // with the same counts as pairing the records gives.
+    let file = dir.join("data/program=forward/session=1/run=1.parquet");
+    let (batches, _) = orchestrator::results::runfile::read(&file).unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
+    assert_eq!((s.health.runs, s.health.failed_runs), (8, 0));
+    assert_eq!(s.health.matched, with.health.matched);
+
+    // The headline is the histograms': the records study's soak figures, which agree with the
+    // records' own order statistics; Forward's median is the paper's 149 ns (Table I) within the
+    // per-run noise these quantiles keep.
+    let p = &s.programs["forward"];
+    let k = with.programs["forward"].soak.as_ref().unwrap();
+    assert_eq!(p.latency_ns, k.latency_ns);
+    assert_eq!(p.null_offset_ns, k.null_median_ns.unwrap());
+    let forward = differentials(&kept, "forward", with.tsc_hz);
+    let exact = rank(&forward, 0.5) - k.null_median_ns.unwrap();
+    assert!((p.latency_ns["p50"] - exact).abs() <= k.resolution * rank(&forward, 0.5) + 1.0, "{p:?}");
+    assert!((p.latency_ns["p50"] - 149.0).abs() < 2.0, "{:?}", p.latency_ns);
+    assert_eq!(p.sessions.len(), 2);
+    // Two sessions: the interval has the bring-up spread of their medians.
+    assert!(p.median_ci95_ns[0] < p.latency_ns["p50"] && p.latency_ns["p50"] < p.median_ci95_ns[1]);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("**Table III.** Soak mode"), "{report}");
+    for d in [dir, kept] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}

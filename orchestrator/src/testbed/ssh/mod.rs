@@ -227,6 +227,7 @@ impl SshTestbed {
             reflected_loops: 0,
             nic_drops: 0,
             histogram: None,
+            agent_counts: None,
         })
     }
 
@@ -389,6 +390,13 @@ impl Testbed for SshTestbed {
         let replay = self.run_steps(&name, run, attempt, cancel)?;
         let counters = self.agent(&name).end(run.run, Duration::from_secs(60))?;
         let (reflected_loops, nic_drops) = (counters.reflected_loops, counters.nic_drops);
+        let agent_counts = Some(crate::results::event::Counts {
+            matched: counters.matched,
+            pipeline_only: counters.pipeline_only,
+            bypass_only: counters.bypass_only,
+            duplicates: 0,
+            unknown_port: 0,
+        });
         let histogram_file = counters.histogram.as_ref().map(|p| p.display().to_string());
         let end = AgentEvent::End(counters);
         self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
@@ -421,7 +429,15 @@ impl Testbed for SshTestbed {
             }
             None => None,
         };
-        Ok(RunData { batches, seconds: start.elapsed().as_secs_f64(), replay, reflected_loops, nic_drops, histogram })
+        Ok(RunData {
+            batches,
+            seconds: start.elapsed().as_secs_f64(),
+            replay,
+            reflected_loops,
+            nic_drops,
+            histogram,
+            agent_counts,
+        })
     }
 
     fn cleanup(&mut self) {
