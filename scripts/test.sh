@@ -59,12 +59,12 @@ command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 
 # Other tools reading our files: DuckDB, pyarrow and pandas (results), check-jsonschema (plans,
 # inventories and manifests against schemas/) and scapy (generated traces) from PyPI, in a
-# virtual environment.
+# virtual environment; and FD.io CSIT's jumpavg, the reference of the trend's change detection.
 venv=${LATENCY_TEST_VENV:-/opt/latency-test-venv}
-if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, scapy" 2>/dev/null; then
-  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema, scapy) into $venv"
+if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, scapy, jumpavg" 2>/dev/null; then
+  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema, scapy) and jumpavg into $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema scapy
+  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema scapy jumpavg==0.4.2
 fi
 export LATENCY_TEST_PYTHON="$venv/bin/python"
 

@@ -9,6 +9,7 @@ pub mod digest;
 pub mod engine;
 pub mod exit;
 pub mod export;
+pub mod history;
 pub mod import;
 pub use latency_proto::pcap;
 pub mod plan;

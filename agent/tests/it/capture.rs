@@ -115,9 +115,10 @@ fn capture_records_every_probe_once_per_port(backend: &str) {
         let per_port = read_run(f);
         check_run(&per_port, n);
         for recs in &per_port {
-            // tcpreplay paced 3,000 probes at 10 kpps: ~0.3 s between first and last stamp.
+            // tcpreplay paced 3,000 probes at 10 kpps: 0.2999 s between first and last stamp, never
+            // less; more when other tests load the 2 cores (0.384 s seen in CI beside the e2e).
             let span_s = (recs.last().unwrap().1 - recs[0].1) as f64 / hz;
-            assert!((span_s - 0.2999).abs() < 0.03, "stamp span {span_s} s");
+            assert!((0.29..0.6).contains(&span_s), "stamp span {span_s} s");
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();

@@ -24,3 +24,4 @@ mod shell;
 mod soak;
 mod stand_in;
 mod trace;
+mod trend;

@@ -1,0 +1,4 @@
+//! The results history of nightly runs: change detection across a series of studies
+//! ([`jumpavg`]).
+
+pub mod jumpavg;
