@@ -252,7 +252,7 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9).
-fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: [f64; 9] = [
         0.999_999_999_999_809_9,
         676.520_368_121_885_1,
@@ -282,6 +282,20 @@ pub fn per_session_quantiles(sessions: &[Vec<f64>], p: f64, grid: f64) -> Vec<f6
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn ln_gamma_matches_known_values() {
+        // Γ(1) = Γ(2) = 1, Γ(1/2) = √π, Γ(5) = 24, Γ(10.5) = 1133278.3889487855...
+        for (x, want) in [
+            (1.0, 0.0),
+            (2.0, 0.0),
+            (0.5, std::f64::consts::PI.sqrt().ln()),
+            (5.0, 24f64.ln()),
+            (10.5, 1_133_278.388_948_785_5f64.ln()),
+        ] {
+            assert!((ln_gamma(x) - want).abs() < 1e-12, "ln Γ({x}) = {} vs {want}", ln_gamma(x));
+        }
+    }
 
     #[test]
     fn t_quantiles_match_the_tables() {

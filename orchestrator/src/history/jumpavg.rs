@@ -76,36 +76,11 @@ fn bits(s: &Stats, max_value: f64, unit: f64, prev_avg: Option<f64>) -> f64 {
     bits += ((stdev + 1.0) * (stdev + 2.0)).log2();
     bits += (1.0 - 1.0 / (max + 2.0)).log2();
     // The values lie on a sphere of n − 2 dimensions, radius² = stdev² · n.
-    let ln = std::f64::consts::LN_2 + std::f64::consts::PI.ln() * ((n - 1.0) / 2.0) - ln_gamma((n - 1.0) / 2.0)
+    let ln = std::f64::consts::LN_2 + std::f64::consts::PI.ln() * ((n - 1.0) / 2.0)
+        - crate::analysis::uncertainty::ln_gamma((n - 1.0) / 2.0)
         + (stdev + 1.0).ln() * (n - 2.0)
         + n.ln() * ((n - 2.0) / 2.0);
     bits + ln / std::f64::consts::LN_2
-}
-
-/// ln Γ(x) for x > 0 (Lanczos, g = 7, nine terms: relative error below 1e-13).
-fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Γ(x) Γ(1 − x) = π / sin(πx).
-        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let mut a = G[0];
-    let t = x + 7.5;
-    for (i, g) in G.iter().enumerate().skip(1) {
-        a += g / (x + i as f64);
-    }
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
 }
 
 /// A split of the values seen so far: the groups before the last one (their starts, the last
@@ -205,20 +180,6 @@ fn unit_of(max_value: f64, unit: Option<f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ln_gamma_matches_known_values() {
-        // Γ(1) = Γ(2) = 1, Γ(1/2) = √π, Γ(5) = 24, Γ(10.5) = 1133278.3889487855...
-        for (x, want) in [
-            (1.0, 0.0),
-            (2.0, 0.0),
-            (0.5, std::f64::consts::PI.sqrt().ln()),
-            (5.0, 24f64.ln()),
-            (10.5, 1_133_278.388_948_785_5f64.ln()),
-        ] {
-            assert!((ln_gamma(x) - want).abs() < 1e-12, "ln Γ({x}) = {} vs {want}", ln_gamma(x));
-        }
-    }
 
     #[test]
     fn one_value_costs_its_length_and_its_average() {
