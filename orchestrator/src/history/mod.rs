@@ -1,4 +1,5 @@
 //! The results history of nightly runs: change detection across a series of studies
-//! ([`jumpavg`]).
+//! ([`jumpavg`]) and the changes of a series ([`trend`]).
 
 pub mod jumpavg;
+pub mod trend;

@@ -83,3 +83,43 @@ fn change_points_and_bits_agree_with_csit_jumpavg() {
     // The cases do hold changes (steps, a drift, outliers), not only flat series.
     assert!(changes >= 4, "{changes} changes in all");
 }
+
+/// Forward's median of one simulated night (`seed`), with `model` (none: the paper's).
+fn night(seed: u64, model: Option<&std::path::Path>) -> (String, f64) {
+    let dir = crate::common::tmp("nightly");
+    let mut args = vec!["run".to_string(), "tests/fixtures/good/nightly.yaml".into(), "--quiet".into()];
+    args.extend(["--seed".into(), seed.to_string(), "--out".into(), dir.display().to_string()]);
+    if let Some(m) = model {
+        args.extend(["--sim-model".into(), m.display().to_string()]);
+    }
+    let o = crate::common::orchestrate(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    let s: orchestrator::analysis::summary::Summary =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    (format!("night-{seed}"), s.programs["forward"].latency_ns["p50"])
+}
+
+#[test]
+fn a_five_nanosecond_slowdown_from_night_twenty_is_the_one_change_and_a_steady_series_has_none() {
+    use orchestrator::history::trend::{Point, changes};
+    // From night 20 on, every quantile of Forward's model is 5 ns higher (Table I + 5).
+    let dir = crate::common::tmp_dir("slower-forward");
+    let model = dir.join("slower.yaml");
+    std::fs::write(&model, "programs:\n  forward:\n    - [143, 150, 154, 159, 168, 174]\n").unwrap();
+    let point = |(study, value_ns): (String, f64), k: usize| Point {
+        study,
+        time: format!("2026-11-{:02}T02:00:00Z", k % 28 + 1),
+        value_ns,
+    };
+    let steady: Vec<Point> = (1..=30).map(|k| point(night(k as u64, None), k)).collect();
+    assert_eq!(changes(&steady, None), [], "{steady:?}");
+    let mut slower = steady[..19].to_vec();
+    slower.extend((20..=30).map(|k| point(night(k as u64, Some(&model)), k)));
+    let found = changes(&slower, None);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].index, found[0].study.as_str()), (19, "night-20"));
+    assert!((found[0].shift_ns - 5.0).abs() < 1.0, "{found:?}");
+    assert!(found[0].ci95_ns[0] > 0.0 && found[0].ci95_ns[1] > found[0].shift_ns, "{found:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
