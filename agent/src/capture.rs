@@ -32,6 +32,12 @@ pub trait RxPort: Send {
     fn wait(&mut self, timeout_ms: i32) {
         let _ = timeout_ms;
     }
+
+    /// After a poll that handed over nothing: sleep in the kernel until a frame arrives (at most
+    /// 1 ms, so that a poller still sees its settings change) if `sleep`, else spin once.
+    fn idle(&mut self, sleep: bool) {
+        if sleep { self.wait(1) } else { std::hint::spin_loop() }
+    }
 }
 
 /// A port the kernel delivers: an AF_PACKET receive ring or an AF_XDP socket (no DPDK needed),

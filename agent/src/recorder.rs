@@ -394,10 +394,8 @@ fn poller(mut port: Box<dyn RxPort>, me: Poller, shared: &Shared, tx: &SyncSende
         if !seen.is_empty() && (n == 0 || seen.len() >= POLLER_BATCH) {
             hand_over(&mut seen, setting.recording(), me.which, shared, tx);
         }
-        match (n, me.wait) {
-            (0, true) => port.wait(1),
-            (0, false) => std::hint::spin_loop(),
-            _ => {}
+        if n == 0 {
+            port.idle(me.wait);
         }
     }
     hand_over(&mut seen, setting.recording(), me.which, shared, tx);

@@ -2,8 +2,9 @@
 //! stamping each with the TSC right before it is sent, while a poller stamps the echoes coming
 //! back; `reflect` on the far host sends every probe it receives back where it came from (source
 //! and destination MAC swapped), or out of a return interface to a given MAC, on any kernel
-//! backend. Either may sleep while idle instead of spinning (`wait`), for hosts whose cores they
-//! share: the stamps then include the kernel's wake-up, which a null calibration takes out.
+//! backend. Either may sleep while idle instead of spinning (`wait`, [`RxPort::idle`]), for hosts
+//! whose cores they share: the stamps then include the kernel's wake-up, which a null calibration
+//! takes out.
 //!
 //! An originator's run is written in the record schema, as a capture run is: each probe's
 //! transmission as the `bypass` copy and its echo as the `pipeline` copy. So D = t_P − t_B is
@@ -15,8 +16,8 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow_ipc::writer::StreamWriter;
@@ -95,19 +96,11 @@ pub fn reflect(port: &mut dyn RxPort, to: &EchoTo, format: ProbeFormat, wait: bo
                 Err(_) => other += 1,
             }
         });
-        idle(port, n, wait);
+        if n == 0 {
+            port.idle(wait);
+        }
     }
     (reflected, other)
-}
-
-/// After a poll that handed over `n` frames: nothing when there were some, else sleep in the
-/// kernel until a frame arrives (at most 1 ms) if `wait`, else spin once.
-fn idle(port: &mut dyn RxPort, n: usize, wait: bool) {
-    match (n, wait) {
-        (0, true) => port.wait(1),
-        (0, false) => std::hint::spin_loop(),
-        _ => {}
-    }
 }
 
 /// What an originator sends.
@@ -174,11 +167,11 @@ pub struct Counts {
 /// `pipeline`) and return the counts.
 pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: f64, out: &Path) -> io::Result<Counts> {
     let stop = Arc::new(AtomicBool::new(false));
-    let echoes: Arc<Mutex<Vec<(u64, u64)>>> = Arc::default();
-    let ids: Arc<HashSet<u64>> = Arc::new(o.probes.iter().map(|p| p.0).collect());
+    // Each probe's frame length, by id: also which frames are echoes of this run.
+    let lens: Arc<HashMap<u64, u16>> = Arc::new(o.probes.iter().map(|(id, f)| (*id, f.len() as u16)).collect());
     let (format, rx_core, wait, n) = (o.format, o.cores.1, o.wait, o.probes.len());
     let poller = {
-        let (stop, echoes, ids) = (stop.clone(), echoes.clone(), ids.clone());
+        let (stop, lens) = (stop.clone(), lens.clone());
         std::thread::Builder::new().name("rtt-rx".into()).spawn(move || {
             let mut rx = rx;
             if let Some(c) = rx_core {
@@ -187,13 +180,14 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
             let (mut seen, mut other) = (Vec::with_capacity(n), 0u64);
             while !stop.load(Ordering::Relaxed) {
                 let got = rx.poll(256, &mut |data, tsc| match probe::parse(data, format) {
-                    Some(p) if p.tag.is_none() && ids.contains(&p.id) => seen.push((p.id, tsc)),
+                    Some(p) if p.tag.is_none() && lens.contains_key(&p.id) => seen.push((p.id, tsc)),
                     _ => other += 1,
                 });
-                idle(rx.as_mut(), got, wait);
+                if got == 0 {
+                    rx.idle(wait);
+                }
             }
-            *echoes.lock().unwrap_or_else(|p| p.into_inner()) = seen;
-            other
+            (seen, other)
         })?
     };
     if let Some(c) = o.cores.0 {
@@ -231,8 +225,7 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
     }
     std::thread::sleep(o.drain);
     stop.store(true, Ordering::Relaxed);
-    let other = poller.join().map_err(|_| io::Error::other("the receiving poller panicked"))?;
-    let echoes = std::mem::take(&mut *echoes.lock().unwrap_or_else(|p| p.into_inner()));
+    let (echoes, other) = poller.join().map_err(|_| io::Error::other("the receiving poller panicked"))?;
     let seconds = match (sent.first(), sent.last()) {
         (Some(a), Some(b)) => (b.1 - a.1) as f64 / tsc_hz,
         _ => 0.0,
@@ -240,7 +233,6 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
     let mut first = HashSet::with_capacity(echoes.len());
     let mut counts = Counts { sent: sent.len() as u64, other, seconds, ..Counts::default() };
     let mut b = RecordBuilder::with_capacity(sent.len() + echoes.len());
-    let lens: HashMap<u64, u16> = o.probes.iter().map(|(id, f)| (*id, f.len() as u16)).collect();
     for (seq, &(id, tsc)) in sent.iter().enumerate() {
         b.push(id, Port::Bypass, tsc, seq as u64, lens[&id], None);
     }
