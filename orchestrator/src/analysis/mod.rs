@@ -240,7 +240,7 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     }
     let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
     if !files.is_empty() && files.iter().all(|f| f.records == 0 && f.histogram) {
-        return histograms_only(dir, &index, &entries, &prov, problems)
+        return soak_headline::summary(dir, &index, &entries, &prov, problems)
             .map_err(|message| AnalysisError::Invalid { path: data, message });
     }
     let exclude = index.analysis.exclude_first_after_gap;
@@ -296,55 +296,6 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
         }
     }
     summary.inputs_sha256 = inputs_sha256(dir)?;
-    Ok(summary)
-}
-
-/// The summary of a study that kept histograms only (`soak: {records: false}`): health from the
-/// journal, each program's headline from its histograms ([`soak_headline`]).
-fn histograms_only(
-    dir: &ResultsDir,
-    index: &Index,
-    entries: &[Entry],
-    prov: &Provenance,
-    mut problems: Vec<String>,
-) -> Result<Summary, String> {
-    let mut soaks = soak::summarize(dir, index, entries, &summary_levels(index), &mut problems);
-    let programs: Vec<_> = index.groups.iter().filter(|g| g.kind == SessionKind::Program).collect();
-    let mut headlines = BTreeMap::new();
-    for g in programs {
-        match soaks.remove(&g.program).and_then(|k| soak_headline::headline(g, k)) {
-            Some(p) => {
-                headlines.insert(g.program.clone(), p);
-            }
-            None => problems.push(format!(
-                "program `{}`: no histograms of its runs and of its null calibration's; not analysed",
-                g.program
-            )),
-        }
-    }
-    // No per-probe analysis: an index without groups summarises the journal alone.
-    let bare = Index { groups: Vec::new(), ..index.clone() };
-    let mut summary = summarize(&bare, &[], entries, Some(prov), Unusable { failed_runs: 0, problems })?;
-    let finished = entries.iter().filter_map(|e| match &e.event {
-        Event::RunFinished { counts, pacing, .. } => Some((counts, pacing)),
-        _ => None,
-    });
-    let mut pacing = Vec::new();
-    for (c, p) in finished {
-        summary.health.runs += 1;
-        summary.health.matched += c.matched;
-        summary.health.pipeline_only += c.pipeline_only;
-        summary.health.bypass_only += c.bypass_only;
-        summary.health.duplicates += c.duplicates;
-        // Without records, the sender's report is the only measure of the pacing.
-        pacing.extend(p.receiver_pps.or(p.sender_pps));
-    }
-    pacing.sort_unstable_by(f64::total_cmp);
-    if let (Some(lo), Some(hi)) = (pacing.first(), pacing.last()) {
-        summary.health.pacing_pps = [*lo, quantile_sorted(&pacing, 0.5), *hi];
-    }
-    summary.programs = headlines;
-    summary.inputs_sha256 = inputs_sha256(dir).map_err(|e| e.to_string())?;
     Ok(summary)
 }
 

@@ -1,5 +1,6 @@
-//! The headline of a study that kept histograms only (`soak: {records: false}`): each program's
-//! figures come from its soak summary ([`super::soak`]) instead of per-probe estimates.
+//! The summary of a study that kept histograms only (`soak: {records: false}`): each program's
+//! headline comes from its soak summary ([`super::soak`]) instead of per-probe estimates, and the
+//! health from the journal.
 //!
 //! The quantiles are those of every pair's differential over the program's runs, less the null
 //! calibration's median; there is no per-probe noise correction (no probe is seen twice), no
@@ -8,10 +9,16 @@
 //! moves the whole distribution alike), never narrower than the histograms' resolution: with one
 //! session there is no bring-up spread to measure, and the interval is the resolution alone.
 
+use std::collections::BTreeMap;
+
 use super::soak::SoakSummary;
-use super::summary::{Evidence, Mode, ProgramSummary, SessionSummary};
+use super::summary::{Evidence, Mode, ProgramSummary, SessionSummary, Summary};
 use super::uncertainty::{interval, session_variance};
-use crate::results::index::Group;
+use crate::results::ResultsDir;
+use crate::results::event::{Entry, Event};
+use crate::results::index::{Group, Index};
+use crate::results::provenance::Provenance;
+use crate::schedule::SessionKind;
 
 /// Program `g`'s headline from its soak summary `k`; none without a null calibration median.
 pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {
@@ -81,4 +88,53 @@ pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {
         round_trip: None,
         port_pairs: Default::default(),
     })
+}
+
+/// The summary of a study that kept histograms only (`soak: {records: false}`): health from the
+/// journal, each program's headline from its histograms ([`headline`]).
+pub(super) fn summary(
+    dir: &ResultsDir,
+    index: &Index,
+    entries: &[Entry],
+    prov: &Provenance,
+    mut problems: Vec<String>,
+) -> Result<Summary, String> {
+    let mut soaks = super::soak::summarize(dir, index, entries, &super::summary_levels(index), &mut problems);
+    let programs: Vec<_> = index.groups.iter().filter(|g| g.kind == SessionKind::Program).collect();
+    let mut headlines = BTreeMap::new();
+    for g in programs {
+        match soaks.remove(&g.program).and_then(|k| headline(g, k)) {
+            Some(p) => {
+                headlines.insert(g.program.clone(), p);
+            }
+            None => problems.push(format!(
+                "program `{}`: no histograms of its runs and of its null calibration's; not analysed",
+                g.program
+            )),
+        }
+    }
+    // No per-probe analysis: an index without groups summarises the journal alone.
+    let bare = Index { groups: Vec::new(), ..index.clone() };
+    let mut summary = super::summarize(&bare, &[], entries, Some(prov), super::Unusable { failed_runs: 0, problems })?;
+    let finished = entries.iter().filter_map(|e| match &e.event {
+        Event::RunFinished { counts, pacing, .. } => Some((counts, pacing)),
+        _ => None,
+    });
+    let mut pacing = Vec::new();
+    for (c, p) in finished {
+        summary.health.runs += 1;
+        summary.health.matched += c.matched;
+        summary.health.pipeline_only += c.pipeline_only;
+        summary.health.bypass_only += c.bypass_only;
+        summary.health.duplicates += c.duplicates;
+        // Without records, the sender's report is the only measure of the pacing.
+        pacing.extend(p.receiver_pps.or(p.sender_pps));
+    }
+    pacing.sort_unstable_by(f64::total_cmp);
+    if let (Some(lo), Some(hi)) = (pacing.first(), pacing.last()) {
+        summary.health.pacing_pps = [*lo, super::stats::quantile_sorted(&pacing, 0.5), *hi];
+    }
+    summary.programs = headlines;
+    summary.inputs_sha256 = super::inputs_sha256(dir).map_err(|e| e.to_string())?;
+    Ok(summary)
 }

@@ -42,20 +42,25 @@ fn approx(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
-#[test]
-fn hand_computed_study() {
-    // Null: probe 1 is the first after the gap (excluded); per-probe medians over 3 runs:
-    // probe 2: (10, 11, 12) → 11, probe 3: (12, 12, 30) → 12, probe 4: (20, 18, 19) → 19; δ̂ = 12.
-    // Program: probe 2: (150, 152, 151) → 151, probe 3: (160, 158, 170) → 160,
-    // probe 4: (140, 141, 139) → 140; raw session median 151; L̂ = 139, 148, 128.
-    let runs = vec![
+/// The runs of the hand-computed study: three of the null calibration, three of program `p`.
+fn hand_runs() -> Vec<RunPairs> {
+    vec![
         run(1, 1, &[Some(100), Some(10), Some(12), Some(20)]),
         run(1, 1, &[Some(100), Some(11), Some(12), Some(18)]),
         run(1, 1, &[Some(100), Some(12), Some(30), Some(19)]),
         run(0, 1, &[Some(500), Some(150), Some(160), Some(140)]),
         run(0, 1, &[Some(500), Some(152), Some(158), Some(141)]),
         run(0, 1, &[None, Some(151), Some(170), Some(139)]),
-    ];
+    ]
+}
+
+#[test]
+fn hand_computed_study() {
+    // Null: probe 1 is the first after the gap (excluded); per-probe medians over 3 runs:
+    // probe 2: (10, 11, 12) → 11, probe 3: (12, 12, 30) → 12, probe 4: (20, 18, 19) → 19; δ̂ = 12.
+    // Program: probe 2: (150, 152, 151) → 151, probe 3: (160, 158, 170) → 160,
+    // probe 4: (140, 141, 139) → 140; raw session median 151; L̂ = 139, 148, 128.
+    let runs = hand_runs();
     let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
     let null = &s.nulls["t"];
     assert_eq!(null.offset_ns, 12.0);
@@ -100,14 +105,7 @@ fn round_trips_give_rtt_quantiles_and_the_one_way_estimate_over_the_crossings() 
     // medians (151, 160, 140) are the round trips, type-7 quantiles of [140, 151, 160]: p5 141.1,
     // p50 151, p99 159.82; the null's median round trip is δ̂ = 12; one way is half the
     // calibrated headline: p50 139 / 2 = 69.5, p99 148.47 / 2 = 74.235.
-    let runs = vec![
-        run(1, 1, &[Some(100), Some(10), Some(12), Some(20)]),
-        run(1, 1, &[Some(100), Some(11), Some(12), Some(18)]),
-        run(1, 1, &[Some(100), Some(12), Some(30), Some(19)]),
-        run(0, 1, &[Some(500), Some(150), Some(160), Some(140)]),
-        run(0, 1, &[Some(500), Some(152), Some(158), Some(141)]),
-        run(0, 1, &[None, Some(151), Some(170), Some(139)]),
-    ];
+    let runs = hand_runs();
     let mut idx = index(Analysis::default());
     idx.sender = crate::plan::Sender::Agent { crossings: 2 };
     let s = summarize(&idx, &runs, &[], None, Unusable::default()).unwrap();

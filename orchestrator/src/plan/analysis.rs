@@ -1,10 +1,28 @@
-//! Decoding of a plan's `analysis:`, `report:` and `regression:` sections.
+//! Decoding of a plan's `analysis:`, `report:` and `regression:` sections, and the port pairs
+//! `analysis:` declares.
 
-use super::yaml::{Decoder, Node};
 use std::collections::BTreeMap;
 
-use super::{Analysis, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
+use super::yaml::{Decoder, Node};
+use super::{Analysis, Estimator, ModeSettings, Regression, ReportFormat, ReportSpec};
 use crate::defaults;
+
+/// Two capture ports (0 pipeline, 1 bypass, 2, 3, … further ones): the differential is
+/// `t_to − t_from` of each probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PortPair {
+    /// The port a probe reaches first.
+    pub from: u8,
+    /// The port it reaches later.
+    pub to: u8,
+}
+
+impl Analysis {
+    /// Ports a capture needs for the headline and every port pair: 2 and up.
+    pub fn ports(&self) -> usize {
+        self.port_pairs.values().map(|p| usize::from(p.from.max(p.to)) + 1).max().unwrap_or(2).max(2)
+    }
+}
 
 impl Default for Analysis {
     fn default() -> Self {

@@ -8,6 +8,7 @@
 //! regression).
 
 mod analysis;
+pub use analysis::PortPair;
 pub mod bitstream;
 mod cross_checks;
 pub mod decoder;
@@ -293,23 +294,6 @@ pub struct Analysis {
     /// pair.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub port_pairs: BTreeMap<String, PortPair>,
-}
-
-/// Two capture ports (0 pipeline, 1 bypass, 2, 3, … further ones): the differential is
-/// `t_to − t_from` of each probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PortPair {
-    /// The port a probe reaches first.
-    pub from: u8,
-    /// The port it reaches later.
-    pub to: u8,
-}
-
-impl Analysis {
-    /// Ports a capture needs for the headline and every port pair: 2 and up.
-    pub fn ports(&self) -> usize {
-        self.port_pairs.values().map(|p| usize::from(p.from.max(p.to)) + 1).max().unwrap_or(2).max(2)
-    }
 }
 
 /// The per-probe estimator over runs.

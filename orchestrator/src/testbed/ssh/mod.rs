@@ -125,6 +125,15 @@ impl SshTestbed {
         transfer::download(&self.hosts, role, remote)
     }
 
+    /// Read a file a run left on `role` (verified like any download), then leave it there under a
+    /// name marking it as collected by `attempt` (best effort: a later attempt's file is fresh).
+    fn collect(&self, role: Role, remote: &str, attempt: u32) -> Result<Vec<u8>, TestbedError> {
+        let bytes = self.download(role, remote)?;
+        let collected = RemoteLayout::collected(remote, attempt);
+        let _ = self.sh(role, "collect", &transfer::rename_command(remote, &collected), Duration::from_secs(10));
+        Ok(bytes)
+    }
+
     /// Put on the hosts what the study needs: the plan's traces, generated into
     /// `<results>/traces/` first ([`crate::trace::materialize`]), then [`SshTestbed::upload_study`].
     pub fn stage(&self, plan: &crate::plan::Plan, results: &Path) -> Result<(), TestbedError> {
@@ -216,9 +225,7 @@ impl SshTestbed {
         };
         self.log(name, "run", &format!("originate: {sent} sent, {received} echoed in {seconds:.6} s"));
         let file = file.display().to_string();
-        let bytes = self.download(Role::Sender, &file)?;
-        let collected = RemoteLayout::collected(&file, attempt);
-        let _ = self.sh(Role::Sender, "collect", &transfer::rename_command(&file, &collected), Duration::from_secs(10));
+        let bytes = self.collect(Role::Sender, &file, attempt)?;
         let batches = decode_stream(&bytes).map_err(|e| failed(sender, "collect", format!("{file}: {e}")))?;
         Ok(RunData {
             batches,
@@ -400,11 +407,7 @@ impl Testbed for SshTestbed {
         let histogram_file = counters.histogram.as_ref().map(|p| p.display().to_string());
         let end = AgentEvent::End(counters);
         self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
-        let bytes = self.download(Role::Receiver, &file)?;
-        // The run file stays on the receiver under a name marking it as collected.
-        let collected = RemoteLayout::collected(&file, attempt);
-        let _ =
-            self.sh(Role::Receiver, "collect", &transfer::rename_command(&file, &collected), Duration::from_secs(10));
+        let bytes = self.collect(Role::Receiver, &file, attempt)?;
         let mut batches = decode_stream(&bytes)
             .map_err(|e| failed(self.hosts.name(Role::Receiver), "collect", format!("{file}: {e}")))?;
         if run.steps.iter().any(|s| s.action == Action::CaptureStop) {
@@ -415,20 +418,7 @@ impl Testbed for SshTestbed {
             self.log(&name, "run", &format!("reflect: {counts:?}"));
             batches = joined;
         }
-        let histogram = match histogram_file {
-            Some(log) => {
-                let bytes = self.download(Role::Receiver, &log)?;
-                let collected = RemoteLayout::collected(&log, attempt);
-                let _ = self.sh(
-                    Role::Receiver,
-                    "collect",
-                    &transfer::rename_command(&log, &collected),
-                    Duration::from_secs(10),
-                );
-                Some(bytes)
-            }
-            None => None,
-        };
+        let histogram = histogram_file.map(|log| self.collect(Role::Receiver, &log, attempt)).transpose()?;
         Ok(RunData {
             batches,
             seconds: start.elapsed().as_secs_f64(),
