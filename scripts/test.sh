@@ -26,6 +26,7 @@ packages=(
   "shellcheck:every rendered host command is checked"
   "groff-base:the manual pages are rendered"
   "python3-venv:DuckDB, pyarrow and pandas read a results folder, check-jsonschema the YAML files, scapy the traces, in tests"
+  "default-jre-headless:Spark (pyspark) reads the results history in tests"
 )
 
 missing=()
@@ -58,15 +59,34 @@ rustup component add rustfmt clippy >/dev/null
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 
 # Other tools reading our files: DuckDB, pyarrow and pandas (results), check-jsonschema (plans,
-# inventories and manifests against schemas/) and scapy (generated traces) from PyPI, in a
-# virtual environment; and FD.io CSIT's jumpavg, the reference of the trend's change detection.
+# inventories and manifests against schemas/), scapy (generated traces) and Spark (the results
+# history) from PyPI, in a virtual environment; FD.io CSIT's jumpavg, the reference of the trend's
+# change detection; and moto, an S3-compatible server for the history store's tests.
 venv=${LATENCY_TEST_VENV:-/opt/latency-test-venv}
-if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, scapy, jumpavg" 2>/dev/null; then
-  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema, scapy) and jumpavg into $venv"
+if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, scapy, jumpavg, pyspark, moto.server" 2>/dev/null; then
+  echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema, scapy, pyspark), jumpavg and moto into $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema scapy jumpavg==0.4.2
+  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema scapy jumpavg==0.4.2 pyspark "moto[server]"
 fi
 export LATENCY_TEST_PYTHON="$venv/bin/python"
 
+# The S3-compatible server of the store's tests, on a free port of 127.0.0.1, stopped on exit.
+port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/latency-test-moto.log" 2>&1 &
+moto_pid=$!
+trap 'kill "$moto_pid" 2>/dev/null || true' EXIT
+"$venv/bin/python" - "$port" <<'PY' || { echo "test: moto_server did not start (see ${TMPDIR:-/tmp}/latency-test-moto.log)" >&2; exit 2; }
+import sys, time, urllib.request
+for _ in range(100):
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/", timeout=1)
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+PY
+export LATENCY_TEST_S3="http://127.0.0.1:$port"
+echo "--- S3-compatible server (moto) on $LATENCY_TEST_S3"
+
 echo "--- tests: make test"
-exec make test
+make test

@@ -3,6 +3,7 @@
 
 use crate::analysis::AnalysisError;
 use crate::engine::EngineError;
+use crate::history::store::StoreError;
 use crate::import::ImportError;
 use crate::results::ResultsError;
 
@@ -93,6 +94,17 @@ impl From<&AnalysisError> for ExitStatus {
         match e {
             AnalysisError::Results(e) => e.into(),
             AnalysisError::Invalid { .. } => ExitStatus::Results,
+        }
+    }
+}
+
+impl From<&StoreError> for ExitStatus {
+    fn from(e: &StoreError) -> ExitStatus {
+        match e {
+            StoreError::Analysis(e) => e.into(),
+            // The URL or the folder given cannot be used: nothing was touched.
+            StoreError::Url { .. } | StoreError::Unfinished { .. } => ExitStatus::Invalid,
+            StoreError::Object { .. } | StoreError::Invalid { .. } => ExitStatus::Results,
         }
     }
 }

@@ -10,6 +10,7 @@
 //!    headline quantiles are those of its most populated mode, never a mix of modes; 7. vendor
 //!    bound margins; 8. hardware-clock check on reflect data; 9. bootstrap CIs.
 
+pub mod estimates;
 mod levels;
 pub mod load;
 pub mod modes;

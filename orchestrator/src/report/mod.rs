@@ -31,6 +31,7 @@ mod port_pairs;
 mod round_trip;
 mod soak;
 mod svg;
+pub mod trend;
 mod view;
 
 use std::path::{Path, PathBuf};
@@ -132,7 +133,7 @@ fn render_template(
     name: &'static str,
     builtin: &'static str,
     template_dir: Option<&Path>,
-    view: &view::View,
+    view: &impl serde::Serialize,
 ) -> Result<String, ReportError> {
     let override_path = template_dir.map(|d| d.join(name)).filter(|p| p.is_file());
     let (source, label) = match &override_path {

@@ -103,6 +103,18 @@ impl Svg {
         );
     }
 
+    /// A filled circle with a tooltip, a link when `href` is given.
+    pub(super) fn linked_circle(&mut self, cx: f64, cy: f64, r: f64, fill: &str, tip: &str, href: Option<&str>) {
+        let circle = format!(
+            "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{r}\" fill=\"{fill}\"><title>{}</title></circle>",
+            escape(tip)
+        );
+        let _ = match href {
+            Some(h) => writeln!(self.body, "<a href=\"{}\">{circle}</a>", escape(h)),
+            None => writeln!(self.body, "{circle}"),
+        };
+    }
+
     /// A diamond marker.
     pub(super) fn diamond(&mut self, cx: f64, cy: f64, r: f64, fill: &str, stroke: &str) {
         let d = format!("M{cx:.1},{:.1}L{:.1},{cy:.1}L{cx:.1},{:.1}L{:.1},{cy:.1}Z", cy - r, cx + r, cy + r, cx - r);

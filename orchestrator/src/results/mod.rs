@@ -256,6 +256,29 @@ pub fn utc(secs: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
 }
 
+/// Read back a time written by [`utc`] (`YYYY-MM-DDTHH:MM:SSZ`, whole seconds, UTC).
+pub fn parse_utc(text: &str) -> Option<u64> {
+    let b = text.as_bytes();
+    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
+    {
+        return None;
+    }
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 from the civil date (H. Hinnant's algorithm, the inverse of `utc`'s).
+    let y = y - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok().filter(|&s| utc(s) == text)
+}
+
 /// Seconds since the Unix epoch.
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -270,6 +293,12 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(utc(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc(1_796_000_000), "2026-11-30T00:53:20Z");
+        for secs in [0, 951_782_400, 1_796_000_000, 4_107_542_399] {
+            assert_eq!(parse_utc(&utc(secs)), Some(secs));
+        }
+        for bad in ["2026-02-30T00:00:00Z", "2026-11-30 00:53:20Z", "2026-11-30T24:00:00Z", "1969-12-31T23:59:59Z"] {
+            assert_eq!(parse_utc(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! `ORCHESTRATE_FAILPOINTS=name[=count],…` arms the named points: each fires `count` times (every
 //! time without a count). Points: `corrupt-upload` (one byte of an upload is flipped on its way to
-//! the host).
+//! the host); `history-add-killed` (`history add` aborts between a study's estimates and its rows).
 
 /// Whether the point `name` fires now.
 #[cfg(feature = "failpoints")]

@@ -12,6 +12,7 @@ mod cli;
 mod common;
 #[cfg(feature = "failpoints")]
 mod e2e;
+mod history;
 mod hops;
 mod import;
 mod levels;

@@ -84,42 +84,80 @@ fn change_points_and_bits_agree_with_csit_jumpavg() {
     assert!(changes >= 4, "{changes} changes in all");
 }
 
-/// Forward's median of one simulated night (`seed`), with `model` (none: the paper's).
-fn night(seed: u64, model: Option<&std::path::Path>) -> (String, f64) {
-    let dir = crate::common::tmp("nightly");
-    let mut args = vec!["run".to_string(), "tests/fixtures/good/nightly.yaml".into(), "--quiet".into()];
-    args.extend(["--seed".into(), seed.to_string(), "--out".into(), dir.display().to_string()]);
-    if let Some(m) = model {
-        args.extend(["--sim-model".into(), m.display().to_string()]);
-    }
+/// Add `nights` to a fresh store folder; its URL.
+fn store_of(name: &str, nights: &[std::path::PathBuf]) -> String {
+    let store = crate::common::tmp_dir(name).display().to_string();
+    let mut args = vec!["history".to_string(), "add".into(), "--store".into(), store.clone()];
+    args.extend(nights.iter().map(|d| d.display().to_string()));
     let o = crate::common::orchestrate(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", crate::common::stderr(&o));
-    let s: orchestrator::analysis::summary::Summary =
-        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
-    (format!("night-{seed}"), s.programs["forward"].latency_ns["p50"])
+    store
 }
 
+/// 30 simulated nights, and the same with Forward 5 ns slower from night 20, through the store and
+/// `orchestrate trend`: one change, at night 20, of 5 ± 1 ns, a regression (exit 1, JUnit failure);
+/// none in the steady series (exit 0). DuckDB and Spark read the same series from the store.
 #[test]
 fn a_five_nanosecond_slowdown_from_night_twenty_is_the_one_change_and_a_steady_series_has_none() {
-    use orchestrator::history::trend::{Point, changes};
+    use crate::history::{night, series_values, trend_json};
     // From night 20 on, every quantile of Forward's model is 5 ns higher (Table I + 5).
     let dir = crate::common::tmp_dir("slower-forward");
     let model = dir.join("slower.yaml");
     std::fs::write(&model, "programs:\n  forward:\n    - [143, 150, 154, 159, 168, 174]\n").unwrap();
-    let point = |(study, value_ns): (String, f64), k: usize| Point {
-        study,
-        time: format!("2026-11-{:02}T02:00:00Z", k % 28 + 1),
-        value_ns,
-    };
-    let steady: Vec<Point> = (1..=30).map(|k| point(night(k as u64, None), k)).collect();
-    assert_eq!(changes(&steady, None), [], "{steady:?}");
+    let steady: Vec<_> = (1..=30).map(|k| night(k, u64::from(k), None)).collect();
     let mut slower = steady[..19].to_vec();
-    slower.extend((20..=30).map(|k| point(night(k as u64, Some(&model)), k)));
-    let found = changes(&slower, None);
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!((found[0].index, found[0].study.as_str()), (19, "night-20"));
-    assert!((found[0].shift_ns - 5.0).abs() < 1.0, "{found:?}");
-    assert!(found[0].ci95_ns[0] > 0.0 && found[0].ci95_ns[1] > found[0].shift_ns, "{found:?}");
+    slower.extend((20..=30).map(|k| night(k, u64::from(k), Some(&model))));
+
+    let steady_store = store_of("steady", &steady);
+    let (code, t) = trend_json(&steady_store, &[], &[]);
+    assert_eq!((code, &t["changes"]), (Some(0), &serde_json::json!([])), "{t}");
+
+    let slower_store = store_of("slower", &slower);
+    let junit = dir.join("trend.xml");
+    let html = dir.join("trend.html");
+    let (code, t) = trend_json(
+        &slower_store,
+        &[],
+        &["--junit", &junit.display().to_string(), "--html", &html.display().to_string()],
+    );
+    assert_eq!(code, Some(1), "a regression exits 1: {t}");
+    let changes = t["changes"].as_array().unwrap();
+    let night20 = slower[19].file_name().unwrap();
+    for c in changes {
+        assert_eq!(
+            (c["program"].as_str(), c["index"].as_u64(), c["time"].as_str()),
+            (Some("forward"), Some(19), Some("2026-11-20T02:00:00Z")),
+            "{c} ({night20:?})"
+        );
+    }
+    let p50: Vec<_> = changes.iter().filter(|c| c["statistic"] == "p50").collect();
+    assert_eq!(p50.len(), 1, "{t}");
+    let shift = p50[0]["shift_ns"].as_f64().unwrap();
+    assert!((shift - 5.0).abs() < 1.0 && p50[0]["regression"] == true, "{t}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testcase name=\"forward p50\"") && xml.contains("<failure"), "{xml}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<svg") && page.contains("regression") && !page.contains("<script"), "self-contained page");
+
+    // DuckDB and Spark, reading the store on their own, see the same nights and medians.
+    let o = Command::new(test_python())
+        .args(["tests/readers/history_series.py", &slower_store, "duckdb", "spark"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let readers: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for reader in ["duckdb", "spark"] {
+        for stat in ["p50", "p99"] {
+            let mut ours = series_values(&t, "forward", stat);
+            let theirs = &readers[reader]["series"][format!("forward {stat}")];
+            let values: Vec<f64> = theirs["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            assert_eq!(values, ours, "{reader} {stat}");
+            ours.sort_by(f64::total_cmp);
+            let median = (ours[14] + ours[15]) / 2.0;
+            assert!((theirs["median"].as_f64().unwrap() - median).abs() < 1e-9, "{reader} {stat}: {theirs}");
+        }
+        assert!(readers[reader]["estimates"].as_u64().unwrap() > 30 * 3000, "{readers}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -99,6 +99,28 @@ pub(crate) enum Command {
         #[arg(long, value_parser = non_negative)]
         ks: Option<f64>,
     },
+    /// The results history: finished studies in a store (a folder or `s3://bucket/prefix`).
+    History {
+        #[command(subcommand)]
+        op: HistoryOp,
+    },
+    /// Trend of a history: per program, level and statistic (p50, p99) the series of nights,
+    /// its changes (jumpavg) as Markdown on stdout; exit 1 when a series' latest change is a
+    /// regression.
+    Trend {
+        /// The store: a folder, or `s3://BUCKET[/PREFIX]` (credentials and endpoint from `AWS_*`).
+        #[arg(long)]
+        store: String,
+        /// Write the self-contained HTML trend page here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Write JUnit XML here (one test case per series).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Print `{"changes": […], "series": […]}` as JSON instead of Markdown.
+        #[arg(long)]
+        json: bool,
+    },
     /// Convert published data into a results folder.
     Import {
         /// Source format.
@@ -161,6 +183,26 @@ pub(crate) enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum HistoryOp {
+    /// Add finished studies (results folders, analysed first if needed) to a store; a study that
+    /// is there already is left as it is.
+    Add {
+        /// Results folders.
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        /// The store: a folder, or `s3://BUCKET[/PREFIX]` (credentials and endpoint from `AWS_*`).
+        #[arg(long)]
+        store: String,
+    },
+    /// The studies in a store, one JSON line each (`{"date", "study"}`).
+    List {
+        /// The store.
+        #[arg(long)]
+        store: String,
     },
 }
 

@@ -11,6 +11,7 @@ use orchestrator::plan::{self, schema, yaml::Diagnostic};
 use orchestrator::schedule::{self, Schedule};
 
 mod cli;
+mod history;
 mod run;
 
 use cli::{Cli, Command, TraceOp, Vlan};
@@ -75,6 +76,10 @@ fn main() -> ExitCode {
             compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
+        Command::History { op } => history::history(op),
+        Command::Trend { store, html, junit, json } => {
+            history::trend(&store, html.as_deref(), junit.as_deref(), json).map(|_| ())
+        }
         Command::Trace { op } => trace(op),
         Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
         Command::Completions { shell } => {

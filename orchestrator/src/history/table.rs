@@ -1,0 +1,151 @@
+//! One typed definition per history table: [`table!`] declares a row struct with each column
+//! stated once, and from it the Arrow schema, the writer (rows → record batch) and the reader
+//! (record batch → rows, by column name, with a message naming a missing or mistyped column).
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, TimestampMicrosecondType, UInt32Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, StringArray, TimestampMicrosecondArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::{DataType, TimeUnit};
+
+/// Microseconds since 1970-01-01 UTC, stored as a UTC timestamp (DuckDB's `TIMESTAMPTZ`,
+/// Spark's `timestamp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Micros(pub i64);
+
+impl Micros {
+    /// The time as `YYYY-MM-DDTHH:MM:SSZ` (whole seconds).
+    pub fn utc(self) -> String {
+        crate::results::utc(u64::try_from(self.0.div_euclid(1_000_000)).unwrap_or(0))
+    }
+}
+
+/// In JSON, the time as text ([`Micros::utc`]).
+impl serde::Serialize for Micros {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.utc())
+    }
+}
+
+/// A column's value type: its Arrow type, how a column of it is built and how one value is read.
+pub trait Cell: Sized {
+    /// The Arrow type.
+    fn data_type() -> DataType;
+    /// Whether the column may hold nulls.
+    const NULLABLE: bool = false;
+    /// The column of `values`.
+    fn array<'a>(values: impl Iterator<Item = &'a Self>) -> ArrayRef
+    where
+        Self: 'a;
+    /// Value `i` of `a` (already checked to be of [`Cell::data_type`]); `None` for a null where
+    /// none may be.
+    fn get(a: &dyn Array, i: usize) -> Option<Self>;
+}
+
+macro_rules! cell {
+    ($t:ty, $dt:expr, $arr:ty, $as:ident $(::<$p:ty>)?, |$a:ident, $i:ident| $read:expr) => {
+        impl Cell for $t {
+            fn data_type() -> DataType {
+                $dt
+            }
+            fn array<'a>(values: impl Iterator<Item = &'a Self>) -> ArrayRef {
+                Arc::new(<$arr>::from_iter(values.map(|v| Some(v.clone()))))
+            }
+            fn get(a: &dyn Array, i: usize) -> Option<Self> {
+                let $a = a.$as$(::<$p>)?();
+                let $i = i;
+                (!$a.is_null($i)).then(|| $read)
+            }
+        }
+
+        impl Cell for Option<$t> {
+            fn data_type() -> DataType {
+                $dt
+            }
+            const NULLABLE: bool = true;
+            fn array<'a>(values: impl Iterator<Item = &'a Self>) -> ArrayRef {
+                Arc::new(<$arr>::from_iter(values.cloned()))
+            }
+            fn get(a: &dyn Array, i: usize) -> Option<Self> {
+                Some(<$t as Cell>::get(a, i))
+            }
+        }
+    };
+}
+
+cell!(String, DataType::Utf8, StringArray, as_string::<i32>, |a, i| a.value(i).to_string());
+cell!(f64, DataType::Float64, Float64Array, as_primitive::<Float64Type>, |a, i| a.value(i));
+cell!(u64, DataType::UInt64, UInt64Array, as_primitive::<UInt64Type>, |a, i| a.value(i));
+cell!(u32, DataType::UInt32, UInt32Array, as_primitive::<UInt32Type>, |a, i| a.value(i));
+cell!(bool, DataType::Boolean, BooleanArray, as_boolean, |a, i| a.value(i));
+
+impl Cell for Micros {
+    fn data_type() -> DataType {
+        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+    }
+    fn array<'a>(values: impl Iterator<Item = &'a Self>) -> ArrayRef {
+        Arc::new(TimestampMicrosecondArray::from_iter_values(values.map(|v| v.0)).with_timezone("UTC"))
+    }
+    fn get(a: &dyn Array, i: usize) -> Option<Self> {
+        let a = a.as_primitive::<TimestampMicrosecondType>();
+        (!a.is_null(i)).then(|| Micros(a.value(i)))
+    }
+}
+
+/// Declares a table's row struct, each column once: `schema()`, `to_batch(&[Row])` and
+/// `from_batch(&RecordBatch)` follow from it.
+macro_rules! table {
+    ($(#[doc = $doc:literal])* pub struct $name:ident { $($(#[doc = $fdoc:literal])* pub $f:ident: $t:ty,)* }) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+        pub struct $name {
+            $($(#[doc = $fdoc])* pub $f: $t,)*
+        }
+
+        impl $name {
+            /// The table's Arrow schema.
+            pub fn schema() -> arrow_schema::Schema {
+                use $crate::history::table::Cell;
+                arrow_schema::Schema::new(vec![
+                    $(arrow_schema::Field::new(stringify!($f), <$t as Cell>::data_type(), <$t as Cell>::NULLABLE),)*
+                ])
+            }
+
+            /// `rows` as one record batch.
+            pub fn to_batch(rows: &[Self]) -> Result<arrow_array::RecordBatch, arrow_schema::ArrowError> {
+                use $crate::history::table::Cell;
+                arrow_array::RecordBatch::try_new(
+                    std::sync::Arc::new(Self::schema()),
+                    vec![$(<$t as Cell>::array(rows.iter().map(|r| &r.$f)),)*],
+                )
+            }
+
+            /// The rows of `batch`, its columns found by name; a missing, mistyped or null
+            /// column is an error naming it.
+            pub fn from_batch(batch: &arrow_array::RecordBatch) -> Result<Vec<Self>, String> {
+                use $crate::history::table::Cell;
+                $(
+                    let $f = batch
+                        .column_by_name(stringify!($f))
+                        .filter(|c| c.data_type() == &<$t as Cell>::data_type())
+                        .ok_or_else(|| format!(
+                            "column `{}` is missing or not {}", stringify!($f), <$t as Cell>::data_type()
+                        ))?;
+                )*
+                (0..batch.num_rows())
+                    .map(|i| {
+                        Ok(Self {
+                            $($f: <$t as Cell>::get($f.as_ref(), i)
+                                .ok_or_else(|| format!("column `{}`: row {i} is null", stringify!($f)))?,)*
+                        })
+                    })
+                    .collect()
+            }
+        }
+    };
+}
+
+pub(crate) use table;
