@@ -1,4 +1,4 @@
-//! One typed definition per history table: [`table!`] declares a row struct with each column
+//! One typed definition per history table: `table!` declares a row struct with each column
 //! stated once, and from it the Arrow schema, the writer (rows → record batch) and the reader
 //! (record batch → rows, by column name, with a message naming a missing or mistyped column).
 
