@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak bench-trend testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -93,6 +93,20 @@ bench-analysis: build
 	  for i in 1 2; do echo "bench-analysis: the paper's estimator side by side: $$($$py orchestrator/tests/readers/bench_duckdb.py $$out 2.89e9) s"; done; \
 	else echo "bench-analysis: no DuckDB to compare with ($$py; scripts/test.sh installs it)"; fi; \
 	rm -rf $$(dirname $$out)
+
+## `orchestrate trend` over a synthetic year of nightly paper-scale studies in a history folder
+## (365 nights × 4 programs, 800,000 per-probe estimates a night): wall time and peak memory.
+NIGHTS ?= 365
+bench-trend: build
+	@store=$$(mktemp -d)/history; \
+	$(CARGO) run --release -q -p orchestrator --example history_year -- $$store $(NIGHTS); \
+	echo "bench-trend: store of $$(find $$store -name '*.parquet' | wc -l) Parquet files, $$(du -sh $$store | cut -f1)"; \
+	for i in 1 2 3; do \
+	  /usr/bin/time -f '%e %M' -o $$store.time ./target/release/orchestrate trend --store $$store --json > $$store.json 2>/dev/null || true; \
+	  set -- $$(tail -n 1 $$store.time); wall=$$1; rss=$$2; \
+	  echo "bench-trend: try $$i: $$(grep -c '"study"' $$store.json) points and changes read: wall $$wall s (target <= 2 s), peak RSS $$((rss / 1024)) MiB (target <= 1024 MiB)"; \
+	done; \
+	rm -rf $$(dirname $$store)
 
 ## The agent: per-packet record path (cargo bench) and sustained zero-loss capture rate on veth
 ## pairs (needs root, ip, tcpreplay).

@@ -24,16 +24,20 @@ pub enum ExitStatus {
     Results,
     /// Interrupted; the journal is consistent and `--resume` continues.
     Interrupted,
+    /// `nightly`: runs failed their checks, so the study was neither added to the history nor
+    /// judged.
+    Unjudged,
 }
 
 impl ExitStatus {
     /// Every status, in code order.
-    pub const ALL: [ExitStatus; 6] = [
+    pub const ALL: [ExitStatus; 7] = [
         ExitStatus::Success,
         ExitStatus::ChecksFailed,
         ExitStatus::Invalid,
         ExitStatus::Testbed,
         ExitStatus::Results,
+        ExitStatus::Unjudged,
         ExitStatus::Interrupted,
     ];
 
@@ -45,6 +49,7 @@ impl ExitStatus {
             ExitStatus::Invalid => 2,
             ExitStatus::Testbed => 3,
             ExitStatus::Results => 4,
+            ExitStatus::Unjudged => 5,
             ExitStatus::Interrupted => 130,
         }
     }
@@ -61,6 +66,9 @@ impl ExitStatus {
             }
             ExitStatus::Testbed => "testbed failure: a host or step failed after its retries",
             ExitStatus::Results => "results could not be written or read",
+            ExitStatus::Unjudged => {
+                "nightly: runs failed their checks; the study was neither added to the history nor judged"
+            }
             ExitStatus::Interrupted => "interrupted (Ctrl-C); the journal is consistent and --resume continues",
         }
     }

@@ -149,3 +149,50 @@ macro_rules! table {
 }
 
 pub(crate) use table;
+
+#[cfg(test)]
+mod tests {
+    table! {
+        /// A table of every cell type.
+        pub struct T {
+            /// Text.
+            pub s: String,
+            /// Optional number.
+            pub x: Option<f64>,
+            /// Count.
+            pub n: u64,
+            /// Small count.
+            pub k: u32,
+            /// Flag.
+            pub b: bool,
+            /// Time.
+            pub t: super::Micros,
+            /// Optional text.
+            pub o: Option<String>,
+        }
+    }
+
+    #[test]
+    fn rows_go_through_a_record_batch_unchanged_and_a_missing_column_is_named() {
+        let rows = vec![
+            T {
+                s: "a".into(),
+                x: Some(1.5),
+                n: u64::MAX,
+                k: 7,
+                b: true,
+                t: super::Micros(1_796_000_000_000_000),
+                o: None,
+            },
+            T { s: String::new(), x: None, n: 0, k: 0, b: false, t: super::Micros(0), o: Some("lvl".into()) },
+        ];
+        let batch = T::to_batch(&rows).unwrap();
+        assert!(batch.schema().field_with_name("x").unwrap().is_nullable());
+        assert!(!batch.schema().field_with_name("s").unwrap().is_nullable());
+        assert_eq!(T::from_batch(&batch).unwrap(), rows);
+        assert_eq!(rows[0].t.utc(), "2026-11-30T00:53:20Z");
+        let without = batch.project(&[0, 1, 2, 3, 4, 6]).unwrap();
+        let err = T::from_batch(&without).unwrap_err();
+        assert!(err.contains("column `t`"), "{err}");
+    }
+}

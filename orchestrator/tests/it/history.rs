@@ -150,3 +150,81 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
         assert!((median - f.latency_raw_ns["p50"]).abs() <= 0.5, "{median} vs {:?}", f.latency_raw_ns);
     }
 }
+
+/// `nightly` on the simulator: a pass (0) writes the report, the trend page, its Markdown and
+/// JUnit; Forward 5 ns slower after eight steady nights is a regression (1); runs that fail their
+/// checks are not added nor judged (5); a store it cannot use stops it before the study (2).
+#[test]
+fn nightly_runs_adds_and_judges_and_its_exit_status_says_which() {
+    let store = tmp_dir("nightly-store").display().to_string();
+    let nightly = |out: &Path, extra: &[&str]| {
+        let out = out.display().to_string();
+        let mut args = vec!["nightly", "tests/fixtures/good/nightly.yaml", "--store", &store, "--out", &out, "--quiet"];
+        args.extend_from_slice(extra);
+        orchestrate(&args)
+    };
+    let listed =
+        || String::from_utf8_lossy(&orchestrate(&["history", "list", "--store", &store]).stdout).lines().count();
+
+    let steady: Vec<PathBuf> = (1..=8).map(|k| night(k, u64::from(k), None)).collect();
+    let mut args = vec!["history".to_string(), "add".into(), "--store".into(), store.clone()];
+    args.extend(steady.iter().map(|d| d.display().to_string()));
+    assert!(orchestrate(&args.iter().map(String::as_str).collect::<Vec<_>>()).status.success());
+
+    let pass = tmp("nightly-pass");
+    let o = nightly(&pass, &["--seed", "9"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for f in ["report.md", "trend.html", "trend.md", "trend.xml"] {
+        assert!(pass.join(f).is_file(), "{f}");
+    }
+    assert!(!std::fs::read_to_string(pass.join("trend.xml")).unwrap().contains("<failure"));
+    assert_eq!(listed(), 9);
+
+    let model = tmp_dir("nightly-model").join("slower.yaml");
+    std::fs::write(&model, "programs:\n  forward:\n    - [143, 150, 154, 159, 168, 174]\n").unwrap();
+    let mut last = None;
+    for seed in 10..=12 {
+        let out = tmp("nightly-slower");
+        last = Some((nightly(&out, &["--seed", &seed.to_string(), "--sim-model", &model.display().to_string()]), out));
+    }
+    let (o, out) = last.unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("regression: forward p50"), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(out.join("trend.xml")).unwrap().contains("<failure"));
+    assert!(std::fs::read_to_string(out.join("trend.md")).unwrap().contains("**regression**"));
+    assert_eq!(listed(), 12);
+
+    // 5 % loss per copy: the runs fail their checks; the study is kept, not added.
+    let lossy = tmp("nightly-lossy");
+    let o = nightly(&lossy, &["--sim-model", "tests/fixtures/good/lossy.yaml"]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(lossy.join("journal.jsonl").is_file() && !lossy.join("trend.html").exists());
+    assert_eq!(listed(), 12);
+
+    let never = tmp("nightly-never");
+    let o = orchestrate(&[
+        "nightly",
+        "tests/fixtures/good/nightly.yaml",
+        "--store",
+        "ftp://host/x",
+        "--out",
+        &never.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!never.exists(), "nothing ran");
+}
+
+/// Every column of the history's tables is documented in the README.
+#[test]
+fn the_readme_documents_every_column_of_the_history() {
+    use orchestrator::history::row::{Estimate, Row};
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = &readme[readme.find("### The results history").expect("a section on the history")..];
+    for field in Row::schema().fields().iter().chain(Estimate::schema().fields().iter()) {
+        assert!(
+            section.contains(&format!("`{}`", field.name())),
+            "README: column `{}` is not documented",
+            field.name()
+        );
+    }
+}

@@ -121,6 +121,18 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A nightly job: run PLAN, add the study to the history, judge the trend, write the report,
+    /// the trend page (`trend.html`), its Markdown (`trend.md`) and JUnit (`trend.xml`) into the
+    /// results folder. Exit 0 pass, 1 regression, 5 runs failed (not added, not judged), 3 or 4
+    /// infrastructure (testbed, results or store).
+    Nightly {
+        #[command(flatten)]
+        run: RunArgs,
+        /// The history store: a folder, or `s3://BUCKET[/PREFIX]` (credentials and endpoint from
+        /// `AWS_*`).
+        #[arg(long)]
+        store: String,
+    },
     /// Convert published data into a results folder.
     Import {
         /// Source format.

@@ -6,7 +6,7 @@ use orchestrator::exit::ExitStatus;
 use orchestrator::history::store::{Store, StoreError};
 use orchestrator::history::trend::{self, Trend};
 
-use crate::cli::HistoryOp;
+use crate::cli::{HistoryOp, RunArgs};
 use crate::{Failure, json_line, open_locked, print_out, progress};
 
 impl From<StoreError> for Failure {
@@ -51,20 +51,41 @@ pub(crate) fn add(store: &Store, dir: &Path) -> Result<(), Failure> {
     print_out(&json_line(&added)?)
 }
 
-/// The trend of `store`: Markdown (or JSON) on stdout, the HTML page and JUnit when asked; a
-/// regression is [`ExitStatus::ChecksFailed`].
-pub(crate) fn trend(store: &str, html: Option<&Path>, junit: Option<&Path>, json: bool) -> Result<Trend, Failure> {
+/// Where `trend` writes its listing.
+pub(crate) enum Listing<'a> {
+    /// JSON on stdout.
+    Json,
+    /// Markdown into the file, or on stdout.
+    Markdown(Option<&'a Path>),
+}
+
+/// The trend of `store`: its listing, the HTML page and JUnit when asked; a regression is
+/// [`ExitStatus::ChecksFailed`].
+pub(crate) fn trend(
+    store: &str,
+    listing: Listing<'_>,
+    html: Option<&Path>,
+    junit: Option<&Path>,
+) -> Result<(), Failure> {
+    trend_of(&Store::open(store)?, listing, html, junit)
+}
+
+fn trend_of(s: &Store, listing: Listing<'_>, html: Option<&Path>, junit: Option<&Path>) -> Result<(), Failure> {
     use orchestrator::report::trend as page;
-    let s = Store::open(store)?;
-    let t = trend::trend(&s.rows()?);
+    let t: Trend = trend::trend(&s.rows()?);
     let fail = |e: String| Failure::Exit(ExitStatus::Results, e);
-    if json {
-        print_out(&(serde_json::to_string_pretty(&t).map_err(|e| fail(e.to_string()))? + "\n"))?;
-    } else {
-        print_out(&page::markdown(&t, store).map_err(|e| fail(e.to_string()))?)?;
+    match listing {
+        Listing::Json => print_out(&(serde_json::to_string_pretty(&t).map_err(|e| fail(e.to_string()))? + "\n"))?,
+        Listing::Markdown(to) => {
+            let text = page::markdown(&t, s.url()).map_err(|e| fail(e.to_string()))?;
+            match to {
+                Some(path) => orchestrator::results::write_file(path, text.as_bytes(), true)?,
+                None => print_out(&text)?,
+            }
+        }
     }
     if let Some(path) = html {
-        let text = page::html(&t, store).map_err(|e| fail(e.to_string()))?;
+        let text = page::html(&t, s.url()).map_err(|e| fail(e.to_string()))?;
         orchestrator::results::write_file(path, text.as_bytes(), true)?;
         progress(format_args!("trend page: {}", path.display()));
     }
@@ -85,5 +106,26 @@ pub(crate) fn trend(store: &str, html: Option<&Path>, junit: Option<&Path>, json
             c.change.time
         );
     }
-    if t.regressions().next().is_some() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(t) }
+    if t.regressions().next().is_some() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
+}
+
+/// `orchestrate nightly`: the store is opened first (a wrong URL stops before the study); the
+/// study runs; a study whose runs failed is neither added nor judged ([`ExitStatus::Unjudged`]);
+/// else it is added, and the trend judged and written into its results folder.
+pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
+    let store = Store::open(store)?;
+    let (dir, passed) = crate::run::run_plan(args)?;
+    if !passed {
+        return Err(Failure::Exit(
+            ExitStatus::Unjudged,
+            format!("{}: runs failed their checks; the study is not added to the history", dir.display()),
+        ));
+    }
+    add(&store, &dir)?;
+    trend_of(
+        &store,
+        Listing::Markdown(Some(&dir.join("trend.md"))),
+        Some(&dir.join("trend.html")),
+        Some(&dir.join("trend.xml")),
+    )
 }

@@ -78,8 +78,10 @@ fn main() -> ExitCode {
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
         Command::History { op } => history::history(op),
         Command::Trend { store, html, junit, json } => {
-            history::trend(&store, html.as_deref(), junit.as_deref(), json).map(|_| ())
+            let markdown = if json { history::Listing::Json } else { history::Listing::Markdown(None) };
+            history::trend(&store, markdown, html.as_deref(), junit.as_deref())
         }
+        Command::Nightly { run, store } => history::nightly(&run, &store),
         Command::Trace { op } => trace(op),
         Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
         Command::Completions { shell } => {

@@ -23,6 +23,15 @@ pub(crate) fn command_line() -> String {
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
+    match run_plan(args)? {
+        (_, true) => Ok(()),
+        (_, false) => Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())),
+    }
+}
+
+/// Run a study (analysed and reported): its results folder, and whether every run passed its
+/// checks and the analysis could use everything.
+pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Failure> {
     use orchestrator::engine::{self, Options, StartedWith, events};
     use orchestrator::results::{self, ResultsDir, journal, provenance::TOOL_VERSION};
     use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
@@ -177,9 +186,5 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
     } else {
         print_out(&format!("{}\n", dir.root().display()))?;
     }
-    if outcome.failed.is_empty() && usable {
-        Ok(())
-    } else {
-        Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
-    }
+    Ok((dir.root().to_path_buf(), outcome.failed.is_empty() && usable))
 }
