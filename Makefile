@@ -104,7 +104,7 @@ bench-trend: build
 	for i in 1 2 3; do \
 	  /usr/bin/time -f '%e %M' -o $$store.time ./target/release/orchestrate trend --store $$store --json > $$store.json 2>/dev/null || true; \
 	  set -- $$(tail -n 1 $$store.time); wall=$$1; rss=$$2; \
-	  echo "bench-trend: try $$i: $$(grep -c '"study"' $$store.json) points and changes read: wall $$wall s (target <= 2 s), peak RSS $$((rss / 1024)) MiB (target <= 1024 MiB)"; \
+	  echo "bench-trend: try $$i: $$(grep -c '"value_ns"' $$store.json) nightly figures, $$(grep -c '"shift_ns"' $$store.json) changes: wall $$wall s (target <= 2 s), peak RSS $$((rss / 1024)) MiB (target <= 1024 MiB)"; \
 	done; \
 	rm -rf $$(dirname $$store)
 
