@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak bench-trend testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -107,6 +107,18 @@ bench-trend: build
 	  echo "bench-trend: try $$i: $$(grep -c '"value_ns"' $$store.json) nightly figures, $$(grep -c '"shift_ns"' $$store.json) changes: wall $$wall s (target <= 2 s), peak RSS $$((rss / 1024)) MiB (target <= 1024 MiB)"; \
 	done; \
 	rm -rf $$(dirname $$store)
+
+## One plan on one and on two simulated testbed slices with --realtime (steps at 0.5 % of their
+## predicted time, testbeds/sim/fast-steps.yaml): wall times and their ratio.
+bench-slices: build
+	@out=$$(mktemp -d); \
+	for tb in sim sim,sim; do \
+	  /usr/bin/time -f '%e' -o $$out/$$tb.time ./target/release/orchestrate run plans/smoke.yaml --testbed $$tb --realtime \
+	    --sim-model testbeds/sim/fast-steps.yaml --out $$out/$$tb --quiet >/dev/null || { cat $$out/$$tb.time; exit 1; }; \
+	done; \
+	one=$$(tail -n 1 $$out/sim.time); two=$$(tail -n 1 $$out/sim,sim.time); \
+	echo "bench-slices: plans/smoke.yaml --realtime: one slice $$one s, two slices $$two s, ratio $$(echo "scale=2; $$two / $$one" | bc) (target <= 0.6)"; \
+	rm -rf $$out
 
 ## The agent: per-packet record path (cargo bench) and sustained zero-loss capture rate on veth
 ## pairs (needs root, ip, tcpreplay).

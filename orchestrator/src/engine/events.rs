@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 pub use crate::results::event::Event;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A consumer of events.
-pub trait Observer {
+/// A consumer of events (from the slice threads of a study on several testbeds too).
+pub trait Observer: Send {
     /// Handle one event.
     fn event(&mut self, e: &Event);
 }

@@ -8,6 +8,8 @@ pub mod provenance;
 mod resume;
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::analysis::pairs::{self, Counts, Paired};
 use crate::digest;
@@ -62,20 +64,22 @@ pub struct Options {
     pub started: StartedWith,
 }
 
-/// Engine state for one study.
+/// Engine state for one study, shared by the threads of its testbed slices.
 struct Engine<'a> {
     plan: &'a Plan,
     inventory: Option<&'a Inventory>,
     dir: &'a ResultsDir,
-    journal: Journal,
-    observers: &'a mut [Box<dyn Observer>],
+    /// The journal and the observers: one event at a time, in the order the journal has them.
+    log: Mutex<(Journal, &'a mut [Box<dyn Observer>])>,
     cancel: &'a Cancel,
 }
 
 impl Engine<'_> {
-    fn emit(&mut self, e: Event) -> Result<(), ResultsError> {
-        self.journal.append(&e)?;
-        for o in self.observers.iter_mut() {
+    fn emit(&self, e: Event) -> Result<(), ResultsError> {
+        let mut log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (journal, observers) = &mut *log;
+        journal.append(&e)?;
+        for o in observers.iter_mut() {
             o.event(&e);
         }
         Ok(())
@@ -92,7 +96,7 @@ impl Engine<'_> {
     }
 
     /// Run one step with its retries. `Ok(false)` = interrupted.
-    fn step(&mut self, tb: &mut dyn Testbed, s: &Session, st: &Step) -> Result<bool, EngineError> {
+    fn step(&self, tb: &mut dyn Testbed, s: &Session, st: &Step) -> Result<bool, EngineError> {
         let policy = self.policy(st.action);
         let action = st.action;
         for attempt in 1..=policy.retries + 1 {
@@ -226,12 +230,12 @@ impl Engine<'_> {
 
     /// Perform one run until it is stored or out of attempts. `Ok(false)` = interrupted.
     fn run(
-        &mut self,
+        &self,
         tb: &mut dyn Testbed,
         s: &Session,
         r: &Run,
         seed: u64,
-        outcome: &mut Outcome,
+        outcome: &Mutex<Outcome>,
     ) -> Result<bool, EngineError> {
         let max = self.plan.protocol.run_checks.max_attempts;
         let mut reason = String::new();
@@ -294,11 +298,11 @@ impl Engine<'_> {
                 seconds: data.seconds,
                 histogram_sha256,
             })?;
-            outcome.complete += 1;
+            lock(outcome).complete += 1;
             return Ok(true);
         }
         self.emit(Event::RunFailed { index: s.index, run: r.run, reason: reason.clone() })?;
-        outcome.failed.push(format!("{} run {}: {reason}", s.name(), r.run));
+        lock(outcome).failed.push(format!("{} run {}: {reason}", s.name(), r.run));
         Ok(true)
     }
 }
@@ -322,19 +326,24 @@ pub struct Study<'a> {
     pub schedule: &'a Schedule,
 }
 
-/// Run (or resume) a study. The testbed's cleanup runs on every path out of here.
+/// Run (or resume) a study on one testbed, or on several slices at once: each slice takes the
+/// next session of the schedule when it is free. Every slice's cleanup runs on every path out of
+/// here.
 pub fn run_study(
     study: &Study<'_>,
-    testbed: &mut dyn Testbed,
+    slices: &mut [Box<dyn Testbed>],
     dir: &ResultsDir,
     options: &Options,
     cancel: &Cancel,
     observers: &mut [Box<dyn Observer>],
 ) -> Result<Outcome, EngineError> {
     let journal = Journal::open(&dir.journal_path())?;
-    let mut engine = Engine { plan: study.plan, inventory: study.inventory, dir, journal, observers, cancel };
-    let result = walk(&mut engine, study.schedule, testbed, options);
-    testbed.cleanup();
+    let engine =
+        Engine { plan: study.plan, inventory: study.inventory, dir, log: Mutex::new((journal, observers)), cancel };
+    let result = walk(&engine, study.schedule, slices, options);
+    for tb in slices.iter_mut() {
+        tb.cleanup();
+    }
     if let Ok(o) = &result {
         if o.interrupted {
             engine.emit(Event::Interrupted)?;
@@ -345,14 +354,32 @@ pub fn run_study(
     result
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What the slices share while they walk a schedule.
+struct Walk<'a, 'e> {
+    engine: &'a Engine<'e>,
+    schedule: &'a Schedule,
+    options: &'a Options,
+    done: BTreeMap<(String, u32, u32), String>,
+    outcome: Mutex<Outcome>,
+    ladder: Mutex<Ladder>,
+    /// The next session to take.
+    next: AtomicUsize,
+    /// Set when a slice stops the study (interrupted, or a step failed): the others stop after
+    /// their current session.
+    stop: AtomicBool,
+}
+
 fn walk(
-    engine: &mut Engine<'_>,
+    engine: &Engine<'_>,
     schedule: &Schedule,
-    tb: &mut dyn Testbed,
+    slices: &mut [Box<dyn Testbed>],
     options: &Options,
 ) -> Result<Outcome, EngineError> {
     let done = if options.resume { resume::prepare(engine, schedule)? } else { BTreeMap::new() };
-    let mut outcome = Outcome::default();
     let total_runs = schedule.sessions.iter().map(|s| s.runs.len()).sum();
     engine.emit(Event::StudyStarted {
         study: schedule.study.clone(),
@@ -368,29 +395,87 @@ fn walk(
         complete: done.len(),
         resumed: options.resume,
     })?;
-    let mut ladder = Ladder::default();
-    for s in &schedule.sessions {
-        if ladder.ended.contains(&s.program) {
-            continue;
+    let w = Walk {
+        engine,
+        schedule,
+        options,
+        done,
+        outcome: Mutex::new(Outcome::default()),
+        ladder: Mutex::new(Ladder::default()),
+        next: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+    };
+    let several = slices.len() > 1;
+    let results: Vec<Result<(), EngineError>> = if several {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = slices
+                .iter_mut()
+                .enumerate()
+                .map(|(k, tb)| {
+                    let w = &w;
+                    scope.spawn(move || w.slice(tb.as_mut(), Some(k + 1)))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        })
+    } else {
+        slices.iter_mut().map(|tb| w.slice(tb.as_mut(), None)).collect()
+    };
+    for r in results {
+        r?;
+    }
+    Ok(w.outcome.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+impl Walk<'_, '_> {
+    /// One slice's share: sessions until none is left or the study stops.
+    fn slice(&self, tb: &mut dyn Testbed, slice: Option<usize>) -> Result<(), EngineError> {
+        while !self.stop.load(Ordering::SeqCst) {
+            let Some(s) = self.schedule.sessions.get(self.next.fetch_add(1, Ordering::SeqCst)) else {
+                return Ok(());
+            };
+            match self.session(tb, s, slice) {
+                Ok(true) => {}
+                Ok(false) => {
+                    lock(&self.outcome).interrupted = true;
+                    self.stop.store(true, Ordering::SeqCst);
+                }
+                Err(e) => {
+                    self.stop.store(true, Ordering::SeqCst);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One session: its bring-up, its pending runs, its teardown. `Ok(false)` = interrupted.
+    fn session(&self, tb: &mut dyn Testbed, s: &Session, slice: Option<usize>) -> Result<bool, EngineError> {
+        let engine = self.engine;
+        if lock(&self.ladder).ended.contains(&s.program) {
+            return Ok(true);
         }
         let pending: Vec<&Run> =
-            s.runs.iter().filter(|r| !done.contains_key(&(s.program.clone(), s.session, r.run))).collect();
-        outcome.skipped += s.runs.len() - pending.len();
-        outcome.complete += s.runs.len() - pending.len();
+            s.runs.iter().filter(|r| !self.done.contains_key(&(s.program.clone(), s.session, r.run))).collect();
+        {
+            let mut o = lock(&self.outcome);
+            o.skipped += s.runs.len() - pending.len();
+            o.complete += s.runs.len() - pending.len();
+        }
         if pending.is_empty() {
             engine.emit(Event::SessionSkipped { index: s.index, name: s.name() })?;
-            ladder.after_session(engine, s, tb)?;
-            continue;
+            lock(&self.ladder).after_session(engine, s, tb)?;
+            return Ok(true);
         }
         if engine.cancel.is_cancelled() {
-            outcome.interrupted = true;
-            return Ok(outcome);
+            return Ok(false);
         }
         engine.emit(Event::SessionStarted {
             index: s.index,
             name: s.name(),
             pending_runs: pending.len(),
             steps: s.steps.len(),
+            slice,
         })?;
         for r in s.runs.iter().filter(|r| !pending.iter().any(|p| p.run == r.run)) {
             engine.emit(Event::RunSkipped { index: s.index, run: r.run })?;
@@ -410,7 +495,7 @@ fn walk(
                     break;
                 }
             }
-            if !engine.run(tb, s, r, options.started.seed, &mut outcome)? {
+            if !engine.run(tb, s, r, self.options.started.seed, &self.outcome)? {
                 live = false;
                 break;
             }
@@ -427,13 +512,12 @@ fn walk(
             }
         }
         if !live {
-            outcome.interrupted = true;
-            return Ok(outcome);
+            return Ok(false);
         }
         engine.emit(Event::SessionFinished { index: s.index })?;
-        ladder.after_session(engine, s, tb)?;
+        lock(&self.ladder).after_session(engine, s, tb)?;
+        Ok(true)
     }
-    Ok(outcome)
 }
 
 /// Adaptive sessions: the raw medians of each program's sessions so far, and the programs whose
@@ -446,7 +530,7 @@ struct Ladder {
 
 impl Ladder {
     /// After a program's session (run or already complete): check its stopping rule.
-    fn after_session(&mut self, engine: &mut Engine<'_>, s: &Session, tb: &dyn Testbed) -> Result<(), EngineError> {
+    fn after_session(&mut self, engine: &Engine<'_>, s: &Session, tb: &dyn Testbed) -> Result<(), EngineError> {
         let Some(rule) = engine.plan.protocol.adaptive.filter(|_| s.kind == SessionKind::Program) else {
             return Ok(());
         };

@@ -14,7 +14,7 @@ pub fn write_start(
     dir: &ResultsDir,
     plan: &Plan,
     schedule: &Schedule,
-    tb: &dyn Testbed,
+    slices: &[Box<dyn Testbed>],
     seed: u64,
 ) -> Result<(), ResultsError> {
     let now = utc(now_secs());
@@ -37,8 +37,8 @@ pub fn write_start(
         tool_version: TOOL_VERSION.into(),
         git_commit: GIT_COMMIT.into(),
         seed,
-        testbed: TestbedFacts { name: tb.name(), facts: tb.facts() },
-        tsc_hz: tb.tsc_hz(),
+        testbed: testbed_facts(slices),
+        tsc_hz: slices.first().map_or(f64::NAN, |tb| tb.tsc_hz()),
         bitstreams,
         traces,
         groups: groups(plan, schedule),
@@ -59,12 +59,35 @@ pub fn write_start(
 
 /// Record the end time, and what the testbed learnt during the study (a real testbed knows its
 /// TSC rate and host facts only once the agent has started).
-pub fn write_end(dir: &ResultsDir, tb: &dyn Testbed) -> Result<(), ResultsError> {
+pub fn write_end(dir: &ResultsDir, slices: &[Box<dyn Testbed>]) -> Result<(), ResultsError> {
     let mut p = Provenance::read(dir)?;
     p.ended = Some(utc(now_secs()));
-    if tb.tsc_hz().is_finite() {
+    if let Some(tb) = slices.first().filter(|tb| tb.tsc_hz().is_finite()) {
         p.tsc_hz = tb.tsc_hz();
     }
-    p.testbed = TestbedFacts { name: tb.name(), facts: tb.facts() };
+    p.testbed = testbed_facts(slices);
     p.write(dir)
+}
+
+/// One slice of a study on several testbeds, in the testbed's facts.
+#[derive(serde::Serialize)]
+struct SliceFacts {
+    name: String,
+    /// NaN (null) until the slice's agent has measured it.
+    tsc_hz: f64,
+    facts: crate::results::provenance::Facts,
+}
+
+/// The testbed's facts; on several slices, the first slice's, its name the slices' names joined
+/// by commas, and fact `slices`: each slice's name, TSC rate and facts.
+fn testbed_facts(slices: &[Box<dyn Testbed>]) -> TestbedFacts {
+    let Some(first) = slices.first() else { return TestbedFacts { name: String::new(), facts: Default::default() } };
+    let mut facts = first.facts();
+    if slices.len() > 1 {
+        let each: Vec<SliceFacts> =
+            slices.iter().map(|tb| SliceFacts { name: tb.name(), tsc_hz: tb.tsc_hz(), facts: tb.facts() }).collect();
+        facts.insert("slices".into(), serde_json::to_value(each).unwrap_or_default());
+    }
+    let names: Vec<String> = slices.iter().map(|tb| tb.name()).collect();
+    TestbedFacts { name: names.join(","), facts }
 }

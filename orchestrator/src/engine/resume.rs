@@ -122,7 +122,7 @@ fn short(hash: &str) -> &str {
 /// differs from the journal's, a run the journal does not record, and anything that is not a run
 /// of the schedule.
 pub(super) fn prepare(
-    engine: &mut Engine<'_>,
+    engine: &Engine<'_>,
     schedule: &Schedule,
 ) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
     engine.dir.remove_partial_files()?;

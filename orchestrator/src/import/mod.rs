@@ -364,6 +364,7 @@ fn write_study(
                 name: format!("{}_s{}", t.program, input.session),
                 pending_runs: pending,
                 steps: 0,
+                slice: None,
             })?;
         }
         let (sha256, f) = load(input, probes)?;

@@ -93,6 +93,9 @@ pub enum Event {
         pending_runs: usize,
         /// Steps of its bring-up.
         steps: usize,
+        /// The testbed slice it runs on (1, 2, …; absent with one testbed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slice: Option<usize>,
     },
     /// Every run of the session is already complete (resume).
     SessionSkipped {
@@ -276,7 +279,7 @@ mod tests {
                 complete: 1,
                 resumed: true,
             },
-            Event::SessionStarted { index: 0, name: "p_s1".into(), pending_runs: 2, steps: 9 },
+            Event::SessionStarted { index: 0, name: "p_s1".into(), pending_runs: 2, steps: 9, slice: Some(2) },
             Event::SessionSkipped { index: 1, name: "p_s2".into() },
             Event::StepStarted { index: 0, action: Action::Flash, host: "receiver".into(), attempt: 1 },
             Event::StepFinished { index: 0, action: Action::Flash, seconds: 1.5 },

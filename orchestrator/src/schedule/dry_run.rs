@@ -63,6 +63,26 @@ pub fn describe(s: &Schedule) -> String {
             hms(p.total)
         );
     }
+    if let Some(a) = &s.slices {
+        let _ = writeln!(
+            out,
+            "{} testbed slices: predicted wall time {} (one testbed: {}); each free slice takes the next session",
+            a.slices.len(),
+            hms(a.wall_seconds),
+            hms(a.one_slice_seconds)
+        );
+        for (k, (name, busy)) in a.slices.iter().zip(&a.busy_seconds).enumerate() {
+            let sessions: Vec<String> = s
+                .sessions
+                .iter()
+                .zip(&a.slice_of)
+                .filter(|(_, slice)| **slice == k + 1)
+                .map(|(x, _)| x.name())
+                .collect();
+            let _ = writeln!(out, "  slice {} ({name}): {}, {}", k + 1, hms(*busy), sessions.join(", "));
+        }
+        out.push('\n');
+    }
     for note in &s.stand_ins {
         let _ = writeln!(out, "stand-in: {note}");
     }

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 mod dry_run;
+pub mod slices;
 pub use dry_run::{describe, hms};
 
 use crate::plan::bitstream::Programming;
@@ -46,6 +47,9 @@ pub struct Schedule {
     /// Adaptive sessions: the predicted total if every program stops at its minimum (the total
     /// above is at the maximum).
     pub adaptive_min_seconds: Option<f64>,
+    /// On several testbed slices: the predicted assignment of the sessions and the wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slices: Option<slices::Assignment>,
 }
 
 /// One level of a study with factors, as the dry run shows it.
@@ -460,6 +464,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         factors: plan.factors.clone(),
         levels: per_level,
         adaptive_min_seconds: proto.adaptive.map(|_| predicted.total - beyond_min),
+        slices: None,
         around: inventory.map_or_else(Around::default, around),
         stand_ins: match inventory {
             Some(inv) if !inv.stand_in_traces => Vec::new(),

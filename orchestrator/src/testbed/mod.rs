@@ -112,7 +112,7 @@ pub fn sleep(seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {
 }
 
 /// A testbed the engine can drive.
-pub trait Testbed {
+pub trait Testbed: Send {
     /// Short description for logs and provenance (`sim`, inventory name).
     fn name(&self) -> String;
 

@@ -14,6 +14,7 @@
 //! | `pacing_jitter_ns` | 2000 | σ of the sender's departure-time jitter |
 //! | `reflect_channel_ns` | 4 | σ of the hardware-clock channel noise per reflected copy |
 //! | `step_failure_prob` | 0 | probability that a bring-up step attempt fails (exercises retries) |
+//! | `step_time_scale` | 1 | a step takes its predicted time × this (wall time with `--realtime`) |
 //! | `mode_change_prob` | 0.5 | multi-mode programs: probability that a bring-up lands in each non-first mode |
 //! | `delta_ns` | per trace template | port asymmetry δ of each trace: forward 24, five_tuple 18, remove_header 28, checksum 14; other traces 20 |
 //! | `programs` | per bitstream | latency quantiles (p5 p25 p50 p75 p95 p99, ns) of each mode: the paper's Table I |
@@ -106,6 +107,9 @@ pub struct SimModel {
     pub mode_change_prob: f64,
     /// Probability that a step attempt fails.
     pub step_failure_prob: f64,
+    /// A step's time is its predicted time × this.
+    #[serde(default = "one")]
+    pub step_time_scale: f64,
     /// δ per trace template name, ns.
     pub delta_ns: BTreeMap<String, f64>,
     /// Latency model per bitstream name.
@@ -176,6 +180,7 @@ impl Default for SimModel {
             reflect_channel_ns: 4.0,
             mode_change_prob: 0.5,
             step_failure_prob: 0.0,
+            step_time_scale: 1.0,
             delta_ns,
             programs,
         }
@@ -221,6 +226,11 @@ impl SimModel {
     }
 }
 
+/// The default of `step_time_scale` in a serialised model.
+fn one() -> f64 {
+    1.0
+}
+
 /// Decode overrides of the defaults from a model file.
 pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
     let mut out = SimModel::default();
@@ -248,6 +258,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
         out.sender_bursts = v;
     }
     num(d, &mut m, "step_failure_prob", &mut out.step_failure_prob, 1.0);
+    num(d, &mut m, "step_time_scale", &mut out.step_time_scale, 1e3);
     for (key, target) in [("outlier_ns", &mut out.outlier_ns), ("first_probe_ns", &mut out.first_probe_ns)] {
         if let Some(v) = m.get(d, key) {
             if let Some(pair) = number_list(d, v).filter(|l| l.len() == 2 && l[0] <= l[1]) {
@@ -320,6 +331,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             "reflect_channel_ns",
             "mode_change_prob",
             "step_failure_prob",
+            "step_time_scale",
             "delta_ns",
             "programs",
             "mode_weights",

@@ -366,7 +366,8 @@ impl Testbed for SimTestbed {
         if cancel.is_cancelled() {
             return Err(TestbedError::Interrupted);
         }
-        self.pause(step.estimate_s, cancel)?;
+        let seconds = step.estimate_s * self.model.step_time_scale;
+        self.pause(seconds, cancel)?;
         if self.step_fails(session, step.action.name(), attempt) {
             return Err(TestbedError::Failed {
                 host: "sim".into(),
@@ -374,7 +375,7 @@ impl Testbed for SimTestbed {
                 message: "simulated fault".into(),
             });
         }
-        Ok(step.estimate_s)
+        Ok(seconds)
     }
 
     fn wait(&mut self, seconds: f64, cancel: &Cancel) -> Result<(), TestbedError> {

@@ -22,6 +22,7 @@ mod rtt;
 mod run;
 mod schemas;
 mod shell;
+mod slices;
 mod soak;
 mod stand_in;
 mod trace;

@@ -13,16 +13,16 @@ use orchestrator::results::provenance::Provenance;
 const PLAN: &str = "tests/fixtures/good/study.yaml";
 const RUNS: usize = 48;
 
-fn run(out: &Path, extra: &[&str]) -> Output {
+pub(crate) fn run(out: &Path, extra: &[&str]) -> Output {
     bin().args(["run", PLAN, "--out"]).arg(out).args(extra).output().unwrap()
 }
 
-fn spawn(out: &Path, extra: &[&str]) -> Child {
+pub(crate) fn spawn(out: &Path, extra: &[&str]) -> Child {
     bin().args(["run", PLAN, "--out"]).arg(out).args(extra).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
 }
 
 /// sha256 of every run file, by relative path.
-fn checksums(dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn checksums(dir: &Path) -> BTreeMap<String, String> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
@@ -39,11 +39,11 @@ fn checksums(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-fn journal(dir: &Path) -> Vec<Entry> {
+pub(crate) fn journal(dir: &Path) -> Vec<Entry> {
     orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap()
 }
 
-fn finished_runs(dir: &Path) -> Vec<(String, u64, u64)> {
+pub(crate) fn finished_runs(dir: &Path) -> Vec<(String, u64, u64)> {
     journal(dir)
         .iter()
         .filter_map(|e| match &e.event {
@@ -56,7 +56,7 @@ fn finished_runs(dir: &Path) -> Vec<(String, u64, u64)> {
 }
 
 /// Wait until the journal has at least `lines` lines (or the process ended); true if still running.
-fn wait_for_lines(child: &mut Child, dir: &Path, lines: usize) -> bool {
+pub(crate) fn wait_for_lines(child: &mut Child, dir: &Path, lines: usize) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if child.try_wait().unwrap().is_some() {
@@ -71,7 +71,7 @@ fn wait_for_lines(child: &mut Child, dir: &Path, lines: usize) -> bool {
     panic!("no progress");
 }
 
-fn reference() -> BTreeMap<String, String> {
+pub(crate) fn reference() -> BTreeMap<String, String> {
     static REF: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::OnceLock::new();
     REF.get_or_init(|| {
         let dir = tmp("reference");

@@ -20,7 +20,8 @@ pub(crate) struct Cli {
 pub(crate) struct RunArgs {
     /// Plan file.
     pub(crate) plan: PathBuf,
-    /// `sim` or an inventory file (overrides the plan's `testbed`).
+    /// `sim` or an inventory file (overrides the plan's `testbed`); several, comma-separated, run
+    /// the sessions on that many slices at once (`sim,sim`: two simulated slices).
     #[arg(long)]
     pub(crate) testbed: Option<String>,
     /// Results folder (default: results/STUDY/UTCTIME-PLANHASH/).
@@ -189,7 +190,8 @@ pub(crate) enum Command {
     Plan {
         /// Plan file.
         plan: PathBuf,
-        /// `sim` or an inventory file (overrides the plan's `testbed`).
+        /// `sim` or an inventory file (overrides the plan's `testbed`); several, comma-separated:
+        /// the sessions' predicted assignment to that many slices.
         #[arg(long)]
         testbed: Option<String>,
         /// Print JSON instead of text.

@@ -8,11 +8,11 @@ use clap::Parser;
 
 use orchestrator::exit::ExitStatus;
 use orchestrator::plan::{self, schema, yaml::Diagnostic};
-use orchestrator::schedule::{self, Schedule};
 
 mod cli;
 mod history;
 mod run;
+mod slices;
 
 use cli::{Cli, Command, TraceOp, Vlan};
 
@@ -155,13 +155,8 @@ fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
     if all.is_empty() { Ok(()) } else { Err(Failure::Invalid(all)) }
 }
 
-fn load_schedule(path: &Path, testbed: Option<&str>) -> Result<Schedule, Failure> {
-    let (plan, inventory) = plan::load(path, testbed).map_err(|e| Failure::Invalid(e.0))?;
-    schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)
-}
-
 fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failure> {
-    let s = load_schedule(path, testbed)?;
+    let s = slices::load_schedule(path, testbed)?;
     if json {
         let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
         print_out(&(text + "\n"))

@@ -36,10 +36,11 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     use orchestrator::results::{self, ResultsDir, journal, provenance::TOOL_VERSION};
     use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
 
-    let (plan, inventory) = plan::load(&args.plan, args.testbed.as_deref()).map_err(|e| Failure::Invalid(e.0))?;
+    let (plan, inventories) = crate::slices::load(&args.plan, args.testbed.as_deref())?;
+    let inventory = inventories[0].clone();
     // Traces a real testbed cannot replay stop the study before anything is written (on resume,
     // once it is known that the folder's study is this one).
-    let refused = inventory.as_ref().map(|inv| plan::refused_on(&plan, inv)).unwrap_or_default();
+    let refused: Vec<_> = inventories.iter().flatten().flat_map(|inv| plan::refused_on(&plan, inv)).collect();
     if !refused.is_empty() && !args.resume {
         return Err(Failure::Invalid(refused));
     }
@@ -59,7 +60,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     let started = StartedWith {
         plan_hash: plan.hash.clone(),
         seed,
-        testbed: inventory.as_ref().map_or_else(|| "sim".to_string(), |i| i.name.clone()),
+        testbed: crate::slices::names(&inventories).join(","),
         testbed_arg: args.testbed.clone(),
         sim_model: args.sim_model.as_ref().map(|p| p.display().to_string()),
         tool_version: TOOL_VERSION.into(),
@@ -93,22 +94,38 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     if !args.resume {
         results::write_file(&dir.root().join("plan.yaml"), plan.source.as_bytes(), false)?;
     }
-    let mut testbed: Box<dyn Testbed> = match (&inventory, model) {
-        (None, Some(model)) => Box::new(SimTestbed::new(&plan, model, args.realtime).with_seed(seed)),
-        (Some(inv), _) => {
-            let testbed_err =
-                |e| Failure::Exit(ExitStatus::Testbed, format!("{e}\nresults so far: {}", dir.root().display()));
-            let tb = SshTestbed::connect(inv, dir.root(), &plan.hash).map_err(testbed_err)?;
-            if let Err(e) = tb.stage(&plan, dir.root()) {
-                let mut tb = tb;
-                tb.cleanup();
-                return Err(testbed_err(e));
+    let mut slices: Vec<Box<dyn Testbed>> = Vec::new();
+    for inv in &inventories {
+        match (inv, &model) {
+            (None, Some(model)) => {
+                slices.push(Box::new(SimTestbed::new(&plan, model.clone(), args.realtime).with_seed(seed)));
             }
-            Box::new(tb)
+            (Some(inv), _) => {
+                let testbed_err =
+                    |e| Failure::Exit(ExitStatus::Testbed, format!("{e}\nresults so far: {}", dir.root().display()));
+                let staged = SshTestbed::connect(inv, dir.root(), &plan.hash).and_then(|mut tb| {
+                    match tb.stage(&plan, dir.root()) {
+                        Ok(()) => Ok(tb),
+                        Err(e) => {
+                            tb.cleanup();
+                            Err(e)
+                        }
+                    }
+                });
+                match staged {
+                    Ok(tb) => slices.push(Box::new(tb)),
+                    Err(e) => {
+                        for tb in &mut slices {
+                            tb.cleanup();
+                        }
+                        return Err(testbed_err(e));
+                    }
+                }
+            }
+            (None, None) => return Err(Failure::Usage("no testbed".into())),
         }
-        (None, None) => return Err(Failure::Usage("no testbed".into())),
-    };
-    engine::provenance::write_start(&dir, &plan, &schedule, testbed.as_ref(), seed)?;
+    }
+    engine::provenance::write_start(&dir, &plan, &schedule, &slices, seed)?;
 
     let cancel = Cancel::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -128,7 +145,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     let resume_args = started.resume_args();
     let outcome = engine::run_study(
         &engine::Study { plan: &plan, inventory: inventory.as_ref(), schedule: &schedule },
-        testbed.as_mut(),
+        &mut slices,
         &dir,
         &Options { resume: args.resume, started },
         &cancel,
@@ -155,7 +172,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
         print_out(&format!("{}\n", dir.root().display()))?;
         return Err(Failure::Exit(ExitStatus::Interrupted, String::new()));
     }
-    engine::provenance::write_end(&dir, testbed.as_ref())?;
+    engine::provenance::write_end(&dir, &slices)?;
     let usable = if outcome.complete > 0 {
         let summary = analyze_dir(&dir)?;
         report_dir(&dir, &summary, &[])?;

@@ -1,0 +1,61 @@
+//! A study on several testbed slices: which slice each session is predicted to run on, and the
+//! predicted wall time. The engine gives each free slice the next session of the schedule; if
+//! every session takes its predicted time, that is list scheduling in schedule order, as here.
+
+use serde::Serialize;
+
+use super::{Schedule, Session};
+use crate::plan::inventory::Action;
+
+/// The predicted assignment of a schedule's sessions to slices.
+#[derive(Clone, Debug, Serialize)]
+pub struct Assignment {
+    /// The slices, as named on the command line.
+    pub slices: Vec<String>,
+    /// Per session (schedule order), its slice (1, 2, …).
+    pub slice_of: Vec<usize>,
+    /// Predicted seconds of each slice's sessions.
+    pub busy_seconds: Vec<f64>,
+    /// Predicted wall time on the slices.
+    pub wall_seconds: f64,
+    /// Predicted wall time on one testbed.
+    pub one_slice_seconds: f64,
+}
+
+/// A session's predicted seconds: bring-up, waits, replays, run steps and teardown.
+pub fn session_seconds(s: &Session) -> f64 {
+    let steps: f64 = s.steps.iter().chain(&s.teardown).map(|st| st.estimate_s).sum();
+    let runs: f64 = s
+        .runs
+        .iter()
+        .map(|r| {
+            let other: f64 = r
+                .steps
+                .iter()
+                .filter(|st| !matches!(st.action, Action::Replay | Action::Originate))
+                .map(|st| st.estimate_s)
+                .sum();
+            r.wait_before_s + r.replay_s + other
+        })
+        .sum();
+    steps + runs
+}
+
+/// Each session in schedule order to the slice free first (the lowest-numbered on a tie).
+pub fn assign(schedule: &Schedule, slices: Vec<String>) -> Assignment {
+    let n = slices.len().max(1);
+    let mut busy = vec![0.0_f64; n];
+    let mut slice_of = Vec::with_capacity(schedule.sessions.len());
+    for s in &schedule.sessions {
+        let k = (0..n).min_by(|&a, &b| busy[a].total_cmp(&busy[b]).then(a.cmp(&b))).unwrap_or(0);
+        busy[k] += session_seconds(s);
+        slice_of.push(k + 1);
+    }
+    Assignment {
+        wall_seconds: busy.iter().copied().fold(0.0, f64::max),
+        one_slice_seconds: busy.iter().sum(),
+        busy_seconds: busy,
+        slice_of,
+        slices,
+    }
+}
