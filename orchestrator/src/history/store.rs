@@ -76,7 +76,7 @@ pub enum StoreError {
 }
 
 /// A study in the store: its partition values.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct StudyKey {
     /// `YYYY-MM-DD` of its start (UTC).
     pub date: String,
@@ -93,8 +93,8 @@ pub struct StoredRow {
     pub row: Row,
 }
 
-/// What `add` did.
-#[derive(Debug, serde::Serialize)]
+/// What `add` did (`history add` prints it as a JSON line).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Added {
     /// The study's key.
     pub key: StudyKey,

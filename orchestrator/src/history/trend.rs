@@ -78,14 +78,14 @@ fn changes_between(points: &[Point], groups: &[Group]) -> Vec<Change> {
 pub const STATISTICS: [&str; 2] = ["p50", "p99"];
 
 /// One program's (and level's) series of one statistic.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Series {
     /// Program.
     pub program: String,
     /// Factor level (studies with factors).
     pub level: Option<String>,
     /// `p50` or `p99`.
-    pub statistic: &'static str,
+    pub statistic: String,
     /// The nights, in time order.
     pub points: Vec<Point>,
     /// jumpavg's groups: (first index, average ns), in order.
@@ -93,14 +93,14 @@ pub struct Series {
 }
 
 /// A change of one series.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SeriesChange {
     /// Program.
     pub program: String,
     /// Factor level.
     pub level: Option<String>,
     /// `p50` or `p99`.
-    pub statistic: &'static str,
+    pub statistic: String,
     /// The change.
     #[serde(flatten)]
     pub change: Change,
@@ -110,8 +110,8 @@ pub struct SeriesChange {
     pub regression: bool,
 }
 
-/// The trend of a whole history.
-#[derive(Clone, Debug, Serialize)]
+/// The trend of a whole history (`orchestrate trend --json`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Trend {
     /// Every change, in time order.
     pub changes: Vec<SeriesChange>,
@@ -157,7 +157,7 @@ pub fn trend(rows: &[StoredRow]) -> Trend {
             all_changes.extend(found.into_iter().enumerate().map(|(k, change)| SeriesChange {
                 program: program.to_string(),
                 level: level.map(str::to_string),
-                statistic,
+                statistic: statistic.to_string(),
                 regression: k + 1 == n && change.ci95_ns[0] > 0.0,
                 latest: k + 1 == n,
                 change,
@@ -165,14 +165,14 @@ pub fn trend(rows: &[StoredRow]) -> Trend {
             series.push(Series {
                 program: program.to_string(),
                 level: level.map(str::to_string),
-                statistic,
+                statistic: statistic.to_string(),
                 points,
                 groups,
             });
         }
     }
     all_changes.sort_by(|a, b| {
-        (&a.change.time, &a.program, &a.level, a.statistic).cmp(&(&b.change.time, &b.program, &b.level, b.statistic))
+        (&a.change.time, &a.program, &a.level, &a.statistic).cmp(&(&b.change.time, &b.program, &b.level, &b.statistic))
     });
     Trend { changes: all_changes, series }
 }

@@ -58,6 +58,21 @@ fn name(program: &str, level: Option<&str>, statistic: &str) -> String {
     }
 }
 
+/// One line for a change: the series, the shift and its interval, where it starts, the averages.
+pub fn describe(c: &SeriesChange) -> String {
+    format!(
+        "{}: {:+.1} ns [{:+.1}, {:+.1}] from {} ({}): {} → {} ns",
+        name(&c.program, c.level.as_deref(), &c.statistic),
+        c.change.shift_ns,
+        c.change.ci95_ns[0],
+        c.change.ci95_ns[1],
+        c.change.study,
+        c.change.time,
+        ns(c.change.before_ns),
+        ns(c.change.after_ns)
+    )
+}
+
 fn verdict(c: &SeriesChange) -> &'static str {
     match (c.latest, c.regression, c.change.shift_ns > 0.0) {
         (true, true, _) => "regression",
@@ -81,7 +96,7 @@ fn view(t: &Trend, store: &str) -> View {
                 .iter()
                 .find(|c| c.latest && c.program == s.program && c.level == s.level && c.statistic == s.statistic);
             SeriesView {
-                name: name(&s.program, s.level.as_deref(), s.statistic),
+                name: name(&s.program, s.level.as_deref(), &s.statistic),
                 nights: s.points.len(),
                 first: s.points.first().map(|p| p.time.clone()).unwrap_or_default(),
                 last: s.points.last().map(|p| p.time.clone()).unwrap_or_default(),
@@ -100,7 +115,7 @@ fn view(t: &Trend, store: &str) -> View {
             let s =
                 t.series.iter().find(|s| s.program == c.program && s.level == c.level && s.statistic == c.statistic);
             ChangeView {
-                name: name(&c.program, c.level.as_deref(), c.statistic),
+                name: name(&c.program, c.level.as_deref(), &c.statistic),
                 study: c.change.study.clone(),
                 time: c.change.time.clone(),
                 before: ns(c.change.before_ns),
@@ -132,7 +147,7 @@ fn figure(s: &Series, i: usize) -> String {
         x: Axis::integers(1, n, 12),
         y: Axis::nice(lo - pad, hi + pad, 4),
     };
-    let title = name(&s.program, s.level.as_deref(), s.statistic);
+    let title = name(&s.program, s.level.as_deref(), &s.statistic);
     frame.draw(
         &mut svg,
         &Decor {
@@ -196,22 +211,13 @@ pub fn junit(t: &Trend) -> Result<String, quick_junit::SerializeError> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut suite = TestSuite::new("trend");
     for s in &t.series {
-        let name = name(&s.program, s.level.as_deref(), s.statistic);
+        let name = name(&s.program, s.level.as_deref(), &s.statistic);
         let regression =
             t.regressions().find(|c| c.program == s.program && c.level == s.level && c.statistic == s.statistic);
         let status = match regression {
             Some(c) => {
                 let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                st.set_message(format!(
-                    "{name}: {:+.1} ns [{:+.1}, {:+.1}] from {} ({}): {} → {} ns",
-                    c.change.shift_ns,
-                    c.change.ci95_ns[0],
-                    c.change.ci95_ns[1],
-                    c.change.study,
-                    c.change.time,
-                    ns(c.change.before_ns),
-                    ns(c.change.after_ns)
-                ));
+                st.set_message(describe(c));
                 st
             }
             None => TestCaseStatus::success(),

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use orchestrator::analysis::summary::Summary;
-use orchestrator::history::store::Store;
+use orchestrator::history::store::{Added, Store};
+use orchestrator::history::trend::Trend;
 use serde_json::Value;
 
 use crate::common::{orchestrate, stderr, tmp, tmp_dir};
@@ -66,24 +67,23 @@ fn summary(dir: &Path) -> Summary {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
 
-/// `trend --json` of `store`: (exit code, the JSON).
-pub fn trend_json(store: &str, env: &[(&str, String)], extra: &[&str]) -> (Option<i32>, Value) {
+/// `trend --json` of `store`: (exit code, the trend).
+pub fn trend_json(store: &str, env: &[(&str, String)], extra: &[&str]) -> (Option<i32>, Trend) {
     let mut args = vec!["trend", "--store", store, "--json"];
     args.extend_from_slice(extra);
     let o = run(&args, env);
-    let json = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
-    (o.status.code(), json)
+    let trend = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    (o.status.code(), trend)
 }
 
-/// The values of one series of `trend --json`.
-pub fn series_values(trend: &Value, program: &str, statistic: &str) -> Vec<f64> {
-    let s = trend["series"]
-        .as_array()
-        .unwrap()
+/// The values of one series of a trend.
+pub fn series_values(trend: &Trend, program: &str, statistic: &str) -> Vec<f64> {
+    let s = trend
+        .series
         .iter()
-        .find(|s| s["program"] == program && s["statistic"] == statistic)
-        .unwrap_or_else(|| panic!("no series {program} {statistic} in {trend}"));
-    s["points"].as_array().unwrap().iter().map(|p| p["value_ns"].as_f64().unwrap()).collect()
+        .find(|s| s.program == program && s.statistic == statistic)
+        .unwrap_or_else(|| panic!("no series {program} {statistic} in {trend:?}"));
+    s.points.iter().map(|p| p.value_ns).collect()
 }
 
 /// The same checks on a folder and on the S3 server: each study is added once, reads back as its
@@ -100,11 +100,11 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
         };
         let (code, out, err) = add(&nights[0], &env);
         assert_eq!(code, Some(0), "{store}: {err}");
-        let first: Value = serde_json::from_str(&out).unwrap();
-        assert_eq!((first["already"].as_bool(), first["rows"].as_u64()), (Some(false), Some(1)), "{out}");
+        let first: Added = serde_json::from_str(&out).unwrap();
+        assert_eq!((first.already, first.rows), (false, 1), "{out}");
         let (code, out, _) = add(&nights[0], &env);
-        let again: Value = serde_json::from_str(&out).unwrap();
-        assert_eq!((code, again["already"].as_bool(), &again["key"]), (Some(0), Some(true), &first["key"]));
+        let again: Added = serde_json::from_str(&out).unwrap();
+        assert_eq!((code, again.already, &again.key), (Some(0), true, &first.key));
         assert_eq!(add(&nights[1], &env).0, Some(0));
 
         // Killed between the estimates and the rows: the third night is not in the history.
@@ -115,7 +115,7 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
             let (code, _, err) = add(&nights[2], &killed);
             assert_ne!(code, Some(0), "{err}");
             let (_, t) = trend_json(&store, &env, &[]);
-            assert_eq!(series_values(&t, "forward", "p50").len(), 2, "{t}");
+            assert_eq!(series_values(&t, "forward", "p50").len(), 2, "{t:?}");
         }
         assert_eq!(add(&nights[2], &env).0, Some(0));
         let o = run(&["history", "list", "--store", &store], &env);
@@ -123,7 +123,7 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
 
         // The series are the summaries' figures, night by night.
         let (code, t) = trend_json(&store, &env, &[]);
-        assert_eq!(code, Some(0), "{t}");
+        assert_eq!(code, Some(0), "{t:?}");
         for stat in ["p50", "p99"] {
             let want: Vec<f64> = nights.iter().map(|d| summary(d).programs["forward"].latency_ns[stat]).collect();
             assert_eq!(series_values(&t, "forward", stat), want, "{store} {stat}");

@@ -94,17 +94,7 @@ fn trend_of(s: &Store, listing: Listing<'_>, html: Option<&Path>, junit: Option<
         orchestrator::results::write_file(path, xml.as_bytes(), true)?;
     }
     for c in t.regressions() {
-        eprintln!(
-            "regression: {} {}{}: {:+.1} ns [{:+.1}, {:+.1}] from {} ({})",
-            c.program,
-            c.statistic,
-            c.level.as_ref().map(|l| format!(" [{l}]")).unwrap_or_default(),
-            c.change.shift_ns,
-            c.change.ci95_ns[0],
-            c.change.ci95_ns[1],
-            c.change.study,
-            c.change.time
-        );
+        eprintln!("regression: {}", page::describe(c));
     }
     if t.regressions().next().is_some() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }
