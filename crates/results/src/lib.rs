@@ -1,0 +1,36 @@
+//! The results format: the published contract of a results folder and of the results history,
+//! which DuckDB, pandas and Spark users read. Each file's one typed definition, with its reader and
+//! writer, is here: the folder's layout ([`ResultsDir`]), journal events ([`event`], [`journal`]),
+//! provenance ([`provenance`]), the run-file schema and metadata ([`runfile`]), the pairing of a
+//! run's records into probes ([`pairs`]), `summary.json` ([`summary`]) and the history's rows
+//! ([`history`]).
+//!
+//! May touch: files inside a results folder or a history store's rows, written atomically. Must
+//! not: reach a host, run a study, compute statistics beyond pairing a run's records, or read
+//! pcap traces.
+//!
+//! ```text
+//! <dir>/plan.yaml  provenance.json  journal.jsonl  orchestrate.log
+//! <dir>/data/program=<p>/session=<s>/run=<r>.parquet
+//! <dir>/data/program=<p>/<factor>=<v>/…/session=<s>/run=<r>.parquet   (a study with factors)
+//! <dir>/quarantine/            files found corrupt or unaccounted for on resume (never deleted)
+//! <dir>/.lock                  held (OS lock) by the process writing the folder
+//! ```
+//!
+//! Every file is written atomically (temporary file, fsync, rename, fsync of the folder) and a
+//! run file that exists is never overwritten.
+
+mod dir;
+pub mod event;
+pub mod failpoint;
+pub mod history;
+pub mod index;
+pub mod journal;
+pub mod lock;
+pub mod pairs;
+pub mod provenance;
+pub mod runfile;
+pub mod summary;
+
+pub use dir::*;
+pub use index::SessionKind;

@@ -1,0 +1,17 @@
+//! The schedule: a validated plan expanded into the ordered sessions, steps and runs that the
+//! engine walks and that `orchestrate plan` shows, with its predicted duration ([`dry_run`]), its
+//! assignment to testbed slices ([`slices`]) and the study's groups of runs ([`groups`]).
+//!
+//! May touch: nothing (pure, but for reading a pcap trace's frame sizes through the plan's
+//! [`latency_plan::trace`]). Must not: reach a host, write a results folder, analyse data.
+
+mod dry_run;
+mod expand;
+mod groups;
+pub mod slices;
+#[cfg(test)]
+mod tests;
+
+pub use dry_run::{describe, hms};
+pub use expand::*;
+pub use groups::groups;
