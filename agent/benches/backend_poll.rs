@@ -9,9 +9,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use latency_agent::capture::{KernelPort, RxPort};
-use latency_agent::sys::af_packet::PacketSender;
 use latency_proto::probe::{self, ProbeFormat};
 use latency_proto::{Port, RecordBuilder};
+use latency_sys::af_packet::PacketSender;
 
 /// Probes per fill: fewer than either ring holds (AF_XDP 4,096 frames).
 const PROBES: u64 = 4000;

@@ -5,9 +5,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use latency_agent::sys::rdtsc_fenced;
 use latency_proto::probe::{self, ProbeFormat};
 use latency_proto::{Port, RecordBuilder};
+use latency_sys::rdtsc_fenced;
 
 fn frames(format: ProbeFormat, n: u64) -> Vec<Vec<u8>> {
     (1..=n)

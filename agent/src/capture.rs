@@ -1,6 +1,7 @@
 //! Capture backends behind one trait: each port is polled by its own thread, and every frame is
 //! handed over with a TSC stamp taken right after it was dequeued. The backends (AF_PACKET and
-//! AF_XDP here, DPDK in `sys::dpdk`) run on x86_64 Linux.
+//! AF_XDP sockets, DPDK ports with the `dpdk` feature) are `latency-sys`'s and run on x86_64
+//! Linux; here they become [`RxPort`]s.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::io;
@@ -46,19 +47,19 @@ pub trait RxPort: Send {
 pub struct KernelPort {
     socket: Socket,
     reflect: Option<Reflect>,
-    _promiscuous: Option<crate::sys::af_packet::Promiscuous>,
+    _promiscuous: Option<latency_sys::af_packet::Promiscuous>,
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 enum Socket {
-    Packet(crate::sys::af_packet::PacketRing),
-    Xdp(Box<crate::sys::af_xdp::XdpSocket>),
+    Packet(latency_sys::af_packet::PacketRing),
+    Xdp(Box<latency_sys::af_xdp::XdpSocket>),
 }
 
 /// Where and how a port reflects its probes.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 struct Reflect {
-    tx: crate::sys::af_packet::PacketSender,
+    tx: latency_sys::af_packet::PacketSender,
     tag: u8,
     format: ProbeFormat,
     dst_mac: [u8; 6],
@@ -69,19 +70,19 @@ struct Reflect {
 impl KernelPort {
     /// An AF_PACKET ring on `interface` (needs CAP_NET_RAW), in promiscuous mode if `promiscuous`.
     pub fn af_packet(interface: &str, promiscuous: bool) -> io::Result<Self> {
-        crate::sys::af_packet::PacketRing::open(interface, promiscuous)
+        latency_sys::af_packet::PacketRing::open(interface, promiscuous)
             .map(|ring| KernelPort { socket: Socket::Packet(ring), reflect: None, _promiscuous: None })
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))
     }
 
     /// An AF_XDP socket on queue 0 of `interface`, busy-polling with `busy_poll_us`
-    /// ([`crate::sys::af_xdp::XdpSocket::open`]), the interface in promiscuous mode if
+    /// ([`latency_sys::af_xdp::XdpSocket::open`]), the interface in promiscuous mode if
     /// `promiscuous`.
     pub fn af_xdp(interface: &str, promiscuous: bool, busy_poll_us: Option<u32>) -> io::Result<Self> {
-        let socket = crate::sys::af_xdp::XdpSocket::open(interface, busy_poll_us)?;
+        let socket = latency_sys::af_xdp::XdpSocket::open(interface, busy_poll_us)?;
         let promiscuous = match promiscuous {
             true => Some(
-                crate::sys::af_packet::Promiscuous::hold(interface)
+                latency_sys::af_packet::Promiscuous::hold(interface)
                     .map_err(|e| io::Error::new(e.kind(), format!("{interface}: promiscuous mode: {e}")))?,
             ),
             false => None,
@@ -103,7 +104,7 @@ impl KernelPort {
     /// looping back, are not reflected again). Each port has its own packet socket on that
     /// interface (as each has its own TX queue with DPDK), whichever socket receives.
     pub fn reflect_to(mut self, interface: &str, tag: u8, format: ProbeFormat, dst_mac: MacAddr) -> io::Result<Self> {
-        let tx = crate::sys::af_packet::PacketSender::open(interface)
+        let tx = latency_sys::af_packet::PacketSender::open(interface)
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))?;
         self.reflect = Some(Reflect { tx, tag, format, dst_mac: dst_mac.0, frame: Vec::with_capacity(2048) });
         Ok(self)
@@ -153,7 +154,7 @@ impl RxPort for KernelPort {
             Socket::Packet(ring) => ring.fd(),
             Socket::Xdp(xsk) => xsk.fd(),
         };
-        crate::sys::wait_readable(fd, timeout_ms);
+        latency_sys::wait_readable(fd, timeout_ms);
     }
 
     fn name(&self) -> String {
@@ -161,5 +162,23 @@ impl RxPort for KernelPort {
             Socket::Packet(ring) => format!("af_packet:{}", ring.interface()),
             Socket::Xdp(xsk) => format!("af_xdp:{}", xsk.interface()),
         }
+    }
+}
+
+/// A DPDK port ([`latency_sys::dpdk::open_ports`], [`latency_sys::dpdk::open_with_reflect`]): it
+/// reflects its probes itself in reflect mode, and is never woken by the kernel (the default
+/// [`RxPort::wait`] returns at once).
+#[cfg(all(feature = "dpdk", target_arch = "x86_64", target_os = "linux"))]
+impl RxPort for latency_sys::dpdk::DpdkPort {
+    fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+        latency_sys::dpdk::DpdkPort::poll(self, budget, f)
+    }
+
+    fn name(&self) -> String {
+        latency_sys::dpdk::DpdkPort::name(self)
+    }
+
+    fn drops(&mut self) -> u64 {
+        latency_sys::dpdk::DpdkPort::drops(self)
     }
 }

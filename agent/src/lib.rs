@@ -3,21 +3,18 @@
 //! shares with other processes (record schema, probe wire formats, control commands and events,
 //! EAL configuration) are defined in `latency-proto`.
 //!
-//! The capture backends, the register tool and the TSC clock run on x86_64 Linux only
-//! ([`sys`] and what builds on it); the rest of the library builds anywhere.
+//! The system layer underneath (packet sockets, DPDK, the PCI BAR and its register map, TSC
+//! reads, CPU pinning, the control FIFO) is the `latency-sys` crate, which holds all the agent's
+//! `unsafe` code; this crate has none. The capture backends, the register tool and the TSC clock
+//! run on x86_64 Linux only (what builds on `latency-sys`); the rest of the library builds
+//! anywhere.
 
 pub mod capture;
-#[cfg(unix)]
-pub mod control;
 pub mod eal;
 pub mod fastpath;
 pub mod recorder;
-pub mod regs;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub mod rtt;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[allow(unsafe_code)]
-pub mod sys;
 pub mod tsc;
 
 // The shared formats under the paths their users imported them from before they moved to

@@ -331,7 +331,7 @@ struct Poller {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 fn pin(core: usize) -> io::Result<()> {
-    crate::sys::pin_current_thread(core)
+    latency_sys::pin_current_thread(core)
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]

@@ -23,10 +23,10 @@ use std::time::Duration;
 use arrow_ipc::writer::StreamWriter;
 use latency_proto::probe::{self, ProbeFormat};
 use latency_proto::schema::{Port, RecordBuilder, record_schema};
+use latency_sys::af_packet::PacketSender;
+use latency_sys::{pin_current_thread, rdtsc_fenced};
 
 use crate::capture::RxPort;
-use crate::sys::af_packet::PacketSender;
-use crate::sys::{pin_current_thread, rdtsc_fenced};
 
 /// UDP ports of the probes an originator sends.
 const UDP_PORT: u16 = 4791;

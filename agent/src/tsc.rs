@@ -5,7 +5,7 @@
 pub use latency_proto::control::TscInfo;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use crate::sys::{monotonic_raw_ns, rdtsc_fenced};
+use latency_sys::{monotonic_raw_ns, rdtsc_fenced};
 
 /// Measure the TSC rate over `window_ns` of `CLOCK_MONOTONIC_RAW`. The clock read is bracketed
 /// by two TSC reads and the midpoint is used, at both ends.

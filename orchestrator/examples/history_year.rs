@@ -8,9 +8,12 @@
 
 use std::time::Instant;
 
-use orchestrator::history::row::{Estimate, HEADLINE, Row};
-use orchestrator::history::store::{Store, StudyKey};
-use orchestrator::history::table::Micros;
+use latency_history::store::Store;
+use latency_history::store::StudyKey;
+use latency_results::history::row::Estimate;
+use latency_results::history::row::HEADLINE;
+use latency_results::history::row::Row;
+use latency_results::history::table::Micros;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -10,10 +10,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use orchestrator::analysis::{Unusable, pair_batches, summarize};
-use orchestrator::results::index::{self, Index};
-use orchestrator::testbed::model::{LEVELS, SimModel};
-use orchestrator::testbed::sim::SimTestbed;
+use latency_analysis::Unusable;
+use latency_analysis::pair_batches;
+use latency_analysis::summarize;
+use latency_results::index::Index;
+use latency_testbed::model::LEVELS;
+use latency_testbed::model::SimModel;
+use latency_testbed::sim::SimTestbed;
 
 /// What one seed gives for one program mode.
 struct Outcome {
@@ -47,7 +50,7 @@ fn main() {
         ft.modes[1] = first.map(|q| q + ns);
     }
     let plan_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/paper.yaml");
-    let (mut plan, _) = orchestrator::plan::load(&plan_path, Some("sim")).expect("the paper plan loads");
+    let (mut plan, _) = latency_plan::load(&plan_path, Some("sim")).expect("the paper plan loads");
     // The hardware-clock check is not judged here; without reflection the simulation is faster.
     plan.protocol.reflect = false;
     plan.analysis.hw_clock_check = false;
@@ -72,9 +75,9 @@ fn main() {
 }
 
 /// Simulate and analyse the plan with `seed`; one outcome per program and mode found.
-fn study(plan: &orchestrator::plan::Plan, model: &SimModel, seed: u64) -> Vec<Outcome> {
-    let schedule = orchestrator::schedule::expand(plan, None).expect("the plan expands");
-    let groups = index::groups(plan, &schedule);
+fn study(plan: &latency_plan::Plan, model: &SimModel, seed: u64) -> Vec<Outcome> {
+    let schedule = latency_schedule::expand(plan, None).expect("the plan expands");
+    let groups = latency_schedule::groups(plan, &schedule);
     let mut sim = SimTestbed::new(plan, model.clone(), false).with_seed(seed);
     let mut runs = Vec::new();
     for s in &schedule.sessions {
@@ -122,7 +125,7 @@ fn study(plan: &orchestrator::plan::Plan, model: &SimModel, seed: u64) -> Vec<Ou
             let quantiles = [5.0, 50.0, 99.0]
                 .iter()
                 .map(|&l| {
-                    let k = orchestrator::analysis::summary::level_key(l);
+                    let k = latency_results::summary::level_key(l);
                     let t = truth.modes[true_mode][LEVELS.iter().position(|&x| x == l).expect("a model level")];
                     (l, m.latency_ns[&k], raw.get(&k).copied().unwrap_or(f64::NAN), t)
                 })

@@ -1,11 +1,11 @@
 //! The exit statuses of `orchestrate`: one table, used for `--help`, by the binary for every
-//! error, and checked against the README by a test.
+//! error, and checked against the reference (`docs/exit-status.md`) by a test.
 
-use crate::analysis::AnalysisError;
 use crate::engine::EngineError;
-use crate::history::store::StoreError;
 use crate::import::ImportError;
-use crate::results::ResultsError;
+use latency_analysis::AnalysisError;
+use latency_history::store::StoreError;
+use latency_results::ResultsError;
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl ExitStatus {
         }
     }
 
-    /// What the code means, as the README and `--help` say it.
+    /// What the code means, as the reference and `--help` say it.
     pub fn meaning(self) -> &'static str {
         match self {
             ExitStatus::Success => "success",
@@ -143,11 +143,11 @@ impl From<&EngineError> for ExitStatus {
 mod tests {
     use super::*;
 
-    /// The README's table (`| code | meaning |`) says exactly what the code does.
+    /// The reference's table (`| exit status | meaning |`) says exactly what the code does.
     #[test]
-    fn the_readme_table_matches() {
-        let readme = include_str!("../../README.md");
-        let rows: Vec<(u8, String)> = readme
+    fn the_documented_table_matches() {
+        let page = include_str!("../../docs/exit-status.md");
+        let rows: Vec<(u8, String)> = page
             .lines()
             .skip_while(|l| !l.starts_with("| exit status |"))
             .skip(2)

@@ -15,11 +15,14 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use latency_proto::schema::col;
 
-use crate::analysis::{AnalysisError, load};
-use crate::results::index::{Group, Index};
-use crate::results::provenance::Provenance;
-use crate::results::{ResultsDir, journal};
-use crate::schedule::SessionKind;
+use latency_analysis::AnalysisError;
+use latency_analysis::load;
+use latency_results::ResultsDir;
+use latency_results::SessionKind;
+use latency_results::index::Group;
+use latency_results::index::Index;
+use latency_results::journal;
+use latency_results::provenance::Provenance;
 
 /// Export formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -71,7 +74,7 @@ pub fn latencylab_csv(dir: &ResultsDir, out: &Path) -> Result<Exported, Analysis
             ["data", "tsc", kind, &format!("{}_s{}", tag(g), f.session), &format!("f_run{:02}.csv", f.run)]
                 .iter()
                 .collect();
-        crate::results::write_file(&out.join(&rel), text.as_bytes(), false)?;
+        latency_results::write_file(&out.join(&rel), text.as_bytes(), false)?;
         written.files.push(rel.to_string_lossy().into_owned());
         written.rows += rows;
     }

@@ -1,24 +1,17 @@
-//! The latency-study orchestrator: plan → schedule → engine → testbed → results → analysis → report.
+//! The `orchestrate` command's library: the engine that walks a study's schedule on a testbed
+//! into a results folder, the LatencyLab import, the export and the exit statuses. The layers it
+//! drives are crates of their own, each depending only on those below it (ARCHITECTURE.md):
+//! `latency-plan` → `latency-results` → `latency-schedule` → `latency-analysis` →
+//! `latency-testbed` → `latency-history` → `latency-report` → this crate.
 //!
-//! The binary `orchestrate` is a thin layer over this library.
+//! May touch: everything, through the crates below; side effects on hosts only through a
+//! [`latency_testbed::Testbed`]. Must not: be depended on by any other crate of the workspace.
 
-pub mod analysis;
-pub mod compare;
-pub mod defaults;
-pub mod digest;
 pub mod engine;
 pub mod exit;
 pub mod export;
-pub mod history;
 pub mod import;
-pub use latency_proto::pcap;
-pub mod plan;
-pub mod probes;
-pub mod report;
-pub mod results;
-pub mod schedule;
-pub mod testbed;
-pub mod trace;
+pub mod tool;
 
 #[cfg(test)]
 mod robustness;

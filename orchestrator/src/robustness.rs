@@ -7,13 +7,18 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
-use crate::analysis::load::{RunFile, read_verified};
-use crate::analysis::{Unusable, pair_batches, summarize};
-use crate::plan::Analysis;
-use crate::results::index::{Group, Index};
-use crate::results::runfile::{self, RunMetadata};
-use crate::schedule::SessionKind;
+use latency_analysis::Unusable;
+use latency_analysis::load::RunFile;
+use latency_analysis::load::read_verified;
+use latency_analysis::pair_batches;
+use latency_analysis::summarize;
+use latency_plan::Analysis;
 use latency_proto::{Port, RecordBuilder};
+use latency_results::SessionKind;
+use latency_results::index::Group;
+use latency_results::index::Index;
+use latency_results::runfile;
+use latency_results::runfile::RunMetadata;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -83,9 +88,9 @@ fn decode_any(name: &str, bytes: &[u8]) {
     let Ok(dir) = tempfile::tempdir() else { return };
     let path = dir.path().join(name);
     if std::fs::write(&path, bytes).is_ok()
-        && let Ok(crate::plan::Document::Plan(plan, inventory)) = crate::plan::load_any(&path)
+        && let Ok(latency_plan::Document::Plan(plan, inventory)) = latency_plan::load_any(&path)
     {
-        let _ = crate::schedule::expand(&plan, inventory.as_deref());
+        let _ = latency_schedule::expand(&plan, inventory.as_deref());
     }
 }
 
@@ -107,10 +112,10 @@ fn the_unmutated_files_decode() {
     ] {
         let path = tmp.path().join(Path::new(rel).file_name().expect("a file name"));
         std::fs::write(&path, shipped(rel)).expect("write");
-        let got = match crate::plan::load_any(&path) {
-            Ok(crate::plan::Document::Plan(..)) => "plan",
-            Ok(crate::plan::Document::Inventory(_)) => "inventory",
-            Ok(crate::plan::Document::Bitstream(_)) => "bitstream",
+        let got = match latency_plan::load_any(&path) {
+            Ok(latency_plan::Document::Plan(..)) => "plan",
+            Ok(latency_plan::Document::Inventory(_)) => "inventory",
+            Ok(latency_plan::Document::Bitstream(_)) => "bitstream",
             // The emulated inventory names the ssh_config that `testbeds/emulated/up.sh` writes;
             // before it has run, that missing file must be the only complaint.
             Err(e) if rel == "plans/emulated.yaml" && !emulated_state_exists() => {
@@ -191,7 +196,7 @@ proptest! {
             level: None,
             path: bad,
             rel: "data/program=p/session=1/run=2.parquet".into(),
-            sha256: crate::digest::sha256_hex(&bytes),
+            sha256: latency_plan::digest::sha256_hex(&bytes),
             records: 100,
             histogram: false,
         };
@@ -233,7 +238,7 @@ proptest! {
 }
 
 fn group(program: &str, kind: SessionKind) -> Group {
-    Group::for_test(program, kind, Some(55), 50)
+    Group::example(program, kind, Some(55), 50)
 }
 
 fn records(n: u64) -> arrow_array::RecordBatch {

@@ -12,7 +12,7 @@
 //! The crate links the shared DPDK libraries named by `pkg-config --libs libdpdk`; the EAL then
 //! loads the poll-mode drivers (net_pcap, net_af_packet, net_null, …) from its default plugin
 //! directory (Debian: `/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0`), like `dpdk-testpmd` does.
-//! Everything here is `unsafe` to call; the agent's `sys::dpdk` module is the safe wrapper.
+//! Everything here is `unsafe` to call; the `dpdk` module of `latency-sys` is the safe wrapper.
 
 #![allow(unsafe_code)]
 

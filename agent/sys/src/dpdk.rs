@@ -1,6 +1,7 @@
 //! DPDK capture ports (feature `dpdk`): the EAL, one RX queue per port with its own mbuf pool, and
-//! [`DpdkPort`], the [`RxPort`] that hands each received frame over with a TSC stamp
-//! (`rte_rdtsc_precise`) taken right after `rte_eth_rx_burst` returned it.
+//! [`DpdkPort`], whose [`poll`](DpdkPort::poll) hands each received frame over with a TSC stamp
+//! (`rte_rdtsc_precise`) taken right after `rte_eth_rx_burst` returned it (the agent's capture
+//! trait is implemented over it in the agent).
 //!
 //! The EAL is initialised once per process ([`Eal::init`]); it cannot be initialised again after
 //! `rte_eal_cleanup`, which runs when the last port (and [`Eal`] handle) is dropped. DPDK's log
@@ -28,14 +29,14 @@ use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::Arc;
 
 use dpdk_sys as ffi;
-use latency_proto::capture::{CaptureOptions, DEFAULT_RING, MacAddr, PortRings};
+use latency_proto::capture::{DEFAULT_RING, MacAddr, PortRings};
 use latency_proto::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
-
-use crate::capture::RxPort;
 
 mod eal;
 pub use eal::{Eal, eal_args};
 
+/// The DPDK version the bindings were generated and linked against (`pkg-config --modversion`).
+pub const DPDK_VERSION: &str = ffi::DPDK_VERSION;
 /// Most frames taken from the NIC per `rte_eth_rx_burst`.
 pub const BURST: usize = 32;
 /// Program name put first in the EAL argv.
@@ -201,7 +202,7 @@ pub struct PortStats {
 /// One DPDK receive port (RX queue 0), for one polling thread.
 pub struct DpdkPort {
     port: u16,
-    /// `imissed + ierrors + rx_nombuf` when [`RxPort::drops`] last read them.
+    /// `imissed + ierrors + rx_nombuf` when [`DpdkPort::drops`] last read them.
     drops_seen: u64,
     name: String,
     format: ProbeFormat,
@@ -221,7 +222,7 @@ impl DpdkPort {
     }
 
     /// The descriptor rings the drivers granted to every port opened with this one (receive
-    /// ports in order, then the reflect port), named as [`RxPort::name`] names them.
+    /// ports in order, then the reflect port), named as [`DpdkPort::name`] names them.
     pub fn rings(&self) -> &[PortRings] {
         &self._session.rings
     }
@@ -260,17 +261,20 @@ impl DpdkPort {
         };
         REGISTRATION.set(next);
     }
-}
 
-impl RxPort for DpdkPort {
-    fn drops(&mut self) -> u64 {
+    /// Frames the NIC dropped before the poller saw them (`imissed + ierrors + rx_nombuf`), since
+    /// the last call; none when the counters cannot be read.
+    pub fn drops(&mut self) -> u64 {
         let Ok(s) = self.stats() else { return 0 };
         let total = s.imissed + s.ierrors + s.rx_nombuf;
         // Counters that went back (a port reset) start over from their new value.
         total.saturating_sub(std::mem::replace(&mut self.drops_seen, total))
     }
 
-    fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+    /// Hand the frames waiting on RX queue 0 (up to `budget`, at most [`BURST`]) to `f` with
+    /// their TSC stamps, reflecting the probes in reflect mode; returns how many were handed over.
+    /// Never blocks.
+    pub fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
         let want = budget.min(BURST);
         if want == 0 {
             return 0;
@@ -323,7 +327,8 @@ impl RxPort for DpdkPort {
         n
     }
 
-    fn name(&self) -> String {
+    /// Name for logs: `dpdk:<port id>:<device>`.
+    pub fn name(&self) -> String {
         format!("dpdk:{}:{}", self.port, self.name)
     }
 }
@@ -372,23 +377,11 @@ impl PortConfig {
     pub fn new(format: ProbeFormat) -> PortConfig {
         PortConfig { format, reflect: None, rx_ring: DEFAULT_RING, tx_ring: DEFAULT_RING, promiscuous: false }
     }
-
-    /// The configuration the capture options ask for (reflecting out of `reflect_port` when the
-    /// options name a destination MAC).
-    pub fn from_options(format: ProbeFormat, reflect_port: Option<u16>, o: &CaptureOptions) -> PortConfig {
-        PortConfig {
-            format,
-            reflect: reflect_port.zip(o.reflect_dst_mac),
-            rx_ring: o.rx_ring,
-            tx_ring: o.tx_ring,
-            promiscuous: o.promiscuous,
-        }
-    }
 }
 
 /// Receive ports ready to poll, and the rings granted to every port opened (see
 /// [`DpdkPort::rings`]).
-pub type Opened = (Vec<Box<dyn RxPort>>, Vec<PortRings>);
+pub type Opened = (Vec<DpdkPort>, Vec<PortRings>);
 
 /// Open `ports` (DPDK port ids, pipeline first) for capture: the EAL is initialised with
 /// [`PROGRAM`] and `eal`. What `latency-agent capture --backend dpdk` calls. Also returns the
@@ -398,7 +391,7 @@ pub fn open_ports(ports: &[String], config: &PortConfig, eal: &[String]) -> Resu
     let eal = Eal::init(&eal_args(PROGRAM, eal))?;
     let opened = open_with_reflect(&eal, &ids, config)?;
     let rings = opened.first().map(|p| p.rings().to_vec()).unwrap_or_default();
-    Ok((opened.into_iter().map(|p| Box::new(p) as Box<dyn RxPort>).collect(), rings))
+    Ok((opened, rings))
 }
 
 /// Open `ports` on the initialised `eal` (see [`open_ports`]). Each port gets one RX queue with

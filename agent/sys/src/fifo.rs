@@ -1,6 +1,7 @@
-//! Control through a named pipe: commands written by any number of successive writers (a
-//! controller over SSH opens, writes and closes the pipe for every command) reach a long-running
-//! process as lines. Used by the agent (`--control`) and by the FPGA emulator.
+//! Lines through a named pipe: what any number of successive writers write (a controller over SSH
+//! opens, writes and closes the pipe for every command) reaches a long-running process as lines.
+//! The agent (`--control`) and the FPGA emulator take their commands this way; what a line means
+//! is theirs to decide.
 
 use std::io::{self, BufRead, BufReader};
 use std::os::unix::fs::FileTypeExt;

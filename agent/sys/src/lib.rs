@@ -1,18 +1,48 @@
-//! The agent's only module with `unsafe` code: thin safe wrappers over the CPU and the OS — TSC
-//! reads, `CLOCK_MONOTONIC_RAW`, CPU affinity, AF_PACKET receive rings, AF_XDP sockets and
-//! their XDP program, and PCI BAR mappings.
-//! Every unsafe block states why it is sound.
+//! The receiver agent's system layer: thin safe wrappers over the CPU, the kernel and DPDK, for
+//! the agent and for the FPGA emulator (which needs the packet rings and the register map without
+//! the agent).
+//!
+//! What it holds: TSC reads, `CLOCK_MONOTONIC_RAW`, CPU affinity and waiting on a descriptor (at
+//! the root); AF_PACKET receive rings and packet sockets ([`af_packet`]); AF_XDP sockets and their
+//! XDP program ([`af_xdp`]); DPDK ports over the `dpdk-sys` bindings (`dpdk`, feature `dpdk`);
+//! PCI BAR mappings ([`bar`]) and the Open-NIC-Shell register map applied through them
+//! ([`regs`]); control lines read from a named pipe ([`fifo`]).
+//!
+//! What it may touch: sockets, `mmap`, `ioctl`/`setsockopt`, BPF, FFI. All the agent's `unsafe`
+//! code lives here (and in `dpdk-sys` underneath): only the modules and functions that need it
+//! allow it, and every unsafe block carries a `// SAFETY:` note saying why it is sound.
+//!
+//! What it must not know: plans, schedules, what a record means or how records are written, the
+//! controller and its protocol. It hands frames over with their TSC stamps and register values
+//! over as numbers; what they mean is the agent's business. From `latency-proto` it uses only the
+//! frame-level pieces a port needs: probe formats and their tagging (DPDK reflects in place, before
+//! the mbuf is freed), MAC addresses, and the ring sizes and AF_XDP mode it reports as granted.
+//!
+//! Everything but [`regs`]' plain register values and [`fifo`] runs on x86_64 Linux only.
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub mod af_packet;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub mod af_xdp;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub mod bar;
-#[cfg(feature = "dpdk")]
+#[cfg(all(feature = "dpdk", target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub mod dpdk;
+#[cfg(unix)]
+pub mod fifo;
+pub mod regs;
 
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::io;
 
 /// Read the TSC after all earlier loads have completed (`lfence; rdtsc`), so that a stamp taken
 /// right after a dequeue is not hoisted before it.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 #[inline(always)]
 pub fn rdtsc_fenced() -> u64 {
     // SAFETY: `lfence` needs SSE2 and `rdtsc` the TSC, which every x86_64 CPU has; neither has
@@ -24,6 +54,8 @@ pub fn rdtsc_fenced() -> u64 {
 }
 
 /// `CLOCK_MONOTONIC_RAW` in ns (not slewed by NTP: the reference for measuring the TSC rate).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub fn monotonic_raw_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_RAW exists on every Linux.
@@ -34,6 +66,8 @@ pub fn monotonic_raw_ns() -> u64 {
 
 /// Block until `fd` is readable or `timeout_ms` have passed (an interrupted wait returns early:
 /// callers poll again either way).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) {
     use std::os::fd::AsRawFd;
     let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
@@ -43,6 +77,8 @@ pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) {
 }
 
 /// Pin the calling thread to one CPU core.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
 pub fn pin_current_thread(core: usize) -> io::Result<()> {
     if core >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("core {core} out of range")));
@@ -57,6 +93,7 @@ pub fn pin_current_thread(core: usize) -> io::Result<()> {
 }
 
 #[cfg(test)]
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tests {
     use super::*;
 

@@ -9,7 +9,7 @@ use std::io;
 use serde::Serialize;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use crate::sys::bar::Bar;
+use crate::bar::Bar;
 
 /// A register write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use latency_agent::sys::dpdk::eal_args;
 use latency_proto::capture::{MacAddr, PortRings};
 use latency_proto::control::RunCounters;
 use latency_proto::eal::EalConfig;
 use latency_proto::probe::{self, ProbeFormat};
+use latency_sys::dpdk::eal_args;
 
 use crate::common::{
     Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, have, is_root, ok, pcap_frames, pcap_header,
@@ -298,8 +298,7 @@ fn in_child(name: &str) -> bool {
 /// are not reflected.
 #[test]
 fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
-    use latency_agent::capture::RxPort;
-    use latency_agent::sys::dpdk::{Eal, PortConfig, open_with_reflect};
+    use latency_sys::dpdk::{Eal, PortConfig, open_with_reflect};
     if !can_run(&[]) || !in_child("net_pcap_reflect_tags_probes_and_sends_them_per_port_queue") {
         return;
     }
@@ -369,8 +368,7 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
 #[test]
 #[ignore = "throughput measurement (2 s, both cores busy); run explicitly"]
 fn net_null_poller_throughput() {
-    use latency_agent::capture::RxPort;
-    use latency_agent::sys::dpdk::{Eal, PortConfig, PortStats, open_with_reflect};
+    use latency_sys::dpdk::{Eal, PortConfig, PortStats, open_with_reflect};
     if !can_run(&[]) || !in_child("net_null_poller_throughput") {
         return;
     }
@@ -385,7 +383,7 @@ fn net_null_poller_throughput() {
             .enumerate()
             .map(|(i, mut port)| {
                 sc.spawn(move || {
-                    latency_agent::sys::pin_current_thread(i % 2).unwrap();
+                    latency_sys::pin_current_thread(i % 2).unwrap();
                     let (mut frames, mut probes) = (0u64, 0u64);
                     let start = Instant::now();
                     while start.elapsed() < window {

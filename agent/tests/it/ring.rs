@@ -7,8 +7,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use latency_agent::sys::af_packet::{PacketRing, PacketSender};
-use latency_agent::sys::af_xdp::XdpSocket;
+use latency_sys::af_packet::{PacketRing, PacketSender};
+use latency_sys::af_xdp::XdpSocket;
 
 use crate::common::{Netns, frame, have, is_root};
 

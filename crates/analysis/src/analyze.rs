@@ -1,27 +1,4 @@
-//! The statistical pipeline over a results folder → `summary.json`.
-//!
-//! 1. pair the two copies of each probe within each run (`D_r(i) = t_P − t_B`, ns from the TSC
-//!    rate in provenance); 2. per session, per-probe estimate = median over runs; 3. null
-//!    calibration: δ̂ = median of the null group's per-probe estimates for the same trace (pooled;
-//!    per session reported), `L̂(i) = estimate − δ̂`; 4. the first probe after each idle gap (the
-//!    first arrival of every run) is excluded, counted and reported; 5. quantiles over all probes
-//!    and sessions, raw and calibrated session medians; 6. reset modes: session medians split into
-//!    clusters separated by at least `modes.min_separation_ns`, quantiles per mode — a program's
-//!    headline quantiles are those of its most populated mode, never a mix of modes; 7. vendor
-//!    bound margins; 8. hardware-clock check on reflect data; 9. bootstrap CIs.
-
-pub mod estimates;
-mod levels;
-pub mod load;
-pub mod modes;
-pub mod noise;
-pub mod pairs;
-mod program;
-pub mod soak;
-mod soak_headline;
-pub mod stats;
-pub mod summary;
-pub mod uncertainty;
+//! The analysis of a results folder: runs loaded, paired and reduced per program into the summary.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,13 +7,18 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::results::event::{Entry, Event};
-use crate::results::index::Index;
-use crate::results::provenance::Provenance;
-use crate::results::{ResultsDir, ResultsError, journal};
-use crate::schedule::SessionKind;
-use stats::{grid_median, median, quantile_sorted};
-use summary::*;
+use crate::stats::{grid_median, median, quantile_sorted};
+use crate::{levels, load, program, soak, soak_headline, stats};
+use latency_results::ResultsDir;
+use latency_results::ResultsError;
+use latency_results::SessionKind;
+use latency_results::event::Entry;
+use latency_results::event::Event;
+use latency_results::index::Index;
+use latency_results::journal;
+use latency_results::provenance::Provenance;
+use latency_results::summary;
+use latency_results::summary::*;
 
 /// Why a folder could not be analysed.
 #[derive(Debug, thiserror::Error)]
@@ -68,21 +50,21 @@ const HW_JUDGED_MAX_LEVEL: f64 = 95.0;
 
 /// One run, paired.
 pub struct RunPairs {
-    group: usize,
-    session: u32,
+    pub(crate) group: usize,
+    pub(crate) session: u32,
     /// The run's factor level (studies with factors).
-    level: Option<String>,
+    pub(crate) level: Option<String>,
     /// (probe id, D ns), id order, first probe after the gap already removed when excluded.
-    diffs: Vec<(u64, f64)>,
+    pub(crate) diffs: Vec<(u64, f64)>,
     /// (D ns, R ns) for reflect data.
-    hw: Vec<(f64, f64)>,
+    pub(crate) hw: Vec<(f64, f64)>,
     /// Frame length of each probe of `diffs` as sent (empty without frame lengths).
-    lens: Vec<u16>,
-    counts: pairs::Counts,
-    excluded: u64,
-    pacing_pps: Option<f64>,
+    pub(crate) lens: Vec<u16>,
+    pub(crate) counts: latency_results::pairs::Counts,
+    pub(crate) excluded: u64,
+    pub(crate) pacing_pps: Option<f64>,
     /// Whether the pacing was inferred from probe ids (most bypass copies missing).
-    pacing_inferred: bool,
+    pub(crate) pacing_inferred: bool,
 }
 
 /// Pair one run's records (group index into the study's groups, session number).
@@ -93,19 +75,19 @@ pub fn pair_batches(
     tsc_hz: f64,
     exclude_first: bool,
 ) -> RunPairs {
-    pair_ports_of(group, session, batches, tsc_hz, exclude_first, crate::plan::PortPair { from: 1, to: 0 })
+    pair_ports_of(group, session, batches, tsc_hz, exclude_first, latency_plan::PortPair { from: 1, to: 0 })
 }
 
-/// Pair one run's records on two of its ports ([`pairs::pair_ports`]).
+/// Pair one run's records on two of its ports ([`latency_results::pairs::pair_ports`]).
 pub fn pair_ports_of(
     group: usize,
     session: u32,
     batches: &[arrow_array::RecordBatch],
     tsc_hz: f64,
     exclude_first: bool,
-    ports: crate::plan::PortPair,
+    ports: latency_plan::PortPair,
 ) -> RunPairs {
-    let p = pairs::pair_ports(batches, ports);
+    let p = latency_results::pairs::pair_ports(batches, ports);
     let ns = 1e9 / tsc_hz;
     let skip = if exclude_first { p.first_id } else { None };
     let mut diffs = Vec::with_capacity(p.diffs.len());
@@ -131,7 +113,7 @@ pub fn pair_ports_of(
 /// Per-probe estimates of one session: median over runs of each probe's differentials; with them,
 /// whether every estimate is the median of an odd number of runs (then it lies on the TSC's grid,
 /// else on a grid of half a tick).
-fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
+pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
     let lists: Vec<(&[(u64, f64)], f64)> = runs.iter().map(|r| (r.diffs.as_slice(), 0.0)).collect();
     let mut groups = ByProbe::new(&lists);
     let mut odd = true;
@@ -146,10 +128,10 @@ fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
 /// Values grouped by probe id, in id order, each group in input order: lists of `(id, value)`,
 /// each list's values less its shift. Built by counting (no allocation per probe).
 pub(crate) struct ByProbe {
-    ids: Vec<u64>,
+    pub(crate) ids: Vec<u64>,
     /// Group k is `values[starts[k]..starts[k + 1]]`.
-    starts: Vec<usize>,
-    values: Vec<f64>,
+    pub(crate) starts: Vec<usize>,
+    pub(crate) values: Vec<f64>,
 }
 
 impl ByProbe {
@@ -206,12 +188,12 @@ impl ByProbe {
 
 /// The grid per-probe estimates lie on: the TSC tick when each is the median of an odd number of
 /// runs, half a tick otherwise.
-fn estimate_grid(tick_ns: f64, odd: bool) -> f64 {
+pub(crate) fn estimate_grid(tick_ns: f64, odd: bool) -> f64 {
     if odd { tick_ns } else { tick_ns / 2.0 }
 }
 
 /// Values at `levels` (percent) keyed `p50`, `p99`, ….
-fn keyed(levels: &[f64], values: impl IntoIterator<Item = f64>) -> Quantiles {
+pub(crate) fn keyed(levels: &[f64], values: impl IntoIterator<Item = f64>) -> Quantiles {
     levels.iter().map(|&l| level_key(l)).zip(values).collect()
 }
 
@@ -253,7 +235,7 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
                 level: f.level.clone(),
                 ..pair_ports_of(f.group, f.session, &batches, index.tsc_hz, exclude, ports)
             };
-            let headline = of(crate::plan::PortPair { from: 1, to: 0 });
+            let headline = of(latency_plan::PortPair { from: 1, to: 0 });
             (headline, port_pairs.values().map(|&p| of(p)).collect::<Vec<_>>())
         })
     });
@@ -304,10 +286,10 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
 /// and the provenance.
 pub fn inputs_sha256(dir: &ResultsDir) -> Result<String, ResultsError> {
     let mut text = String::new();
-    for path in [dir.journal_path(), dir.root().join(crate::results::provenance::FILE)] {
-        text.push_str(&crate::digest::sha256_file(&path).map_err(crate::results::io_err(&path))?);
+    for path in [dir.journal_path(), dir.root().join(latency_results::provenance::FILE)] {
+        text.push_str(&latency_plan::digest::sha256_file(&path).map_err(latency_results::io_err(&path))?);
     }
-    Ok(crate::digest::sha256_hex(text.as_bytes()))
+    Ok(latency_plan::digest::sha256_hex(text.as_bytes()))
 }
 
 /// Whether `summary` still describes the folder: same inputs, and no run file changed since it
@@ -338,7 +320,7 @@ pub struct Unusable {
 
 /// The quantile levels a summary stores (percent): the report's, and p50 and p99 always, which
 /// regression checks judge whatever the report shows.
-fn summary_levels(index: &Index) -> Vec<f64> {
+pub(crate) fn summary_levels(index: &Index) -> Vec<f64> {
     let mut levels = index.analysis.quantile_levels_or_default();
     for headline in HEADLINE_LEVELS {
         if !levels.contains(&headline) {
@@ -368,7 +350,7 @@ pub fn summarize(
     } else {
         levels::analyse(index, &all, levels, &mut problems)
     };
-    if let crate::plan::Sender::Agent { crossings } = index.sender {
+    if let latency_plan::Sender::Agent { crossings } = index.sender {
         for p in programs.values_mut() {
             for l in &mut p.levels {
                 l.summary.round_trip = Some(summary::RoundTrip::of(&l.summary, crossings));
@@ -400,7 +382,7 @@ pub fn summarize(
     Ok(Summary {
         study: index.study.clone(),
         title: if index.report.title.is_empty() {
-            crate::defaults::report_title(&index.study)
+            latency_plan::defaults::report_title(&index.study)
         } else {
             index.report.title.clone()
         },
@@ -419,7 +401,7 @@ pub fn summarize(
 /// Steps 2–9 for one set of runs (a study's, or one level's with its null calibration's):
 /// per program the summary, per null trace its calibration. `level` names the level in messages
 /// and seeds the resampling with the program's name.
-fn analyse_runs(
+pub(crate) fn analyse_runs(
     index: &Index,
     runs: &[&RunPairs],
     levels: &[f64],
@@ -496,8 +478,8 @@ fn analyse_runs(
     let analysed = load::par_map(&inputs, |input| {
         let (study, name) = (index.seed.to_le_bytes(), input.group.program.as_bytes());
         let seed = match level {
-            None => crate::digest::key(&[&study, name]),
-            Some(l) => crate::digest::key(&[&study, name, l.as_bytes()]),
+            None => latency_plan::digest::key(&[&study, name]),
+            Some(l) => latency_plan::digest::key(&[&study, name, l.as_bytes()]),
         };
         program::analyse(input, &mut ChaCha8Rng::seed_from_u64(seed))
     });
@@ -539,13 +521,6 @@ pub(crate) fn hw_clock_check(pairs: &[(f64, f64)], tolerance_ns: f64, rng: &mut 
     Some(HwCheck { levels, max_diff_ns, tolerance_ns, pass: max_diff_ns <= tolerance_ns, pairs: pairs.len() as u64 })
 }
 
-impl crate::plan::Analysis {
-    /// The quantile levels, the default set when the list is empty.
-    pub fn quantile_levels_or_default(&self) -> Vec<f64> {
-        if self.quantiles.is_empty() { crate::plan::Analysis::default().quantiles } else { self.quantiles.clone() }
-    }
-}
-
 /// Analyse and write `summary.json` (atomically, replacing an earlier one).
 pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let s = analyze(dir)?;
@@ -555,14 +530,14 @@ pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
         what: "summary".into(),
         source,
     })?;
-    crate::results::write_file(&path, text.as_bytes(), true)?;
+    latency_results::write_file(&path, text.as_bytes(), true)?;
     Ok(s)
 }
 
 /// The summary of a folder: `summary.json` when it is current, else analysed anew (and written).
 pub fn current_summary(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let path = dir.root().join("summary.json");
-    if let Ok(bytes) = crate::results::read_capped(&path, MAX_SUMMARY_BYTES, "summary")
+    if let Ok(bytes) = latency_results::read_capped(&path, MAX_SUMMARY_BYTES, "summary")
         && let Ok(s) = serde_json::from_slice::<Summary>(&bytes)
         && is_current(dir, &s)?
     {
@@ -570,6 +545,3 @@ pub fn current_summary(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     }
     analyze_and_write(dir)
 }
-
-#[cfg(test)]
-mod tests;

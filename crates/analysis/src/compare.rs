@@ -6,9 +6,11 @@
 
 use serde::Serialize;
 
-use crate::analysis::stats::histogram_distances;
-use crate::analysis::summary::{ProgramSummary, Summary, level_key};
-use crate::defaults;
+use crate::stats::histogram_distances;
+use latency_plan::defaults;
+use latency_results::summary::ProgramSummary;
+use latency_results::summary::Summary;
+use latency_results::summary::level_key;
 
 /// Regression thresholds.
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -23,7 +25,7 @@ pub struct Thresholds {
 
 impl Thresholds {
     /// Command-line values (median, p99, KS) first, then the candidate plan's, then the defaults.
-    pub fn resolve(flags: [Option<f64>; 3], plan: Option<&crate::plan::Regression>) -> Thresholds {
+    pub fn resolve(flags: [Option<f64>; 3], plan: Option<&latency_plan::Regression>) -> Thresholds {
         Thresholds {
             median_shift_ns: flags[0].or(plan.map(|r| r.median_shift_ns)).unwrap_or(defaults::MEDIAN_SHIFT_NS),
             p99_shift_ns: flags[1].or(plan.map(|r| r.p99_shift_ns)).unwrap_or(defaults::P99_SHIFT_NS),
@@ -223,7 +225,8 @@ pub fn junit(c: &Comparison) -> Result<String, quick_junit::SerializeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::summary::{Histogram, Quantiles};
+    use latency_results::summary::Histogram;
+    use latency_results::summary::Quantiles;
 
     fn program(p50: f64, p99: Option<f64>, ci: [f64; 2]) -> ProgramSummary {
         let mut q = Quantiles::new();
@@ -284,8 +287,12 @@ mod tests {
 
     #[test]
     fn thresholds_come_from_flags_then_the_plan_then_the_defaults() {
-        let plan =
-            crate::plan::Regression { baseline: "b".into(), median_shift_ns: 1.0, p99_shift_ns: 2.0, ks_distance: 0.3 };
+        let plan = latency_plan::Regression {
+            baseline: "b".into(),
+            median_shift_ns: 1.0,
+            p99_shift_ns: 2.0,
+            ks_distance: 0.3,
+        };
         let t = Thresholds::resolve([Some(5.0), None, None], Some(&plan));
         assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance), (5.0, 2.0, 0.3));
         let t = Thresholds::resolve([None, None, Some(0.2)], None);
@@ -314,7 +321,7 @@ mod tests {
     }
     #[test]
     fn a_study_with_factors_is_judged_level_by_level() {
-        use crate::analysis::summary::LevelSummary;
+        use latency_results::summary::LevelSummary;
         let level = |name: &str, p50: f64| {
             let mut summary = program(p50, Some(169.0), [p50 - 0.2, p50 + 0.2]);
             summary.level = Some(name.to_string());

@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use super::{AnalysisError, RunPairs, load, pair_batches, session_estimates};
-use crate::results::index::Index;
-use crate::results::provenance::Provenance;
-use crate::results::{ResultsDir, journal};
-use crate::schedule::SessionKind;
+use latency_results::ResultsDir;
+use latency_results::SessionKind;
+use latency_results::index::Index;
+use latency_results::journal;
+use latency_results::provenance::Provenance;
 
 /// One session's estimates.
 pub struct SessionEstimates {

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::summary::{LevelSummary, NullSummary, ProgramSummary};
 use super::{RunPairs, analyse_runs};
-use crate::plan::FactorName;
-use crate::results::index::Index;
-use crate::schedule::SessionKind;
+use latency_plan::FactorName;
+use latency_results::SessionKind;
+use latency_results::index::Index;
+use latency_results::summary::{LevelSummary, NullSummary, ProgramSummary};
 
 /// Per program its first level's summary with every level's in `levels`; the null calibrations
 /// of the first level.

@@ -13,12 +13,12 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::AnalysisError;
-use crate::digest;
-use crate::results::ResultsDir;
-use crate::results::event::Entry;
-use crate::results::index::Group;
-use crate::results::journal;
-use crate::results::runfile::RunMetadata;
+use latency_plan::digest;
+use latency_results::ResultsDir;
+use latency_results::event::Entry;
+use latency_results::index::Group;
+use latency_results::journal;
+use latency_results::runfile::RunMetadata;
 
 /// Largest run file read (a paper-length run is about 0.2 MB; 100 M records would be ~1 GB).
 pub const MAX_RUN_FILE_BYTES: u64 = 4 << 30;
@@ -72,7 +72,7 @@ pub fn run_files(
             continue;
         }
         if c.histogram_sha256.is_some() {
-            logs.insert(expected.with_extension(crate::engine::HISTOGRAM_EXTENSION));
+            logs.insert(expected.with_extension(latency_results::HISTOGRAM_EXTENSION));
         }
         out.push(RunFile {
             group,
@@ -90,7 +90,7 @@ pub fn run_files(
     let mut known: BTreeSet<PathBuf> = out.iter().map(|r| PathBuf::from(&r.rel)).collect();
     known.append(&mut logs);
     for f in dir.data_files()? {
-        if !known.contains(&f) && !crate::results::is_partial(&f) {
+        if !known.contains(&f) && !latency_results::is_partial(&f) {
             problems
                 .push(format!("{}: not a run the journal records as complete (stray file); not analysed", f.display()));
         }
@@ -102,7 +102,7 @@ pub fn run_files(
 /// place in the tree, and return the columns the analysis needs.
 pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, String> {
     let bytes =
-        crate::results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file").map_err(|e| format!("{}: {e}", r.rel))?;
+        latency_results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file").map_err(|e| format!("{}: {e}", r.rel))?;
     let actual = digest::sha256_hex(&bytes);
     if actual != r.sha256 {
         return Err(format!(
@@ -112,7 +112,7 @@ pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, Str
             r.sha256.get(..12).unwrap_or(&r.sha256)
         ));
     }
-    crate::results::runfile::guarded(|| decode_checked(r, group, bytes))
+    latency_results::runfile::guarded(|| decode_checked(r, group, bytes))
         .unwrap_or_else(|why| Err(format!("{}: corrupt Parquet file: {why}", r.rel)))
 }
 
@@ -207,7 +207,7 @@ mod tests {
     use parquet::arrow::ArrowWriter;
 
     use super::*;
-    use crate::schedule::SessionKind;
+    use latency_results::SessionKind;
 
     fn group() -> Group {
         Group {
@@ -245,7 +245,7 @@ mod tests {
         )
         .unwrap();
         let props = parquet::file::properties::WriterProperties::builder()
-            .set_key_value_metadata(Some(crate::results::runfile::tests::meta_of("p", 1, 1).to_kv()))
+            .set_key_value_metadata(Some(latency_results::runfile::RunMetadata::example("p", 1, 1).to_kv()))
             .build();
         let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, Some(props)).unwrap();
         w.write(&batch).unwrap();
@@ -264,7 +264,7 @@ mod tests {
         };
         let e = read_verified(&run, &group()).unwrap_err();
         assert_eq!(e, "data/program=p/session=1/run=1.parquet: column `tsc` is Utf8, the record schema says UInt64");
-        let e = crate::results::runfile::read(&path).unwrap_err().to_string();
+        let e = latency_results::runfile::read(&path).unwrap_err().to_string();
         assert!(e.contains("unexpected schema"), "{e}");
     }
 }

@@ -237,7 +237,11 @@ fn hist_quantile(hist: &[f64], start: f64, bin: f64, p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::stats::normal;
+    use rand_distr::StandardNormal;
+
+    fn normal(r: &mut ChaCha8Rng) -> f64 {
+        r.sample(StandardNormal)
+    }
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -300,7 +304,7 @@ mod tests {
         let levels = [0.05, 0.5, 0.99];
         let corrected = corrected_quantiles(&y, Some(0.6), &levels, 0.0);
         for (k, (&p, truth)) in levels.iter().zip([q[0], q[2], q[5]]).enumerate() {
-            let raw = crate::analysis::stats::quantile_sorted(&y, p) - truth;
+            let raw = crate::stats::quantile_sorted(&y, p) - truth;
             let fixed = corrected[k] - truth;
             assert!(raw.abs() > 0.08, "p{p}: the noise moves it ({raw:.3})");
             assert!(fixed.abs() < 0.65 * raw.abs(), "p{p}: raw error {raw:.3}, corrected {fixed:.3}");

@@ -7,11 +7,11 @@ use rand_chacha::ChaCha8Rng;
 use super::noise::Simex;
 use super::stats::quantile_sorted;
 use super::stats::{grid_median, grid_quantile, median};
-use super::summary::*;
 use super::uncertainty;
 use super::{RunPairs, hw_clock_check, keyed, modes, noise};
-use crate::plan::Analysis;
-use crate::results::index::Group;
+use latency_plan::Analysis;
+use latency_results::index::Group;
+use latency_results::summary::*;
 
 /// What the analysis of one program reads.
 pub(super) struct Input<'a> {
@@ -296,7 +296,7 @@ type Indexed = Vec<(u32, f64)>;
 /// sent (from the runs' bypass copies), in length order, each against the bound of `m` for
 /// traffic of that length (`period` ns per cycle). Empty without frame lengths.
 fn by_frame_len(
-    m: &crate::results::index::BoundModel,
+    m: &latency_results::index::BoundModel,
     period: f64,
     calibrated: &[Vec<(u64, f64)>],
     runs: &[&[&RunPairs]],
@@ -346,7 +346,7 @@ fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> (Indexed, Ind
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::index::BoundModel;
+    use latency_results::index::BoundModel;
 
     #[test]
     fn each_frame_length_is_held_to_the_bound_of_traffic_that_long() {

@@ -9,74 +9,18 @@
 use std::collections::BTreeMap;
 
 use latency_proto::soak::{self, Differentials, Interval, RESOLUTION, SIGNIFICANT_DIGITS};
-use serde::{Deserialize, Serialize};
 
-use super::summary::{Quantiles, level_key};
-use crate::digest;
-use crate::engine::HISTOGRAM_EXTENSION;
-use crate::results::ResultsDir;
-use crate::results::event::Entry;
-use crate::results::index::Index;
-use crate::results::journal;
-use crate::schedule::SessionKind;
+use latency_plan::digest;
+use latency_results::HISTOGRAM_EXTENSION;
+use latency_results::ResultsDir;
+use latency_results::SessionKind;
+use latency_results::event::Entry;
+use latency_results::index::Index;
+use latency_results::journal;
+use latency_results::summary::{Quantiles, SoakInterval, SoakSession, SoakSummary, level_key};
 
 /// Largest histogram log read (an interval of two histograms is a few kB: a day at 1 s is ~0.5 GB).
 const MAX_LOG_BYTES: u64 = 1 << 30;
-
-/// A program's soak summary.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct SoakSummary {
-    /// Significant digits the histograms keep.
-    pub significant_digits: u8,
-    /// Relative resolution of every quantile.
-    pub resolution: f64,
-    /// Runs with a log.
-    pub runs: u64,
-    /// Pairs in the histograms.
-    pub pairs: u64,
-    /// Quantiles of the differentials, before calibration (ns).
-    pub latency_raw_ns: Quantiles,
-    /// Median of the null calibration's differentials (ns), when it has logs.
-    pub null_median_ns: Option<f64>,
-    /// `latency_raw_ns` less `null_median_ns` (empty without a null median).
-    pub latency_ns: Quantiles,
-    /// Per session.
-    pub sessions: Vec<SoakSession>,
-    /// Per interval of each run, in run order.
-    pub intervals: Vec<SoakInterval>,
-}
-
-/// One session's differentials.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct SoakSession {
-    /// Session number.
-    pub session: u32,
-    /// Pairs.
-    pub pairs: u64,
-    /// Median before calibration (ns).
-    pub raw_median_ns: f64,
-    /// Median less the null median (ns).
-    pub median_ns: Option<f64>,
-}
-
-/// One interval of a run.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct SoakInterval {
-    /// Session number.
-    pub session: u32,
-    /// Run number.
-    pub run: u32,
-    /// Seconds from the run's start.
-    pub start_s: f64,
-    /// Length, s.
-    pub duration_s: f64,
-    /// Pairs.
-    pub pairs: u64,
-    /// Median before calibration (ns).
-    pub raw_median_ns: Option<f64>,
-    /// p99 before calibration (ns).
-    pub raw_p99_ns: Option<f64>,
-}
 
 /// The logs of every complete run that has one, by group index: (session, run, intervals).
 type Logs = BTreeMap<usize, Vec<(u32, u32, Vec<Interval>)>>;
@@ -89,7 +33,7 @@ fn read_logs(dir: &ResultsDir, index: &Index, entries: &[Entry], problems: &mut 
             continue;
         };
         let rel = std::path::Path::new(&c.path).with_extension(HISTOGRAM_EXTENSION);
-        let read = crate::results::read_capped(&dir.root().join(&rel), MAX_LOG_BYTES, "histogram log")
+        let read = latency_results::read_capped(&dir.root().join(&rel), MAX_LOG_BYTES, "histogram log")
             .map_err(|e| e.to_string())
             .and_then(|bytes| {
                 if digest::sha256_hex(&bytes) != sha256 {

@@ -11,14 +11,16 @@
 
 use std::collections::BTreeMap;
 
-use super::soak::SoakSummary;
-use super::summary::{Evidence, Mode, ProgramSummary, SessionSummary, Summary};
 use super::uncertainty::{interval, session_variance};
-use crate::results::ResultsDir;
-use crate::results::event::{Entry, Event};
-use crate::results::index::{Group, Index};
-use crate::results::provenance::Provenance;
-use crate::schedule::SessionKind;
+use latency_results::ResultsDir;
+use latency_results::SessionKind;
+use latency_results::event::Entry;
+use latency_results::event::Event;
+use latency_results::index::Group;
+use latency_results::index::Index;
+use latency_results::provenance::Provenance;
+use latency_results::summary::SoakSummary;
+use latency_results::summary::{Evidence, Mode, ProgramSummary, SessionSummary, Summary};
 
 /// Program `g`'s headline from its soak summary `k`; none without a null calibration median.
 pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {

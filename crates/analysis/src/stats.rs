@@ -3,13 +3,6 @@
 //! Quantile definition (used everywhere): linear interpolation between order statistics,
 //! `Q(p) = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])` with `h = (n − 1)p` on the sorted sample
 //! (Hyndman & Fan type 7; numpy's and R's default).
-//!
-//! The normal sampler is written here rather than taken from `rand_distr` so that a seed gives
-//! bit-for-bit the same draws whatever the dependency versions: a resumed or repeated study must
-//! reproduce its data exactly.
-
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
 
 /// Human-readable statement of the quantile definition.
 pub const QUANTILE_DEFINITION: &str =
@@ -102,16 +95,12 @@ pub fn gap_clusters(sorted: &[f64], min_gap: f64) -> Vec<std::ops::Range<usize>>
     out
 }
 
-/// Standard normal draw (Box–Muller).
-pub fn normal(r: &mut ChaCha8Rng) -> f64 {
-    let u1: f64 = 1.0 - r.random::<f64>();
-    let u2: f64 = r.random::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
 /// Kolmogorov–Smirnov distance and Wasserstein-1 distance (ns) between two histograms with the
 /// same bin width (their starts may differ by whole bins).
-pub fn histogram_distances(a: &super::summary::Histogram, b: &super::summary::Histogram) -> Option<(f64, f64)> {
+pub fn histogram_distances(
+    a: &latency_results::summary::Histogram,
+    b: &latency_results::summary::Histogram,
+) -> Option<(f64, f64)> {
     if a.bin_ns != b.bin_ns || a.bin_ns <= 0.0 {
         return None;
     }
@@ -122,7 +111,7 @@ pub fn histogram_distances(a: &super::summary::Histogram, b: &super::summary::Hi
     let start = a.start_ns.min(b.start_ns);
     let end = (a.start_ns + a.bin_ns * a.counts.len() as f64).max(b.start_ns + b.bin_ns * b.counts.len() as f64);
     let bins = ((end - start) / a.bin_ns).round() as usize;
-    let at = |h: &super::summary::Histogram, i: usize| -> f64 {
+    let at = |h: &latency_results::summary::Histogram, i: usize| -> f64 {
         let offset = ((h.start_ns - start) / h.bin_ns).round() as isize;
         let j = i as isize - offset;
         if j >= 0 && (j as usize) < h.counts.len() { h.counts[j as usize] as f64 } else { 0.0 }
@@ -163,7 +152,7 @@ mod tests {
             assert!((a - lo).abs() < 1e-4 && (b - hi).abs() < 1e-4, "{k}/{n}: [{a}, {b}]");
         }
     }
-    use crate::analysis::summary::Histogram;
+    use latency_results::summary::Histogram;
 
     #[test]
     fn quantiles_match_numpy_linear() {

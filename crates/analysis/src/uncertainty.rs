@@ -252,7 +252,7 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9).
-pub(crate) fn ln_gamma(x: f64) -> f64 {
+pub fn ln_gamma(x: f64) -> f64 {
     const G: [f64; 9] = [
         0.999_999_999_999_809_9,
         676.520_368_121_885_1,
@@ -333,7 +333,7 @@ mod tests {
         // 1.2533 σ / √n; the sessions add no information about the probes.
         let mut rng = ChaCha8Rng::seed_from_u64(12);
         let n = 4000;
-        let lat: Vec<f64> = (0..n).map(|_| 10.0 * super::super::stats::normal(&mut rng)).collect();
+        let lat: Vec<f64> = (0..n).map(|_| 10.0 * rng.sample::<f64, _>(rand_distr::StandardNormal)).collect();
         let values: Vec<(u32, f64)> =
             (0..3).flat_map(|_| lat.iter().enumerate().map(|(i, &v)| (i as u32, v))).collect();
         let mut sorted: Vec<f64> = values.iter().map(|v| v.1).collect();

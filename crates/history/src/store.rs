@@ -24,12 +24,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
-use super::row::{self, Estimate, Row};
-use super::table::Micros;
-use crate::analysis::{self, AnalysisError};
-use crate::results::ResultsDir;
-use crate::results::provenance::Provenance;
-use crate::schedule::SessionKind;
+use latency_analysis as analysis;
+use latency_analysis::AnalysisError;
+use latency_results::ResultsDir;
+use latency_results::SessionKind;
+use latency_results::history::row::{self, Estimate, Row};
+use latency_results::history::table::Micros;
+use latency_results::provenance::Provenance;
 
 /// Why the history could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -177,7 +178,7 @@ impl Store {
         if prov.ended.is_none() {
             return Err(unfinished("the study has not ended (interrupted or still running): resume it first"));
         }
-        let secs = crate::results::parse_utc(&prov.started)
+        let secs = latency_results::parse_utc(&prov.started)
             .ok_or_else(|| unfinished(&format!("provenance.json: start time `{}` is not UTC", prov.started)))?;
         let summary = analysis::current_summary(dir)?;
         let key = StudyKey { date: prov.started[..10].to_string(), study: row::study_id(&prov, &summary) };
@@ -207,7 +208,7 @@ impl Store {
         let est_path = table_path("estimates", key);
         let bytes = self.parquet(&est_path, Estimate::to_batch(estimates))?;
         self.rt.block_on(self.inner.put(&est_path, bytes)).map_err(self.object_err(&est_path))?;
-        if crate::testbed::failpoint::hit("history-add-killed") {
+        if latency_results::failpoint::hit("history-add-killed") {
             std::process::abort();
         }
         let rows_path = table_path("rows", key);

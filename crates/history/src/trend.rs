@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::jumpavg::{Group, classify};
-use super::row::HEADLINE;
 use super::store::StoredRow;
+use latency_results::history::row::HEADLINE;
 
 /// One night's figure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -26,7 +26,7 @@ pub struct Bitstream {
     /// Where the image file belongs (resolved against the manifest's folder).
     pub file: PathBuf,
     /// Expected sha256 of the image, lowercase hex, or [`UNBUILT`] for an image not built yet
-    /// (refused by real hardware: [`crate::plan::refused_on`]).
+    /// (refused by real hardware: [`crate::refused_on`]).
     pub sha256: String,
     /// Where the manifest gives the sha256.
     #[serde(skip)]

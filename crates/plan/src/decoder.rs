@@ -452,7 +452,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::yaml::parse;
+    use crate::yaml::parse;
 
     fn doc(src: &str) -> Node {
         parse(Path::new("t.yaml"), src).unwrap()

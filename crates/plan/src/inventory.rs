@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn the_emulated_testbed_templates_keep_the_whole_word_rule() {
-        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../testbeds/emulated.yaml"));
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testbeds/emulated.yaml"));
         let root = yaml::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
         let mut d = Decoder::new(path);
         let mut m = d.map(&root, "inventory").unwrap();

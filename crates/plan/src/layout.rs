@@ -126,8 +126,8 @@ impl RemoteLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::inventory::StepContext;
-    use crate::plan::template::TemplateValue;
+    use crate::inventory::StepContext;
+    use crate::template::TemplateValue;
 
     fn layout() -> RemoteLayout {
         RemoteLayout::new("/s", "/r w")
@@ -159,9 +159,9 @@ mod tests {
     /// files the testbed itself reads and writes.
     #[test]
     fn the_template_variables_name_the_same_files() {
-        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../testbeds/oct-u280.yaml"));
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testbeds/oct-u280.yaml"));
         let mut diags = Vec::new();
-        let mut inv = crate::plan::load_file(path, &mut diags, crate::plan::inventory::decode).unwrap();
+        let mut inv = crate::load_file(path, &mut diags, crate::inventory::decode).unwrap();
         inv.sender.host.workdir = "/var/tmp/s".into();
         inv.receiver.host.workdir = "/var/tmp/r".into();
         let l = RemoteLayout::of(&inv);
@@ -176,7 +176,7 @@ mod tests {
             table_driver_dir: None,
             trace_file: "forward_500.pcap",
             pacing_pps: 2000,
-            timing: crate::plan::Timing::Pps,
+            timing: crate::Timing::Pps,
             overrides: &[],
             burst: 1,
             probe_format: "latencylab",

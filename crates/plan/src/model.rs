@@ -1,42 +1,17 @@
-//! The plan language: a study's YAML plan, the bitstream manifests and the testbed inventory it
-//! names, decoded into validated values. Nothing here touches a host.
-//!
-//! Decoding is done in one pass that reports every problem at once (see [`decoder`]); a plan is only
-//! returned when all of its files are valid. The same decoders describe the files as JSON Schemas
-//! ([`schema`]). Each section has its decoder: [`protocol`], `traces`
-//! (which reads every pcap trace through), `programs` and `analysis` (analysis, report,
-//! regression).
-
-mod analysis;
-pub use analysis::PortPair;
-pub mod bitstream;
-mod cross_checks;
-pub mod decoder;
-pub mod factors;
-pub mod inventory;
-pub mod layout;
-mod programs;
-pub mod protocol;
-pub mod schema;
-pub mod steps;
-pub mod template;
-mod testbed_checks;
-mod traces;
-pub mod yaml;
+//! The validated plan: its types and the loading of a plan with everything it names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use bitstream::Bitstream;
-pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
-pub use inventory::{Action, Inventory};
-pub use protocol::{Adaptive, FlashPolicy, Protocol, RunChecks, Sender, Soak, Timing};
-pub use steps::{StepPolicy, decode_steps, default_policy};
-pub use testbed_checks::refused_on;
-use testbed_checks::{check_ports, check_reflect, check_sender, check_soak, check_timing};
-use yaml::{Decoder, Diagnostic, Node, Value};
+use crate::bitstream::Bitstream;
+use crate::factors::{FactorName, Factors};
+use crate::inventory::Inventory;
+use crate::protocol::Protocol;
+use crate::testbed_checks::{check_ports, check_reflect, check_sender, check_soak, check_timing};
+use crate::yaml::{Decoder, Diagnostic, Node, Value};
+use crate::{PortPair, analysis, bitstream, cross_checks, factors, inventory, programs, protocol, traces, yaml};
 
 use crate::digest;
 
@@ -296,6 +271,13 @@ pub struct Analysis {
     pub port_pairs: BTreeMap<String, PortPair>,
 }
 
+impl Analysis {
+    /// The quantile levels, the default set when the list is empty.
+    pub fn quantile_levels_or_default(&self) -> Vec<f64> {
+        if self.quantiles.is_empty() { Analysis::default().quantiles } else { self.quantiles.clone() }
+    }
+}
+
 /// The per-probe estimator over runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -512,7 +494,7 @@ fn plan_from(path: &Path, source: String, root: &Node, diags: &mut Vec<Diagnosti
     decode(path, root, diags, |d, root| decode_plan(d, root, source, hash))
 }
 
-fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Option<Plan> {
+pub(crate) fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: String) -> Option<Plan> {
     let mut m = d.map(root, "plan")?;
     let study = m.required(d, "study", Decoder::ident);
     let description = m.or(d, "description", String::new(), Decoder::string);

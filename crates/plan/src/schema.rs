@@ -50,7 +50,7 @@ impl DocKind {
 pub fn generate(kind: DocKind) -> Value {
     let (mut d, root) = Decoder::describing(Path::new(kind.title()));
     match kind {
-        DocKind::Plan => drop(super::decode_plan(&mut d, &root, String::new(), String::new())),
+        DocKind::Plan => drop(crate::model::decode_plan(&mut d, &root, String::new(), String::new())),
         DocKind::Inventory => drop(super::inventory::decode(&mut d, &root)),
         DocKind::Bitstream => drop(super::bitstream::decode(&mut d, &root)),
     }

@@ -6,7 +6,11 @@ use std::path::Path;
 
 use super::yaml::{self, Decoder, Diagnostic, Node};
 use super::{Generated, Inventory, IpVersion, Plan, ProbeFormat, TraceSource, Transport, bitstream};
-use crate::trace::{MAX_FRAME_LEN, MAX_PROBES, Refused, Shape, TEMPLATES};
+use crate::trace::MAX_FRAME_LEN;
+use crate::trace::MAX_PROBES;
+use crate::trace::Refused;
+use crate::trace::Shape;
+use crate::trace::TEMPLATES;
 
 /// Decode `traces:`; every name is returned (so that references can be checked) with its source
 /// when that decoded.

@@ -3,7 +3,9 @@
 
 use super::format::{mode_median, ns, ordered_modes, session_list, session_modes};
 use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT, TEXT_MUTED, colour, text_width};
-use crate::analysis::summary::{ProgramSummary, Summary, level_key};
+use latency_results::summary::ProgramSummary;
+use latency_results::summary::Summary;
+use latency_results::summary::level_key;
 
 /// Canvas width of every figure (px); the HTML scales it down to the page.
 const WIDTH: f64 = 960.0;
@@ -278,7 +280,7 @@ fn hw_check(s: &Summary) -> Option<Figure> {
                 ..Decor::default()
             },
         );
-        let pts = |f: fn(&crate::analysis::summary::HwLevel) -> f64| -> Vec<(f64, f64)> {
+        let pts = |f: fn(&latency_results::summary::HwLevel) -> f64| -> Vec<(f64, f64)> {
             h.levels
                 .iter()
                 .enumerate()

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::summary::{Mode, ProgramSummary, Quantiles, level_key};
+use latency_results::summary::Mode;
+use latency_results::summary::ProgramSummary;
+use latency_results::summary::Quantiles;
+use latency_results::summary::level_key;
 
 /// Placeholder for a missing value.
 pub(super) const NONE: &str = "—";

@@ -8,8 +8,10 @@ use serde::Serialize;
 use super::figures::Figure;
 use super::format::{mode_median, ns};
 use super::svg::{Axis, Decor, Frame, Svg, colour};
-use crate::analysis::summary::{LevelSummary, ProgramSummary, Summary};
-use crate::plan::FactorValue;
+use latency_plan::FactorValue;
+use latency_results::summary::LevelSummary;
+use latency_results::summary::ProgramSummary;
+use latency_results::summary::Summary;
 
 const WIDTH: f64 = 960.0;
 

@@ -1,6 +1,9 @@
 //! Reports (HTML, Markdown) from a summary, laid out like a paper's evaluation section: provenance,
 //! the Table I equivalent (latency quantiles per program and reset mode against the vendor bound),
-//! figures, run health and the method.
+//! figures, run health and the method; and the trend page of the results history ([`trend`]).
+//!
+//! May touch: the report files it is asked to write (never a results folder's data, journal or
+//! provenance). Must not: reach a host, run a study, compute statistics.
 //!
 //! `report.html` is one self-contained file (inline CSS and SVG, no scripts, nothing fetched);
 //! `report.md` references its figures as `figures/<id>.svg` next to it.
@@ -38,9 +41,10 @@ use std::path::{Path, PathBuf};
 
 use minijinja::{Environment, UndefinedBehavior};
 
-use crate::analysis::summary::Summary;
-use crate::plan::ReportFormat;
-use crate::results::{ResultsError, write_file};
+use latency_plan::ReportFormat;
+use latency_results::ResultsError;
+use latency_results::summary::Summary;
+use latency_results::write_file;
 
 const HTML_TEMPLATE: &str = "report.html.j2";
 const MD_TEMPLATE: &str = "report.md.j2";
@@ -172,7 +176,11 @@ mod tests {
     /// Empty, NaN and missing values everywhere must render (placeholders), never panic.
     #[test]
     fn degenerate_summary_renders() {
-        use crate::analysis::summary::{Health, Histogram, HwCheck, NullSummary, ProgramSummary};
+        use latency_results::summary::Health;
+        use latency_results::summary::Histogram;
+        use latency_results::summary::HwCheck;
+        use latency_results::summary::NullSummary;
+        use latency_results::summary::ProgramSummary;
         let nan = f64::NAN;
         let program = ProgramSummary {
             level: None,

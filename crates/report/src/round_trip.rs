@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::format::ns;
-use crate::analysis::summary::Summary;
+use latency_results::summary::Summary;
 
 /// One program's row.
 #[derive(Serialize)]

@@ -8,7 +8,9 @@ use serde::Serialize;
 use super::format::ns;
 use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT_MUTED, colour};
 use super::{ReportError, render_template};
-use crate::history::trend::{Series, SeriesChange, Trend};
+use latency_history::trend::Series;
+use latency_history::trend::SeriesChange;
+use latency_history::trend::Trend;
 
 const TREND_HTML: &str = "trend.html.j2";
 const TREND_MD: &str = "trend.md.j2";

@@ -6,9 +6,12 @@ use serde_json::Value;
 
 use super::figures::Figure;
 use super::format::{NONE, dominant_mode, mode_median, ns, ordered_modes, quantile, session_list, session_modes};
-use crate::analysis::summary::{Margins, ProgramSummary, Summary, level_key};
-use crate::plan::TraceSource;
-use crate::results::provenance::Provenance;
+use latency_plan::TraceSource;
+use latency_results::provenance::Provenance;
+use latency_results::summary::Margins;
+use latency_results::summary::ProgramSummary;
+use latency_results::summary::Summary;
+use latency_results::summary::level_key;
 
 /// Context handed to the templates (documented in the module docs of `report`).
 #[derive(Serialize)]
@@ -150,7 +153,8 @@ struct NullView {
 
 /// Build the context.
 pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
-    let title = if s.title.trim().is_empty() { crate::defaults::report_title(&s.study) } else { s.title.clone() };
+    let title =
+        if s.title.trim().is_empty() { latency_plan::defaults::report_title(&s.study) } else { s.title.clone() };
     let (provenance, testbed_facts, bitstreams, traces) = provenance(s);
     let mut table = Vec::new();
     let mut programs = Vec::new();
@@ -210,7 +214,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             .provenance
             .iter()
             .flat_map(|p| &p.traces)
-            .filter_map(|(n, t)| crate::plan::stand_in_note(n, t))
+            .filter_map(|(n, t)| latency_plan::stand_in_note(n, t))
             .collect(),
         reproduce: reproduce(s),
         quantile_columns: s.quantile_levels.iter().map(|&l| level_key(l)).collect(),

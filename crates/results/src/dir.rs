@@ -1,25 +1,7 @@
-//! The results folder of a study: the plan copy, provenance, the append-only journal, the run
-//! data as Parquet in a hive-style tree, the summary and the reports.
-//!
-//! ```text
-//! <dir>/plan.yaml  provenance.json  journal.jsonl  orchestrate.log
-//! <dir>/data/program=<p>/session=<s>/run=<r>.parquet
-//! <dir>/data/program=<p>/<factor>=<v>/…/session=<s>/run=<r>.parquet   (a study with factors)
-//! <dir>/quarantine/            files found corrupt or unaccounted for on resume (never deleted)
-//! <dir>/.lock                  held (OS lock) by the process writing the folder
-//! ```
-//!
-//! Every file is written atomically (temporary file, fsync, rename, fsync of the folder) and a
-//! run file that exists is never overwritten.
-
-pub mod event;
-pub mod journal;
-pub mod lock;
-pub mod provenance;
-pub mod runfile;
+//! The results folder and its files: layout, atomic writes, bounded reads, time stamps.
 
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Errors of the results store.
@@ -72,10 +54,24 @@ pub enum ResultsError {
     Refused(String),
 }
 
+impl From<latency_files::FileError> for ResultsError {
+    fn from(e: latency_files::FileError) -> ResultsError {
+        match e {
+            latency_files::FileError::Io { path, source } => ResultsError::Io { path, source },
+            latency_files::FileError::Exists(path) => {
+                ResultsError::Refused(format!("{} exists and is never overwritten", path.display()))
+            }
+        }
+    }
+}
+
 /// Attach the path to an I/O error.
 pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
     move |source| ResultsError::Io { path: path.to_path_buf(), source }
 }
+
+/// The extension of a run's histogram log beside its data file (soak mode).
+pub const HISTOGRAM_EXTENSION: &str = "hlog";
 
 /// A study's results folder.
 #[derive(Clone, Debug)]
@@ -127,8 +123,8 @@ impl ResultsDir {
 
     /// Take the folder's lock for the life of the returned value; refused, naming the holder,
     /// while another process holds it.
-    pub fn lock(&self, command: &str) -> Result<lock::Lock, ResultsError> {
-        lock::Lock::acquire(&self.root, command)
+    pub fn lock(&self, command: &str) -> Result<crate::lock::Lock, ResultsError> {
+        crate::lock::Lock::acquire(&self.root, command)
     }
 
     /// Every file under `data/` that is not a hidden temporary file, relative to the folder.
@@ -188,55 +184,20 @@ impl ResultsDir {
     }
 }
 
-/// Whether `path` is the temporary file of a write [`write_atomic`] did not finish.
-pub fn is_partial(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"))
-}
+pub use latency_files::{is_partial, read_capped};
 
-/// Write `path` atomically: a hidden temporary file in the same folder, fsync, rename over the
-/// target, fsync of the folder. With `overwrite: false` an existing target is an error.
+/// Write `path` atomically ([`latency_files::write_atomic`]), failing as the results folder does.
 pub fn write_atomic(
     path: &Path,
     overwrite: bool,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<(), ResultsError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
-    if !overwrite && path.exists() {
-        return Err(ResultsError::Refused(format!("{} exists and is never overwritten", path.display())));
-    }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        write(&mut f)?;
-        f.flush()?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(io_err(path))
-}
-
-/// Read a whole file of at most `max` bytes; a larger one is an error (`InvalidData`) saying the
-/// limit and what the file was expected to be.
-pub fn read_capped(path: &Path, max: u64, what: &str) -> io::Result<Vec<u8>> {
-    use io::Read;
-    let mut bytes = Vec::new();
-    File::open(path)?.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        let limit = if max >= 1 << 30 { format!("{} GiB", max >> 30) } else { format!("{} MiB", max >> 20) };
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("larger than {limit}: not a {what}")));
-    }
-    Ok(bytes)
+    Ok(latency_files::write_atomic(path, overwrite, write)?)
 }
 
 /// Write bytes atomically (see [`write_atomic`]).
 pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), ResultsError> {
-    write_atomic(path, overwrite, |f| f.write_all(bytes))
+    Ok(latency_files::write_file(path, bytes, overwrite)?)
 }
 
 /// Format a Unix time (seconds) as `YYYY-MM-DDTHH:MM:SSZ`.
@@ -327,4 +288,3 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
-pub mod index;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Action;
+use latency_plan::Action;
 
 /// One journal line.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -258,6 +258,24 @@ pub enum Event {
     },
 }
 
+impl Pacing {
+    /// Why the pacing is not within `tolerance` (relative) of `target` pps, if it is not.
+    pub fn check(&self, target: f64, tolerance: f64) -> Option<String> {
+        for (side, pps) in [("sender", self.sender_pps), ("receiver", self.receiver_pps)] {
+            if let Some(pps) = pps
+                && (pps - target).abs() > tolerance * target
+            {
+                return Some(format!(
+                    "pacing {pps:.1} pps seen by the {side}, {:+.1} % off the planned {target} pps (tolerance ±{:.1} %)",
+                    (pps / target - 1.0) * 100.0,
+                    tolerance * 100.0
+                ));
+            }
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +351,16 @@ mod tests {
         .expect("ok");
         assert_eq!(line, r#"{"t":6,"event":"step_finished","index":0,"action":"driver_bind","seconds":0.5}"#);
         assert!(serde_json::from_str::<Entry>(r#"{"t":1,"event":"no_such_event"}"#).is_err());
+    }
+
+    #[test]
+    fn pacing_outside_the_tolerance_is_reported_with_its_side() {
+        let ok = Pacing { sender_pps: Some(1990.0), receiver_pps: Some(2040.0) };
+        assert_eq!(ok.check(2000.0, 0.05), None);
+        let slow = Pacing { sender_pps: Some(2000.0), receiver_pps: Some(1800.0) };
+        let why = slow.check(2000.0, 0.05).unwrap();
+        assert!(why.contains("1800.0 pps seen by the receiver") && why.contains("-10.0 %"), "{why}");
+        assert!(Pacing { sender_pps: Some(2101.0), receiver_pps: None }.check(2000.0, 0.05).is_some());
+        assert_eq!(Pacing::default().check(2000.0, 0.0), None);
     }
 }

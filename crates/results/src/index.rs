@@ -5,8 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::provenance::Provenance;
-use crate::plan::{Analysis, Level, Plan, ReportSpec};
-use crate::schedule::{Schedule, SessionKind};
+
+use latency_plan::Analysis;
+use latency_plan::Level;
+use latency_plan::Plan;
+use latency_plan::ReportSpec;
 
 /// One program or null calibration group of a study.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -34,7 +37,7 @@ pub struct Group {
 }
 
 /// One factor level of a study, with the level its null calibration is measured at (the same
-/// traffic, other factors at their base values; see [`crate::plan::Level::calibration`]).
+/// traffic, other factors at their base values; see [`latency_plan::Level::calibration`]).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StudyLevel {
     /// The level.
@@ -101,7 +104,7 @@ pub struct Index {
     /// Seed of resampling.
     pub seed: u64,
     /// What sent the probes (the agent: the differentials are round trips).
-    pub sender: crate::plan::Sender,
+    pub sender: latency_plan::Sender,
 }
 
 impl Group {
@@ -126,10 +129,9 @@ impl From<&Provenance> for Index {
     }
 }
 
-#[cfg(test)]
 impl Group {
-    /// A group of trace `t` with a 250 MHz clock, for tests.
-    pub(crate) fn for_test(program: &str, kind: SessionKind, bound: Option<u32>, probes: u64) -> Group {
+    /// A group of trace `t` with a 250 MHz clock and no bound model, for tests and examples.
+    pub fn example(program: &str, kind: SessionKind, bound: Option<u32>, probes: u64) -> Group {
         Group {
             program: program.into(),
             kind,
@@ -144,56 +146,40 @@ impl Group {
     }
 }
 
-/// The groups of a scheduled plan.
-pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
-    let mut out: Vec<Group> = Vec::new();
-    for s in &schedule.sessions {
-        if out.iter().any(|g| g.program == s.program) {
-            continue;
-        }
-        let b = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).find(|b| b.name == s.bitstream);
-        let null_trace = plan
-            .programs
-            .iter()
-            .find(|p| s.kind == SessionKind::Program && p.name == s.program && p.null_trace != p.trace)
-            .map(|p| plan.traces[p.null_trace].name.clone());
-        let bound_model = b.and_then(|b| {
-            Some(BoundModel {
-                base_cycles: b.vendor_bound_cycles?,
-                insert_cycles: b.header_insert_cycles?,
-                bus_bits: b.bus_bits,
-                min_frame_bytes: plan.traces.iter().find(|t| t.name == s.trace).map_or(60, smallest_frame),
-            })
-        });
-        out.push(Group {
-            program: s.program.clone(),
-            kind: s.kind,
-            trace: s.trace.clone(),
-            null_trace,
-            bitstream: s.bitstream.clone(),
-            clock_mhz: b.map_or(250.0, |b| b.clock_mhz),
-            vendor_bound_cycles: match bound_model {
-                Some(m) => Some(m.cycles(m.min_frame_bytes)),
-                None => b.and_then(|b| b.vendor_bound_cycles),
-            },
-            bound_model,
-            probes: s.probes,
-        });
-    }
-    out
+/// What a session measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionKind {
+    /// A program under test.
+    Program,
+    /// The null image with a program's trace (calibration).
+    Null,
 }
 
-/// The smallest frame of a trace, bytes: a generated trace's frame length, a pcap's shortest
-/// frame (60 when it cannot be read: the Ethernet minimum the vendor's model floors at).
-fn smallest_frame(t: &crate::plan::Trace) -> u32 {
-    match &t.source {
-        crate::plan::TraceSource::Pcap { path, .. } => {
-            crate::trace::inspect(path, crate::plan::ProbeFormat::Latencylab)
-                .ok()
-                .and_then(|i| i.frame_len_min)
-                .unwrap_or(60)
+impl SessionKind {
+    /// Lowercase name, as in the journal and run-file metadata.
+    pub fn name(self) -> &'static str {
+        match self {
+            SessionKind::Program => "program",
+            SessionKind::Null => "null",
         }
-        source => source.generated().map_or(60, |g| g.frame_len),
+    }
+}
+
+impl std::fmt::Display for SessionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SessionKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "program" => Ok(SessionKind::Program),
+            "null" => Ok(SessionKind::Null),
+            other => Err(format!("unknown session kind `{other}` (program, null)")),
+        }
     }
 }
 

@@ -1,13 +1,13 @@
 //! Step 1 of the analysis, also used to validate a run before it counts: pair the pipeline and
 //! bypass copies of each probe within a run by probe id and take `D(i) = t_P − t_B`.
 
-pub use crate::results::event::Counts;
+pub use crate::event::Counts;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt8Type, UInt16Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use latency_proto::schema::col;
 
-use crate::plan::PortPair;
+use latency_plan::PortPair;
 
 /// Pairs of one run: `(probe id, D in TSC ticks)` of every matched probe, in id order, with the
 /// first copy of each probe on each port.

@@ -8,13 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use super::index::{Group, StudyLevel};
 use super::{ResultsDir, ResultsError, write_file};
-use crate::plan::{Analysis, Plan, Regression, ReportSpec, Sender, TraceSource};
-
-/// Git commit of this build (`unknown` outside a checkout; `-dirty` with local changes).
-pub const GIT_COMMIT: &str = env!("LATENCY_GIT_COMMIT");
-
-/// Version of this tool.
-pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+use latency_plan::Analysis;
+use latency_plan::Plan;
+use latency_plan::Regression;
+use latency_plan::ReportSpec;
+use latency_plan::Sender;
+use latency_plan::TraceSource;
 
 /// Largest `provenance.json` read back (host facts of hundreds of sessions stay far below it).
 pub const MAX_PROVENANCE_BYTES: u64 = 64 << 20;
@@ -291,8 +290,10 @@ impl Provenance {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Generated, ProbeFormat, TraceTemplate};
-    use crate::schedule::SessionKind;
+    use crate::SessionKind;
+    use latency_plan::Generated;
+    use latency_plan::ProbeFormat;
+    use latency_plan::TraceTemplate;
 
     pub(crate) fn sample() -> Provenance {
         let mut facts = Facts::new();
@@ -301,7 +302,7 @@ mod tests {
             study: "s".into(),
             plan_hash: "ab".repeat(32),
             plan_file: Some("plans/p.yaml".into()),
-            tool_version: TOOL_VERSION.into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
             git_commit: "c0ffee".into(),
             seed: 7,
             testbed: TestbedFacts { name: "sim".into(), facts },

@@ -13,7 +13,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use super::{ResultsError, write_atomic};
-use crate::schedule::SessionKind;
+use crate::SessionKind;
 
 use latency_proto::meta;
 pub use latency_proto::meta::META_PREFIX;
@@ -184,19 +184,10 @@ pub fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::UInt64Type;
-    use latency_proto::{Port, RecordBuilder};
-
-    pub(crate) fn meta() -> RunMetadata {
-        RunMetadata { kind: SessionKind::Null, ..meta_of("x", 1, 1) }
-    }
-
-    /// Metadata of run `run` of `program` session `session`.
-    pub(crate) fn meta_of(program: &str, session: u32, run: u32) -> RunMetadata {
+impl RunMetadata {
+    /// Metadata of run `run` of `program` session `session` with placeholder values (study `t`,
+    /// bitstream `nf`, trace `tr`, 2 probes on `sim`), for tests and examples.
+    pub fn example(program: &str, session: u32, run: u32) -> RunMetadata {
         RunMetadata {
             study: "t".into(),
             plan_hash: "ab".into(),
@@ -217,6 +208,18 @@ pub(crate) mod tests {
             source: None,
             source_sha256: Some("cd".into()),
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt64Type;
+    use latency_proto::{Port, RecordBuilder};
+
+    pub(crate) fn meta() -> RunMetadata {
+        RunMetadata { kind: SessionKind::Null, ..RunMetadata::example("x", 1, 1) }
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! `summary.json`: the analysis result that reports, regression checks and other tools read.
-//! Its keys are stable (documented in README.md).
+//! Its keys are stable (documented in `docs/summary.md`).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::FactorValue;
-use crate::results::provenance::Provenance;
+use crate::provenance::Provenance;
+use latency_plan::FactorValue;
 
 /// Quantiles keyed `p5`, `p25`, … (ns).
 pub type Quantiles = BTreeMap<String, f64>;
@@ -99,7 +99,7 @@ pub struct ProgramSummary {
     pub histogram: Histogram,
     /// Soak mode: what the runs' HDR histogram logs say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub soak: Option<super::soak::SoakSummary>,
+    pub soak: Option<SoakSummary>,
     /// `sender: agent`: the differentials are round trips; what they say one way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_trip: Option<RoundTrip>,
@@ -395,4 +395,59 @@ pub struct Health {
     /// Runs, files and programs that could not be used, each with the reason.
     #[serde(default)]
     pub problems: Vec<String>,
+}
+
+/// A program's soak summary.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SoakSummary {
+    /// Significant digits the histograms keep.
+    pub significant_digits: u8,
+    /// Relative resolution of every quantile.
+    pub resolution: f64,
+    /// Runs with a log.
+    pub runs: u64,
+    /// Pairs in the histograms.
+    pub pairs: u64,
+    /// Quantiles of the differentials, before calibration (ns).
+    pub latency_raw_ns: Quantiles,
+    /// Median of the null calibration's differentials (ns), when it has logs.
+    pub null_median_ns: Option<f64>,
+    /// `latency_raw_ns` less `null_median_ns` (empty without a null median).
+    pub latency_ns: Quantiles,
+    /// Per session.
+    pub sessions: Vec<SoakSession>,
+    /// Per interval of each run, in run order.
+    pub intervals: Vec<SoakInterval>,
+}
+
+/// One session's differentials.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SoakSession {
+    /// Session number.
+    pub session: u32,
+    /// Pairs.
+    pub pairs: u64,
+    /// Median before calibration (ns).
+    pub raw_median_ns: f64,
+    /// Median less the null median (ns).
+    pub median_ns: Option<f64>,
+}
+
+/// One interval of a run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SoakInterval {
+    /// Session number.
+    pub session: u32,
+    /// Run number.
+    pub run: u32,
+    /// Seconds from the run's start.
+    pub start_s: f64,
+    /// Length, s.
+    pub duration_s: f64,
+    /// Pairs.
+    pub pairs: u64,
+    /// Median before calibration (ns).
+    pub raw_median_ns: Option<f64>,
+    /// p99 before calibration (ns).
+    pub raw_p99_ns: Option<f64>,
 }

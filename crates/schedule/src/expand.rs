@@ -8,18 +8,26 @@
 //! group. A null calibration runs the levels that change the traffic (`frame_size`), every other
 //! factor at its base value; without such a factor it runs once, shared by every level.
 
-use serde::{Deserialize, Serialize};
+use crate::slices;
+pub use latency_results::SessionKind;
+use serde::Serialize;
 
-mod dry_run;
-pub mod slices;
-pub use dry_run::{describe, hms};
-
-use crate::plan::bitstream::Programming;
-use crate::plan::factors::Order;
-use crate::plan::inventory::{Action, Role, StepContext};
-use crate::plan::{
-    Bitstream, FlashPolicy, Generated, Inventory, Level, Plan, ProbeFormat, Sender, Timing, Trace, TraceSource,
-};
+use latency_plan::Bitstream;
+use latency_plan::FlashPolicy;
+use latency_plan::Generated;
+use latency_plan::Inventory;
+use latency_plan::Level;
+use latency_plan::Plan;
+use latency_plan::ProbeFormat;
+use latency_plan::Sender;
+use latency_plan::Timing;
+use latency_plan::Trace;
+use latency_plan::TraceSource;
+use latency_plan::bitstream::Programming;
+use latency_plan::factors::Order;
+use latency_plan::inventory::Action;
+use latency_plan::inventory::Role;
+use latency_plan::inventory::StepContext;
 
 /// The whole study, in execution order.
 #[derive(Clone, Debug, Serialize)]
@@ -33,7 +41,7 @@ pub struct Schedule {
     /// Predicted duration.
     pub predicted_seconds: Predicted,
     /// The plan's factors, design and order.
-    pub factors: crate::plan::Factors,
+    pub factors: latency_plan::Factors,
     /// Each level with its runs and predicted time, in plan order (none without factors).
     pub levels: Vec<LevelPlan>,
     /// What a real testbed does besides the steps, before the first session and after the last
@@ -78,43 +86,6 @@ pub struct Around {
     pub after: Vec<String>,
 }
 
-/// What a session measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionKind {
-    /// A program under test.
-    Program,
-    /// The null image with a program's trace (calibration).
-    Null,
-}
-
-impl SessionKind {
-    /// Lowercase name, as in the journal and run-file metadata.
-    pub fn name(self) -> &'static str {
-        match self {
-            SessionKind::Program => "program",
-            SessionKind::Null => "null",
-        }
-    }
-}
-
-impl std::fmt::Display for SessionKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for SessionKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "program" => Ok(SessionKind::Program),
-            "null" => Ok(SessionKind::Null),
-            other => Err(format!("unknown session kind `{other}` (program, null)")),
-        }
-    }
-}
-
 /// One bring-up followed by its runs.
 #[derive(Clone, Debug, Serialize)]
 pub struct Session {
@@ -152,7 +123,7 @@ impl Run {
 impl Session {
     /// Path of a run's data in the results folder, relative to it.
     pub fn run_rel_path(&self, r: &Run) -> std::path::PathBuf {
-        crate::results::ResultsDir::run_rel_path(&self.program, r.level_name().as_deref(), self.session, r.run)
+        latency_results::ResultsDir::run_rel_path(&self.program, r.level_name().as_deref(), self.session, r.run)
     }
 
     /// `program_sN`, used for paths on hosts.
@@ -250,19 +221,21 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
         }
     }
     // Probes of each trace and the mean rate its time stamps give (generated: one per `SPACING`).
-    let extents: Vec<crate::pcap::Extent> = plan
-        .traces
-        .iter()
-        .map(|t| match &t.source {
-            TraceSource::Pcap { path, .. } => {
-                crate::pcap::extent(path).map_err(|e| format!("{}: cannot count probes: {e}", path.display()))
-            }
-            TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => {
-                let spacing = crate::trace::SPACING.as_nanos() as u64;
-                Ok(crate::pcap::Extent { packets: u64::from(g.count), span_ns: u64::from(g.count - 1) * spacing })
-            }
-        })
-        .collect::<Result<_, _>>()?;
+    let extents: Vec<latency_proto::pcap::Extent> =
+        plan.traces
+            .iter()
+            .map(|t| match &t.source {
+                TraceSource::Pcap { path, .. } => latency_proto::pcap::extent(path)
+                    .map_err(|e| format!("{}: cannot count probes: {e}", path.display())),
+                TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => {
+                    let spacing = latency_plan::trace::SPACING.as_nanos() as u64;
+                    Ok(latency_proto::pcap::Extent {
+                        packets: u64::from(g.count),
+                        span_ns: u64::from(g.count - 1) * spacing,
+                    })
+                }
+            })
+            .collect::<Result<_, _>>()?;
     let probes: Vec<u64> = extents.iter().map(|e| e.packets).collect();
 
     let proto = &plan.protocol;
@@ -296,7 +269,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         host: "sim".into(),
                         action,
                         command: None,
-                        estimate_s: crate::plan::inventory::default_estimate(action),
+                        estimate_s: latency_plan::inventory::default_estimate(action),
                     },
                     Some(inv) => {
                         let base_trace = trace.file_name();
@@ -360,7 +333,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 let pacing_pps = match proto.timing {
                     Timing::Pps => level
                         .as_ref()
-                        .and_then(|l| l.get(crate::plan::FactorName::PacingPps))
+                        .and_then(|l| l.get(latency_plan::FactorName::PacingPps))
                         .unwrap_or(proto.pacing_pps),
                     // The rate the run checks expect: the trace's mean rate, `multiplier` times.
                     Timing::Trace { multiplier } => {
@@ -374,7 +347,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         (rate * multiplier).round().clamp(1.0, f64::from(u32::MAX)) as u32
                     }
                 };
-                let burst = level.as_ref().and_then(|l| l.get(crate::plan::FactorName::Burst)).unwrap_or(proto.burst);
+                let burst = level.as_ref().and_then(|l| l.get(latency_plan::FactorName::Burst)).unwrap_or(proto.burst);
                 let replay_s = probes[run_index] as f64 / f64::from(pacing_pps);
                 let run_vars: Vec<(&'static str, &str)> =
                     level.as_ref().map(|l| l.vars().collect()).unwrap_or_default();
@@ -425,7 +398,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                 beyond_min += predicted.sum() - before.sum();
             }
             let agent_control = inventory.map(|inv| {
-                let l = crate::plan::layout::RemoteLayout::of(inv);
+                let l = latency_plan::layout::RemoteLayout::of(inv);
                 match proto.sender {
                     Sender::Tcpreplay => format!(
                         "`begin R` and `end R` written to {}; the agent's answers read from {}",
@@ -471,7 +444,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             _ => plan.traces.iter().filter_map(Trace::stand_in_note).collect(),
         },
         refused: inventory
-            .map(|inv| crate::plan::refused_on(plan, inv))
+            .map(|inv| latency_plan::refused_on(plan, inv))
             .unwrap_or_default()
             .iter()
             .map(|d| d.to_string())
@@ -513,7 +486,8 @@ fn session_blocks(plan: &Plan, levels: &[Level], kind: SessionKind) -> Vec<(u32,
 
 /// What the SSH testbed does before the first session and after the last.
 fn around(inv: &Inventory) -> Around {
-    use crate::plan::layout::{LEASE_STALE_S, RemoteLayout};
+    use latency_plan::layout::LEASE_STALE_S;
+    use latency_plan::layout::RemoteLayout;
     let l = RemoteLayout::of(inv);
     let mut before = Vec::new();
     for role in [Role::Sender, Role::Receiver] {
@@ -540,6 +514,3 @@ fn around(inv: &Inventory) -> Around {
     ];
     Around { before, after }
 }
-
-#[cfg(test)]
-mod tests;

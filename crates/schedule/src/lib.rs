@@ -1,5 +1,5 @@
 //! The schedule: a validated plan expanded into the ordered sessions, steps and runs that the
-//! engine walks and that `orchestrate plan` shows, with its predicted duration ([`dry_run`]), its
+//! engine walks and that `orchestrate plan` shows, with its predicted duration ([`describe`]), its
 //! assignment to testbed slices ([`slices`]) and the study's groups of runs ([`groups`]).
 //!
 //! May touch: nothing (pure, but for reading a pcap trace's frame sizes through the plan's

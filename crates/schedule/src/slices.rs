@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::{Schedule, Session};
-use crate::plan::inventory::Action;
+use latency_plan::inventory::Action;
 
 /// The predicted assignment of a schedule's sessions to slices.
 #[derive(Clone, Debug, Serialize)]

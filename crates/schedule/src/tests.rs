@@ -3,10 +3,12 @@
 use std::path::Path;
 
 use super::*;
+use latency_plan::factors::Order;
+use latency_plan::{Action, FlashPolicy, Level, Plan};
 
 fn plan(rel: &str) -> Plan {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
-    crate::plan::load(&path, Some("sim")).map_err(|e| format!("{:?}", e.0)).expect("the fixture plan loads").0
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../orchestrator").join(rel);
+    latency_plan::load(&path, Some("sim")).map_err(|e| format!("{:?}", e.0)).expect("the fixture plan loads").0
 }
 
 #[test]
@@ -90,8 +92,8 @@ fn levels_nest_inside_sessions_or_sessions_inside_levels_and_nulls_run_the_traff
     assert_eq!(fwd.last().cloned(), Some((16, 3, "pacing_pps=19000000/frame_size=256".into())));
 
     // Without a factor that changes the traffic, one null calibration serves every level.
-    p.factors.factors.retain(|f| f.name == crate::plan::FactorName::PacingPps);
-    p.factors.design = crate::plan::factors::Design::Zip;
+    p.factors.factors.retain(|f| f.name == latency_plan::FactorName::PacingPps);
+    p.factors.design = latency_plan::factors::Design::Zip;
     let s = expand(&p, None).expect("expands");
     let null: Vec<String> = runs_of(&s, "null-fwd").into_iter().map(|r| r.2).collect();
     assert_eq!(null, vec!["pacing_pps=500".to_string(); 6]);

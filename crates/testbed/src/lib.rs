@@ -1,8 +1,10 @@
 //! The testbed boundary: every side effect of a study (hosts, processes, hardware, or their
 //! simulation) sits behind [`Testbed`]. The engine only sees steps that succeed or fail and runs
 //! that return records.
+//!
+//! May touch: hosts over SSH, processes, files on hosts, hardware, or their simulation. Must not:
+//! write a results folder (the engine does), analyse data, or know the reports.
 
-pub mod failpoint;
 pub mod model;
 pub mod reflect;
 pub mod replay;
@@ -15,7 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::RecordBatch;
 
-use crate::schedule::{Run, Session, Step};
+use latency_schedule::Run;
+use latency_schedule::Session;
+use latency_schedule::Step;
 
 /// Set when the user asks to stop (Ctrl-C, SIGTERM); long operations poll it.
 #[derive(Clone, Debug, Default)]
@@ -68,7 +72,7 @@ pub enum TestbedError {
     },
     /// A trace could not be generated for staging.
     #[error("local: stage: {0}")]
-    Trace(#[source] crate::trace::TraceError),
+    Trace(#[source] latency_plan::trace::TraceError),
     /// The user asked to stop.
     #[error("interrupted")]
     Interrupted,
@@ -93,7 +97,7 @@ pub struct RunData {
     pub histogram: Option<Vec<u8>>,
     /// The agent's own counts of the run's probes (a capture agent's; none from an originator):
     /// what the run checks use when the run kept no records (`soak.records: false`).
-    pub agent_counts: Option<crate::results::event::Counts>,
+    pub agent_counts: Option<latency_results::event::Counts>,
 }
 
 /// Sleep `seconds`, waking every 20 ms to end early with [`TestbedError::Interrupted`] on Ctrl-C.
@@ -117,7 +121,7 @@ pub trait Testbed: Send {
     fn name(&self) -> String;
 
     /// Facts about the hosts (or the model) for provenance.
-    fn facts(&self) -> crate::results::provenance::Facts;
+    fn facts(&self) -> latency_results::provenance::Facts;
 
     /// TSC ticks per second of the receiver's stamps.
     fn tsc_hz(&self) -> f64;

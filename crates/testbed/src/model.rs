@@ -39,7 +39,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::plan::yaml::{Decoder, Node};
+use latency_plan::yaml::Decoder;
+use latency_plan::yaml::Node;
 
 /// The quantile levels (in percent) of [`ProgramModel`] tables.
 pub const LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
@@ -235,7 +236,7 @@ fn one() -> f64 {
 pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
     let mut out = SimModel::default();
     let mut m = d.map(root, "simulator model")?;
-    let num = |d: &mut Decoder, m: &mut crate::plan::yaml::MapReader<'_>, key: &str, target: &mut f64, max: f64| {
+    let num = |d: &mut Decoder, m: &mut latency_plan::yaml::MapReader<'_>, key: &str, target: &mut f64, max: f64| {
         if let Some(v) = m.get(d, key).and_then(|v| d.number(v, 0.0..=max)) {
             *target = v;
         }

@@ -161,7 +161,7 @@ mod tests {
             [Some(t0 + 10), Some(t0 + 2_000_010), Some(t0 + 160), Some(t0 + 4_000_007), Some(t0 + 2_000_171), None]
         );
         // The pairing then gives R = hw_P − hw_B for each matched probe, None where lost.
-        let p = crate::analysis::pairs::pair(&joined);
+        let p = latency_results::pairs::pair(&joined);
         assert_eq!(p.hw_diffs, [Some(150), Some(161), None]);
     }
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-pub use crate::results::event::Pacing;
+pub use latency_results::event::Pacing;
 
 /// tcpreplay's summary of one replay.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -46,24 +46,6 @@ impl ReplayReport {
     }
 }
 
-impl Pacing {
-    /// Why the pacing is not within `tolerance` (relative) of `target` pps, if it is not.
-    pub fn check(&self, target: f64, tolerance: f64) -> Option<String> {
-        for (side, pps) in [("sender", self.sender_pps), ("receiver", self.receiver_pps)] {
-            if let Some(pps) = pps
-                && (pps - target).abs() > tolerance * target
-            {
-                return Some(format!(
-                    "pacing {pps:.1} pps seen by the {side}, {:+.1} % off the planned {target} pps (tolerance ±{:.1} %)",
-                    (pps / target - 1.0) * 100.0,
-                    tolerance * 100.0
-                ));
-            }
-        }
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,16 +73,5 @@ Statistics for network device: va
         assert!((short.pps().unwrap() - 9.99).abs() < 0.01);
         assert_eq!(ReplayReport::parse("tcpreplay: nothing"), None);
         assert_eq!(ReplayReport { packets: 1, seconds: 0.0, failed: 0 }.pps(), None);
-    }
-
-    #[test]
-    fn pacing_outside_the_tolerance_is_reported_with_its_side() {
-        let ok = Pacing { sender_pps: Some(1990.0), receiver_pps: Some(2040.0) };
-        assert_eq!(ok.check(2000.0, 0.05), None);
-        let slow = Pacing { sender_pps: Some(2000.0), receiver_pps: Some(1800.0) };
-        let why = slow.check(2000.0, 0.05).unwrap();
-        assert!(why.contains("1800.0 pps seen by the receiver") && why.contains("-10.0 %"), "{why}");
-        assert!(Pacing { sender_pps: Some(2101.0), receiver_pps: None }.check(2000.0, 0.05).is_some());
-        assert_eq!(Pacing::default().check(2000.0, 0.0), None);
     }
 }

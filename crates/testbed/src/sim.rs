@@ -14,12 +14,16 @@ use rand_chacha::ChaCha8Rng;
 use super::model::{ProgramModel, SimModel};
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError};
-use crate::analysis::stats::normal;
-use crate::digest::key;
-use crate::plan::{Action, Generated, Plan};
-use crate::probes;
-use crate::results::provenance::Facts;
-use crate::schedule::{Run, Session, SessionKind, Step};
+use latency_plan::Action;
+use latency_plan::Generated;
+use latency_plan::Plan;
+use latency_plan::digest::key;
+use latency_plan::probes;
+use latency_results::SessionKind;
+use latency_results::provenance::Facts;
+use latency_schedule::Run;
+use latency_schedule::Session;
+use latency_schedule::Step;
 
 /// Records per Arrow batch, as the agent flushes them.
 const BATCH: usize = 8192;
@@ -53,7 +57,7 @@ pub struct SimTestbed {
     /// more card running the same image, a link further on.
     further_ports: usize,
     /// Soak mode: each run also gets the histogram log the agent would write.
-    soak: Option<crate::plan::Soak>,
+    soak: Option<latency_plan::Soak>,
     realtime: bool,
     bitstreams: BTreeMap<String, BitstreamInfo>,
     /// Trace name → how it is generated (for δ, the forwarded destinations and frame lengths);
@@ -86,7 +90,7 @@ impl SimTestbed {
             seed: plan.protocol.seed,
             idle_gap_s: plan.protocol.idle_gap_s,
             reflect: plan.protocol.reflect,
-            rtt: plan.protocol.sender != crate::plan::Sender::Tcpreplay,
+            rtt: plan.protocol.sender != latency_plan::Sender::Tcpreplay,
             further_ports: plan.analysis.ports() - 2,
             soak: plan.protocol.soak,
             realtime,
@@ -157,7 +161,7 @@ impl SimTestbed {
 
     fn template_name(&self, trace: &str) -> String {
         match self.templates.get(trace).copied().flatten() {
-            Some(g) => crate::trace::template_name(g.template).to_owned(),
+            Some(g) => latency_plan::trace::template_name(g.template).to_owned(),
             None => trace.to_string(),
         }
     }
@@ -210,7 +214,7 @@ impl SimTestbed {
         // RemoveHeader removes the VLAN tag on the pipeline path.
         let pipeline_len = if session.kind == SessionKind::Program
             && tagged
-            && template == Some(crate::plan::TraceTemplate::RemoveHeader)
+            && template == Some(latency_plan::TraceTemplate::RemoveHeader)
         {
             frame_len - 4
         } else {
@@ -311,7 +315,7 @@ impl SimTestbed {
         let histogram = self.soak.map(|s| super::soak::log_from_records(&batches, m.tsc_hz, s.interval_s, run.run));
         // The agent's counts, as it pairs the copies it sees; a soak without records keeps only
         // those and the histograms.
-        let agent_counts = Some(crate::analysis::pairs::pair(&batches).counts);
+        let agent_counts = Some(latency_results::pairs::pair(&batches).counts);
         if self.soak.is_some_and(|s| !s.records) {
             batches.clear();
         }
@@ -391,6 +395,15 @@ impl Testbed for SimTestbed {
     }
 
     fn cleanup(&mut self) {}
+}
+
+/// Standard normal draw (Box–Muller), written here rather than taken from `rand_distr` so that a
+/// seed gives bit-for-bit the same draws whatever the dependency versions: a resumed or repeated
+/// study must reproduce its data exactly.
+pub fn normal(r: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - r.random::<f64>();
+    let u2: f64 = r.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 #[cfg(test)]

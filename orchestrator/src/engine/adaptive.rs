@@ -7,11 +7,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::{modes, pairs, stats, uncertainty};
-use crate::plan::{Adaptive, ModeSettings};
-use crate::results::ResultsDir;
-use crate::results::runfile;
-use crate::schedule::Session;
+use latency_analysis::modes;
+use latency_analysis::stats;
+use latency_analysis::uncertainty;
+use latency_plan::Adaptive;
+use latency_plan::ModeSettings;
+use latency_results::ResultsDir;
+use latency_results::pairs;
+use latency_results::runfile;
+use latency_schedule::Session;
 
 /// What the rule found after some sessions.
 #[derive(Clone, Debug, PartialEq)]

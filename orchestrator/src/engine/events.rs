@@ -1,13 +1,13 @@
 //! Consumers of a study's events: progress bars, the log. (The journal is written by the engine
 //! itself, since a journal failure must stop the study; the events are defined in
-//! [`crate::results::event`].)
+//! [`latency_results::event`].)
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-pub use crate::results::event::Event;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+pub use latency_results::event::Event;
 
 /// A consumer of events (from the slice threads of a study on several testbeds too).
 pub trait Observer: Send {
@@ -131,7 +131,7 @@ pub struct JsonLines;
 
 impl Observer for JsonLines {
     fn event(&mut self, e: &Event) {
-        if let Ok(line) = serde_json::to_string(&crate::results::event::Entry::now(e.clone())) {
+        if let Ok(line) = serde_json::to_string(&latency_results::event::Entry::now(e.clone())) {
             let mut out = std::io::stdout().lock();
             // A reader that went away stops nothing: the journal has every event.
             let _ = writeln!(out, "{line}").and_then(|()| out.flush());

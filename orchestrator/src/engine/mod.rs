@@ -11,19 +11,34 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use crate::analysis::pairs::{self, Counts, Paired};
-use crate::digest;
-use crate::plan::inventory::{Action, Inventory};
-use crate::plan::{Plan, StepPolicy, default_policy};
-use crate::probes;
-use crate::results::journal::{self, Journal};
-use crate::results::provenance::TOOL_VERSION;
-use crate::results::runfile::{self, RunMetadata};
-use crate::results::{ResultsDir, ResultsError};
-use crate::schedule::{Run, Schedule, Session, SessionKind, Step};
-use crate::testbed::replay::Pacing;
-use crate::testbed::{Cancel, RunData, Testbed, TestbedError};
+use crate::tool::TOOL_VERSION;
 use events::{Event, Observer};
+use latency_plan::Plan;
+use latency_plan::StepPolicy;
+use latency_plan::default_policy;
+use latency_plan::digest;
+use latency_plan::inventory::Action;
+use latency_plan::inventory::Inventory;
+use latency_plan::probes;
+use latency_results::ResultsDir;
+use latency_results::ResultsError;
+use latency_results::SessionKind;
+use latency_results::journal;
+use latency_results::journal::Journal;
+use latency_results::pairs;
+use latency_results::pairs::Counts;
+use latency_results::pairs::Paired;
+use latency_results::runfile;
+use latency_results::runfile::RunMetadata;
+use latency_schedule::Run;
+use latency_schedule::Schedule;
+use latency_schedule::Session;
+use latency_schedule::Step;
+use latency_testbed::Cancel;
+use latency_testbed::RunData;
+use latency_testbed::Testbed;
+use latency_testbed::TestbedError;
+use latency_testbed::replay::Pacing;
 pub use resume::StartedWith;
 
 /// Why a study stopped before its end.
@@ -273,11 +288,11 @@ impl Engine<'_> {
             let rel = s.run_rel_path(r);
             let path = self.dir.root().join(&rel);
             runfile::write(&path, &data.batches, &self.run_metadata(s, r, attempt, tb, seed))?;
-            let sha256 = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+            let sha256 = digest::sha256_file(&path).map_err(latency_results::io_err(&path))?;
             let histogram_sha256 = match &data.histogram {
                 Some(log) => {
-                    let at = path.with_extension(HISTOGRAM_EXTENSION);
-                    crate::results::write_file(&at, log, true)?;
+                    let at = path.with_extension(latency_results::HISTOGRAM_EXTENSION);
+                    latency_results::write_file(&at, log, true)?;
                     Some(digest::sha256_hex(log))
                 }
                 None => None,
@@ -306,9 +321,6 @@ impl Engine<'_> {
         Ok(true)
     }
 }
-
-/// The extension of a run's histogram log beside its data file (soak mode).
-pub const HISTOGRAM_EXTENSION: &str = "hlog";
 
 /// Runs already complete in a results folder: (program, session, run) → data sha256 recorded in
 /// the journal.

@@ -1,12 +1,18 @@
-//! Writing a study's `provenance.json` (defined in [`crate::results::provenance`]) at its start
+//! Writing a study's `provenance.json` (defined in [`latency_results::provenance`]) at its start
 //! and end.
 
-use crate::plan::Plan;
-use crate::results::index::groups;
-use crate::results::provenance::{GIT_COMMIT, Provenance, TOOL_VERSION, TestbedFacts};
-use crate::results::{ResultsDir, ResultsError, now_secs, utc};
-use crate::schedule::Schedule;
-use crate::testbed::Testbed;
+use crate::tool::GIT_COMMIT;
+use crate::tool::TOOL_VERSION;
+use latency_plan::Plan;
+use latency_results::ResultsDir;
+use latency_results::ResultsError;
+use latency_results::now_secs;
+use latency_results::provenance::Provenance;
+use latency_results::provenance::TestbedFacts;
+use latency_results::utc;
+use latency_schedule::Schedule;
+use latency_schedule::groups;
+use latency_testbed::Testbed;
 
 /// Write the provenance at the start of a study, or add the time of its resumption. Only called
 /// once every check of a resumption has passed.
@@ -18,7 +24,7 @@ pub fn write_start(
     seed: u64,
 ) -> Result<(), ResultsError> {
     let now = utc(now_secs());
-    let previous = dir.root().join(crate::results::provenance::FILE).exists().then(|| Provenance::read(dir));
+    let previous = dir.root().join(latency_results::provenance::FILE).exists().then(|| Provenance::read(dir));
     let (started, mut resumed) = match previous {
         Some(p) => {
             let p = p?;
@@ -42,7 +48,7 @@ pub fn write_start(
         bitstreams,
         traces,
         groups: groups(plan, schedule),
-        levels: crate::results::index::StudyLevel::of(plan),
+        levels: latency_results::index::StudyLevel::of(plan),
         analysis: plan.analysis.clone(),
         report: plan.report.clone(),
         regression: plan.regression.clone(),
@@ -75,7 +81,7 @@ struct SliceFacts {
     name: String,
     /// NaN (null) until the slice's agent has measured it.
     tsc_hz: f64,
-    facts: crate::results::provenance::Facts,
+    facts: latency_results::provenance::Facts,
 }
 
 /// The testbed's facts; on several slices, the first slice's, its name the slices' names joined

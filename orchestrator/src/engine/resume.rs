@@ -4,11 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use super::{Engine, EngineError, HISTOGRAM_EXTENSION};
-use crate::digest;
-use crate::results::event::{Entry, Event};
-use crate::results::journal;
-use crate::schedule::Schedule;
+use super::{Engine, EngineError};
+use latency_plan::digest;
+use latency_results::HISTOGRAM_EXTENSION;
+use latency_results::event::Entry;
+use latency_results::event::Event;
+use latency_results::journal;
+use latency_schedule::Schedule;
 
 /// How a study was started: what a resumption must repeat.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,7 +138,7 @@ pub(super) fn prepare(
     let mut verified = BTreeMap::new();
     for rel in engine.dir.data_files()? {
         let path = engine.dir.root().join(&rel);
-        let sha256 = || digest::sha256_file(&path).map_err(crate::results::io_err(&path));
+        let sha256 = || digest::sha256_file(&path).map_err(latency_results::io_err(&path));
         let reason = if rel.extension().is_some_and(|e| e == HISTOGRAM_EXTENSION) {
             // A run's histogram log is kept when it is the one the journal recorded with the run.
             let run = expected.get(&rel.with_extension("parquet")).and_then(|k| completed.get(k));

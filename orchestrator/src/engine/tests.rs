@@ -1,7 +1,9 @@
 //! The engine's unit tests: resuming, and the journal's view of a study.
 
 use super::*;
-use crate::results::event::{Counts, Entry, Pacing};
+use latency_results::event::Counts;
+use latency_results::event::Entry;
+use latency_results::event::Pacing;
 
 fn started() -> StartedWith {
     StartedWith {

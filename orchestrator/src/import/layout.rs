@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{ImportError, io_err, layout};
-use crate::schedule::SessionKind;
+use latency_results::SessionKind;
 
 /// What a LatencyLab tag stands for.
 pub(super) struct Tag {

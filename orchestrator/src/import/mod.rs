@@ -39,17 +39,28 @@ mod layout;
 pub mod silicon;
 use silicon::Silicon;
 
-use crate::analysis::pairs;
-use crate::digest;
-use crate::plan::{Analysis, ReportSpec};
-use crate::results::event::{Event, Pacing};
-use crate::results::index::Group;
-use crate::results::journal::Journal;
-use crate::results::provenance::{Facts, GIT_COMMIT, ImportFacts, Provenance, TOOL_VERSION, TestbedFacts};
-use crate::results::runfile::{self, RunMetadata};
-use crate::results::{ResultsDir, ResultsError, now_secs, utc};
-use crate::schedule::SessionKind;
+use crate::tool::GIT_COMMIT;
+use crate::tool::TOOL_VERSION;
 pub use csv::{Filtered, Row, filter, monotonic_chain, parse_csv, records};
+use latency_plan::Analysis;
+use latency_plan::ReportSpec;
+use latency_plan::digest;
+use latency_results::ResultsDir;
+use latency_results::ResultsError;
+use latency_results::SessionKind;
+use latency_results::event::Event;
+use latency_results::event::Pacing;
+use latency_results::index::Group;
+use latency_results::journal::Journal;
+use latency_results::now_secs;
+use latency_results::pairs;
+use latency_results::provenance::Facts;
+use latency_results::provenance::ImportFacts;
+use latency_results::provenance::Provenance;
+use latency_results::provenance::TestbedFacts;
+use latency_results::runfile;
+use latency_results::runfile::RunMetadata;
+use latency_results::utc;
 pub(crate) use layout::tag_of;
 use layout::{Input, TAGS, discover};
 
@@ -112,7 +123,8 @@ fn layout(path: &Path, message: impl Into<String>) -> ImportError {
     ImportError::Layout { path: path.to_path_buf(), message: message.into() }
 }
 
-pub use crate::results::provenance::{ImportedFile as FileReport, Quirks};
+pub use latency_results::provenance::ImportedFile as FileReport;
+pub use latency_results::provenance::Quirks;
 
 /// The outcome of an import.
 #[derive(Clone, Debug, Serialize)]
@@ -195,7 +207,7 @@ static EMPTY: std::collections::BTreeMap<u64, i64> = std::collections::BTreeMap:
 
 /// Read, hash, parse and filter one input.
 fn load(input: &Input, probes: u64) -> Result<(String, Filtered), ImportError> {
-    let bytes = crate::results::read_capped(&input.path, MAX_CSV_BYTES, "run CSV").map_err(io_err(&input.path))?;
+    let bytes = latency_results::read_capped(&input.path, MAX_CSV_BYTES, "run CSV").map_err(io_err(&input.path))?;
     let sha256 = digest::sha256_hex(&bytes);
     let rows = parse_csv(&input.path, &bytes)?;
     Ok((sha256, filter(rows, probes)))
@@ -375,7 +387,7 @@ fn write_study(
             .map_err(|source| ImportError::Records { path: input.path.clone(), source })?;
         let path = dir.root().join(&file.path);
         runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256))?;
-        let stored = digest::sha256_file(&path).map_err(crate::results::io_err(&path))?;
+        let stored = digest::sha256_file(&path).map_err(latency_results::io_err(&path))?;
         let counts = pairs::pair(std::slice::from_ref(&batch)).counts;
         let stamps = f.rows.iter().flat_map(|r| [r.rx1, r.rx2]);
         let span = stamps.clone().max().unwrap_or(0) - stamps.min().unwrap_or(0);
@@ -479,7 +491,7 @@ fn write_provenance(
             ignored: report.ignored.clone(),
             silicon: report.silicon.clone(),
         }),
-        sender: crate::plan::Sender::Tcpreplay,
+        sender: latency_plan::Sender::Tcpreplay,
     }
     .write(dir)?;
     Ok(())

@@ -12,11 +12,11 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use crate::results::provenance::SiliconFile;
+pub use latency_results::provenance::SiliconFile;
 
 use super::layout::TAGS;
 use super::{ImportError, io_err, layout};
-use crate::digest;
+use latency_plan::digest;
 
 /// The header of a silicon CSV.
 pub const HEADER: [&str; 3] = ["run", "pkt_id", "silicon_diff_ns"];
@@ -45,7 +45,7 @@ pub fn discover(src: &Path, probes: u64) -> Result<Silicon, ImportError> {
             return Err(layout(&dir.join(&name), format!("unknown LatencyLab tag `{tag}`")));
         };
         let path = dir.join(&name);
-        let bytes = crate::results::read_capped(&path, super::MAX_CSV_BYTES, "silicon CSV").map_err(io_err(&path))?;
+        let bytes = latency_results::read_capped(&path, super::MAX_CSV_BYTES, "silicon CSV").map_err(io_err(&path))?;
         let (file, runs) = parse(&path, &bytes, probes)?;
         let entry = out.entry((t, session)).or_default();
         if !entry.0.source.is_empty() {

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 
-use orchestrator::analysis::summary::Summary;
-use orchestrator::results::event::{Entry, Event};
+use latency_results::event::Entry;
+use latency_results::event::Event;
+use latency_results::summary::Summary;
 
 use crate::cli::assert_invalid;
 use crate::common::{orchestrate, stderr, tmp};

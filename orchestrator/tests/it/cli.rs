@@ -195,7 +195,7 @@ fn trace_generate_takes_a_frame_size_and_a_vlan() {
     };
     let o = generate(&["--frame-size", "212", "--vlan", "100"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let inspected = orchestrator::trace::inspect(&out, orchestrator::plan::ProbeFormat::Latencylab).unwrap();
+    let inspected = latency_plan::trace::inspect(&out, latency_plan::ProbeFormat::Latencylab).unwrap();
     assert_eq!((inspected.frame_len_min, inspected.frame_len_max, inspected.probes), (Some(212), Some(212), 20));
     let first = &std::fs::read(&out).unwrap()[24 + 16..][..16];
     assert_eq!(&first[12..16], &[0x81, 0x00, 0x00, 100], "tagged with VLAN 100");

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use crate::common::{bin, tmp};
 use latency_proto::AgentEvent;
-use orchestrator::analysis::summary::Summary;
-use orchestrator::results::event::{Entry, Event};
-use orchestrator::results::provenance::Provenance;
+use latency_results::event::Entry;
+use latency_results::event::Event;
+use latency_results::provenance::Provenance;
+use latency_results::summary::Summary;
 
 const PLAN: &str = "../plans/emulated.yaml";
 
@@ -71,14 +72,14 @@ fn run_with(out: &Path, extra: &[&str], failpoints: &str) -> Output {
 }
 
 fn journal(dir: &Path) -> Vec<Entry> {
-    orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap_or_default()
+    latency_results::journal::read(&dir.join("journal.jsonl")).unwrap_or_default()
 }
 
 /// SIGKILL every SSH ControlMaster of this user's orchestrators, found by its control socket
 /// (`ssh -O check` names the master's pid); returns how many were killed.
 fn kill_ssh_masters() -> usize {
     let mut killed = 0;
-    for entry in std::fs::read_dir(orchestrator::testbed::ssh::control_dir()).into_iter().flatten().flatten() {
+    for entry in std::fs::read_dir(latency_testbed::ssh::control_dir()).into_iter().flatten().flatten() {
         let socket = entry.path().join("master");
         let o = Command::new("ssh").arg("-S").arg(&socket).args(["-O", "check", "master"]).output().unwrap();
         let text = String::from_utf8_lossy(&o.stderr);
@@ -313,8 +314,7 @@ fn emulated_study_end_to_end() {
     let p50 = forward.latency_ns["p50"];
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "reflect mode: Forward {p50} ns vs 300 µs");
     let (batches, _) =
-        orchestrator::results::runfile::read(&reflect_dir.join("data/program=forward/session=1/run=1.parquet"))
-            .unwrap();
+        latency_results::runfile::read(&reflect_dir.join("data/program=forward/session=1/run=1.parquet")).unwrap();
     for b in &batches {
         assert_eq!(b.column_by_name("hw_ns").unwrap().null_count(), 0, "every record has its sender stamp");
     }
@@ -359,7 +359,7 @@ fn emulated_study_end_to_end() {
             assert!((p50 - want).abs() <= 0.05 * want, "{program} at {:?}: {p50} ns vs {want} ns", l.factors);
         }
     }
-    let (batches, _) = orchestrator::results::runfile::read(
+    let (batches, _) = latency_results::runfile::read(
         &int_dir.join("data/program=int_transit/frame_size=512/session=1/run=4.parquet"),
     )
     .unwrap();
@@ -482,7 +482,7 @@ fn emulated_study_end_to_end() {
     // runs (the null path echoes all).
     assert_eq!(p.sessions[0].matched, 3 * 350);
     assert_eq!((s.health.duplicates, s.health.pipeline_only, s.health.bypass_only), (0, 0, 3 * 150));
-    assert_eq!(s.provenance.as_ref().unwrap().sender, orchestrator::plan::Sender::Agent { crossings: 1 });
+    assert_eq!(s.provenance.as_ref().unwrap().sender, latency_plan::Sender::Agent { crossings: 1 });
     let log = std::fs::read_to_string(rtt_dir.join("logs/forward_s1/originate.log")).unwrap();
     assert!(log.contains("\"event\":\"rtt\",\"sent\":500,\"received\":350"), "{log}");
 

@@ -3,7 +3,7 @@
 //! recovers the paper's Forward and the path twice that; the OCT inventory as shipped cannot
 //! capture a third port, and says why; mistakes in the pairs are reported where they are.
 
-use orchestrator::analysis::summary::Summary;
+use latency_results::summary::Summary;
 
 use crate::cli::assert_invalid;
 use crate::common::{orchestrate, stderr, tmp_dir};

@@ -7,13 +7,15 @@ use std::path::{Path, PathBuf};
 use crate::common::tmp;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
-use orchestrator::analysis::pairs;
-use orchestrator::import::{ImportError, import_latencylab};
-use orchestrator::results::event::Event;
-use orchestrator::results::index::Group;
-use orchestrator::results::provenance::Provenance;
-use orchestrator::results::{journal, runfile};
-use orchestrator::schedule::SessionKind;
+use latency_results::SessionKind;
+use latency_results::event::Event;
+use latency_results::index::Group;
+use latency_results::journal;
+use latency_results::pairs;
+use latency_results::provenance::Provenance;
+use latency_results::runfile;
+use orchestrator::import::ImportError;
+use orchestrator::import::import_latencylab;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/latencylab");
 const FWD_CSV: &str = "data/tsc/programs/FWD_s1/f_run04.csv";
@@ -158,11 +160,11 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     // The import's "plan" is the list of its input files (run CSVs and hardware-clock files) and their digests.
     let mut listing: Vec<(&str, String)> = [FWD_CSV, NULL_CSV, "data/silicon/silicon_FWD_s1_run04.csv"]
         .iter()
-        .map(|rel| (*rel, orchestrator::digest::sha256_file(&Path::new(FIXTURE).join(rel)).unwrap()))
+        .map(|rel| (*rel, latency_plan::digest::sha256_file(&Path::new(FIXTURE).join(rel)).unwrap()))
         .collect();
     listing.sort();
     let listing: String = listing.iter().map(|(rel, h)| format!("{h}  {rel}\n")).collect();
-    assert_eq!(*plan_hash, orchestrator::digest::sha256_hex(listing.as_bytes()));
+    assert_eq!(*plan_hash, latency_plan::digest::sha256_hex(listing.as_bytes()));
     let runs: Vec<&Event> =
         events.iter().map(|e| &e.event).filter(|e| matches!(e, Event::RunFinished { .. })).collect();
     assert_eq!(runs.len(), 2);
@@ -175,11 +177,11 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
         };
         assert_eq!((path, program), (&f.path, &f.program));
         assert_eq!((*index, *session, *run, *attempt), (i, 1, f.run, 1));
-        assert_eq!(*sha256, orchestrator::digest::sha256_file(&out.join(&f.path)).unwrap());
+        assert_eq!(*sha256, latency_plan::digest::sha256_file(&out.join(&f.path)).unwrap());
         assert_eq!((*records, counts.matched), (27_800, 13_900));
         assert!(*seconds > 39.0, "20,000 probes at 500 pps");
     }
-    let done = orchestrator::engine::completed_runs(&orchestrator::results::ResultsDir::open(&out).unwrap()).unwrap();
+    let done = orchestrator::engine::completed_runs(&latency_results::ResultsDir::open(&out).unwrap()).unwrap();
     assert_eq!(done.len(), 2);
     assert!(matches!(events.last().unwrap().event, Event::StudyFinished { .. }));
 
@@ -226,7 +228,7 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     // The files keep matched probes only (70 % of the Forward ids): the pacing is inferred from
     // the ids the bypass copies span, 499.44 pps for the Forward run by hand (ids 1 → 20,000 in
     // 40.0425 s), not the 347 pps their intervals alone would say.
-    let summary = orchestrator::analysis::analyze(&orchestrator::results::ResultsDir::open(&out).unwrap()).unwrap();
+    let summary = latency_analysis::analyze(&latency_results::ResultsDir::open(&out).unwrap()).unwrap();
     let h = &summary.health;
     assert_eq!(h.pacing_inferred_runs, 2);
     assert!(h.pacing_pps.iter().all(|p| (499.0..=500.0).contains(p)), "{:?}", h.pacing_pps);

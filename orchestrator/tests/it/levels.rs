@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use orchestrator::analysis::summary::Summary;
-use orchestrator::plan::FactorValue;
+use latency_plan::FactorValue;
+use latency_results::summary::Summary;
 
 use crate::cli::assert_invalid;
 use crate::common::{orchestrate, stderr, test_python, tmp, tmp_dir};
@@ -115,7 +115,7 @@ fn tree_checksums(dir: &Path) -> BTreeMap<String, String> {
                 stack.push(path);
             } else {
                 let rel = path.strip_prefix(dir).unwrap().display().to_string();
-                out.insert(rel, orchestrator::digest::sha256_file(&path).unwrap());
+                out.insert(rel, latency_plan::digest::sha256_file(&path).unwrap());
             }
         }
     }

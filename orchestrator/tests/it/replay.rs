@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use orchestrator::plan::{Generated, ProbeFormat, TraceTemplate};
-use orchestrator::results::event::Event;
+use latency_plan::Generated;
+use latency_plan::ProbeFormat;
+use latency_plan::TraceTemplate;
+use latency_results::event::Event;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 
 use crate::common::{orchestrate, stderr, tmp, tmp_dir};
@@ -33,7 +35,7 @@ fn trace_timing_replays_at_the_traces_gaps_times_the_multiplier_and_the_run_chec
     let dir = tmp("trace-timing");
     let o = orchestrate(&["run", PLAN, "--out", dir.to_str().unwrap(), "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let journal = orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap();
+    let journal = latency_results::journal::read(&dir.join("journal.jsonl")).unwrap();
     let finished: Vec<_> = journal.iter().filter(|e| matches!(e.event, Event::RunFinished { .. })).collect();
     assert_eq!(finished.len(), 4, "2 runs of the program and of its null");
     for e in finished {
@@ -71,7 +73,7 @@ fn a_pcaps_rate_is_its_packets_over_its_time_stamps() {
     let header = PcapHeader { ts_resolution: pcap_file::TsResolution::NanoSecond, ..PcapHeader::default() };
     let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
     for (id, ms) in [(1, 0), (2, 1), (4, 5)] {
-        let f = orchestrator::trace::frame(&spec, id).unwrap();
+        let f = latency_plan::trace::frame(&spec, id).unwrap();
         w.write_packet(&PcapPacket::new(std::time::Duration::from_millis(ms), f.len() as u32, &f)).unwrap();
     }
     std::fs::write(dir.join("uneven.pcap"), w.into_writer()).unwrap();
@@ -115,7 +117,7 @@ fn a_run_whose_receiver_nic_dropped_frames_fails_its_checks() {
             && err.contains(" frames before the agent saw them"),
         "{err}"
     );
-    let journal = orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap();
+    let journal = latency_results::journal::read(&dir.join("journal.jsonl")).unwrap();
     let failed = journal.iter().filter(|e| matches!(e.event, Event::RunFailed { .. })).count();
     assert!(failed >= 1, "{failed} runs failed");
     std::fs::remove_dir_all(dir).unwrap();

@@ -9,13 +9,30 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::tmp_dir;
-use orchestrator::analysis::summary::{
-    Health, Histogram, HwCheck, HwLevel, Margins, Mode, NullSummary, ProgramSummary, Quantiles, SessionSummary,
-    Summary, VendorBound,
-};
-use orchestrator::plan::{Analysis, Generated, ProbeFormat, ReportFormat, ReportSpec, TraceSource, TraceTemplate};
-use orchestrator::report::{ReportError, render};
-use orchestrator::results::provenance::{BitstreamFacts, Provenance, TestbedFacts};
+use latency_plan::Analysis;
+use latency_plan::Generated;
+use latency_plan::ProbeFormat;
+use latency_plan::ReportFormat;
+use latency_plan::ReportSpec;
+use latency_plan::TraceSource;
+use latency_plan::TraceTemplate;
+use latency_report::ReportError;
+use latency_report::render;
+use latency_results::provenance::BitstreamFacts;
+use latency_results::provenance::Provenance;
+use latency_results::provenance::TestbedFacts;
+use latency_results::summary::Health;
+use latency_results::summary::Histogram;
+use latency_results::summary::HwCheck;
+use latency_results::summary::HwLevel;
+use latency_results::summary::Margins;
+use latency_results::summary::Mode;
+use latency_results::summary::NullSummary;
+use latency_results::summary::ProgramSummary;
+use latency_results::summary::Quantiles;
+use latency_results::summary::SessionSummary;
+use latency_results::summary::Summary;
+use latency_results::summary::VendorBound;
 
 const LEVELS: [f64; 6] = [5.0, 25.0, 50.0, 75.0, 95.0, 99.0];
 
@@ -64,7 +81,7 @@ fn provenance() -> Provenance {
         resumed: Vec::new(),
         ended: Some("2025-05-01T16:30:00Z".into()),
         import: None,
-        sender: orchestrator::plan::Sender::Tcpreplay,
+        sender: latency_plan::Sender::Tcpreplay,
     }
 }
 

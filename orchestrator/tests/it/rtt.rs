@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use orchestrator::analysis::summary::Summary;
+use latency_results::summary::Summary;
 
 use crate::cli::assert_invalid;
 use crate::common::{orchestrate, stderr, tmp_dir};

@@ -7,8 +7,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{bin, tmp};
-use orchestrator::results::event::{Entry, Event};
-use orchestrator::results::provenance::Provenance;
+use latency_results::event::Entry;
+use latency_results::event::Event;
+use latency_results::provenance::Provenance;
 
 const PLAN: &str = "tests/fixtures/good/study.yaml";
 const RUNS: usize = 48;
@@ -30,7 +31,7 @@ pub(crate) fn checksums(dir: &Path) -> BTreeMap<String, String> {
                 walk(root, &p, out);
             } else if p.extension().is_some_and(|x| x == "parquet") {
                 let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, orchestrator::digest::sha256_file(&p).unwrap());
+                out.insert(rel, latency_plan::digest::sha256_file(&p).unwrap());
             }
         }
     }
@@ -40,7 +41,7 @@ pub(crate) fn checksums(dir: &Path) -> BTreeMap<String, String> {
 }
 
 pub(crate) fn journal(dir: &Path) -> Vec<Entry> {
-    orchestrator::results::journal::read(&dir.join("journal.jsonl")).unwrap()
+    latency_results::journal::read(&dir.join("journal.jsonl")).unwrap()
 }
 
 pub(crate) fn finished_runs(dir: &Path) -> Vec<(String, u64, u64)> {
@@ -103,12 +104,11 @@ fn a_study_leaves_a_complete_results_folder() {
     assert!(prov.tsc_hz > 0.0 && prov.traces.len() == 2, "{prov:?}");
     assert_eq!(prov.seed, 11);
     assert_eq!(prov.bitstreams["forward"].sha256, "de453f948b7e0ea6e3deb86421683a9644bed11764983f26061cc9d1d141a3cf");
-    let model: orchestrator::testbed::model::SimModel =
-        serde_json::from_value(prov.testbed.facts["model"].clone()).unwrap();
+    let model: latency_testbed::model::SimModel = serde_json::from_value(prov.testbed.facts["model"].clone()).unwrap();
     assert_eq!(model.tsc_hz, 2.89e9);
     // Every run file carries its provenance and reads back in the record schema.
     let (batches, meta) =
-        orchestrator::results::runfile::read(&dir.join("data/program=forward/session=2/run=3.parquet")).unwrap();
+        latency_results::runfile::read(&dir.join("data/program=forward/session=2/run=3.parquet")).unwrap();
     assert_eq!((meta.program.as_str(), meta.session, meta.run), ("forward", 2, 3));
     assert_eq!(meta.plan_hash, prov.plan_hash);
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
@@ -175,7 +175,7 @@ fn ctrl_c_stops_cleanly_and_resume_completes() {
         j.iter()
             .rev()
             .take(4)
-            .any(|e| matches!(e.event, Event::StepFinished { action: orchestrator::plan::Action::AgentStop, .. })),
+            .any(|e| matches!(e.event, Event::StepFinished { action: latency_plan::Action::AgentStop, .. })),
         "{j:?}"
     );
     let o = run(&dir, &["--resume"]);
@@ -311,7 +311,7 @@ fn read_all(dir: &Path, files: &[&str]) -> Vec<Vec<u8>> {
     files.iter().map(|f| std::fs::read(dir.join(f)).unwrap()).collect()
 }
 
-fn summary_of(dir: &Path) -> orchestrator::analysis::summary::Summary {
+fn summary_of(dir: &Path) -> latency_results::summary::Summary {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
 }
 
@@ -340,7 +340,7 @@ fn a_refused_resume_changes_nothing_and_the_study_still_analyses() {
 fn a_second_writer_is_refused_with_the_holders_pid_and_command() {
     let dir = copy_of_finished("locked");
     let journal_before = std::fs::read(dir.join("journal.jsonl")).unwrap();
-    let lock = orchestrator::results::lock::Lock::acquire(&dir, "a test holding the folder").unwrap();
+    let lock = latency_results::lock::Lock::acquire(&dir, "a test holding the folder").unwrap();
     for args in [vec!["run", PLAN, "--resume", "--out"], vec!["analyze"], vec!["report"]] {
         let o = bin().args(&args).arg(&dir).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -364,11 +364,10 @@ fn analyze_counts_only_journaled_runs_and_names_every_stray_or_altered_file() {
     // A checksum run copied where no run of the study is, and a forward run edited to 0 rows.
     let stray = dir.join("data/program=forward/session=3/run=99.parquet");
     std::fs::copy(dir.join("data/program=five_tuple/session=1/run=1.parquet"), &stray).unwrap();
-    let (_, meta) =
-        orchestrator::results::runfile::read(&dir.join("data/program=forward/session=1/run=2.parquet")).unwrap();
+    let (_, meta) = latency_results::runfile::read(&dir.join("data/program=forward/session=1/run=2.parquet")).unwrap();
     let edited = dir.join("data/program=forward/session=1/run=2.parquet");
     std::fs::remove_file(&edited).unwrap();
-    orchestrator::results::runfile::write(&edited, &[], &meta).unwrap();
+    latency_results::runfile::write(&edited, &[], &meta).unwrap();
     let o = bin().args(["analyze"]).arg(&dir).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let problems = summary_of(&dir).health.problems;
@@ -438,11 +437,11 @@ fn a_study_whose_program_has_no_usable_data_is_reported_by_name_not_a_panic() {
     // Every Forward run emptied, journal updated to match: nothing to estimate Forward from.
     let mut journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
     for f in walk_parquet(&dir.join("data/program=forward")) {
-        let (_, meta) = orchestrator::results::runfile::read(&f).unwrap();
-        let old = orchestrator::digest::sha256_file(&f).unwrap();
+        let (_, meta) = latency_results::runfile::read(&f).unwrap();
+        let old = latency_plan::digest::sha256_file(&f).unwrap();
         std::fs::remove_file(&f).unwrap();
-        orchestrator::results::runfile::write(&f, &[], &meta).unwrap();
-        let new = orchestrator::digest::sha256_file(&f).unwrap();
+        latency_results::runfile::write(&f, &[], &meta).unwrap();
+        let new = latency_plan::digest::sha256_file(&f).unwrap();
         journal = journal.replace(&old, &new);
     }
     let journal = journal

@@ -1,8 +1,8 @@
 //! One plan on several testbed slices (`--testbed sim,sim`): the same runs as on one testbed, each
 //! session's slice in the journal, resume after a kill, the dry run's assignment, and refusals.
 
-use orchestrator::results::event::Event;
-use orchestrator::results::provenance::Provenance;
+use latency_results::event::Event;
+use latency_results::provenance::Provenance;
 
 use crate::common::{orchestrate, stderr, tmp};
 use crate::run::{checksums, finished_runs, journal, reference, run, spawn, wait_for_lines};

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
-use orchestrator::analysis::summary::Summary;
+use latency_results::summary::Summary;
 
 use crate::common::{orchestrate, stderr, tmp_dir};
 
@@ -19,7 +19,7 @@ fn differentials(dir: &Path, program: &str, tsc_hz: f64) -> Vec<f64> {
     for session in 1..=2 {
         for run in 1..=2 {
             let file = dir.join(format!("data/program={program}/session={session}/run={run}.parquet"));
-            let (batches, _) = orchestrator::results::runfile::read(&file).unwrap();
+            let (batches, _) = latency_results::runfile::read(&file).unwrap();
             let mut waiting: HashMap<u64, (u8, u64)> = HashMap::new();
             for b in &batches {
                 let id = b.column_by_name("probe_id").unwrap().as_primitive::<UInt64Type>();
@@ -113,7 +113,7 @@ fn a_soak_without_records_keeps_histograms_only_and_its_headline_is_theirs() {
     // No records were stored, and the run checks held on the agent's counts: every run passed,
     // with the same counts as pairing the records gives.
     let file = dir.join("data/program=forward/session=1/run=1.parquet");
-    let (batches, _) = orchestrator::results::runfile::read(&file).unwrap();
+    let (batches, _) = latency_results::runfile::read(&file).unwrap();
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 0);
     assert_eq!((s.health.runs, s.health.failed_runs), (8, 0));
     assert_eq!(s.health.matched, with.health.matched);

@@ -67,8 +67,7 @@ fn an_absent_published_trace_is_replaced_by_its_stand_in_except_on_real_hardware
     assert!(prov["traces"]["published"]["pcap"].is_object(), "the file that is here is replayed");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("> **Stand-in trace.** trace `absent`"), "{md}");
-    let (batches, _) =
-        orchestrator::results::runfile::read(&out.join("data/program=p/session=1/run=1.parquet")).unwrap();
+    let (batches, _) = latency_results::runfile::read(&out.join("data/program=p/session=1/run=1.parquet")).unwrap();
     let lens: std::collections::BTreeSet<u16> = batches
         .iter()
         .flat_map(|b| {

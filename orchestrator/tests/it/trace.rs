@@ -9,10 +9,14 @@ use std::time::Duration;
 
 use crate::common::{orchestrate, test_python, tmp_dir};
 use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
+use latency_plan::Generated;
+use latency_plan::ProbeFormat;
+use latency_plan::TraceTemplate;
+use latency_plan::digest;
+use latency_plan::probes;
+use latency_plan::trace;
+use latency_plan::trace::TraceError;
 use latency_proto::probe::{self, Probe};
-use orchestrator::plan::{Generated, ProbeFormat, TraceTemplate};
-use orchestrator::trace::{self, TraceError};
-use orchestrator::{digest, probes};
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapReader, PcapWriter};
 use pcap_file::{Endianness, TsResolution};
 
@@ -91,7 +95,7 @@ fn every_template_and_format_generates_a_clean_trace() {
             assert_eq!(info.probes, n);
             assert_eq!(info.bytes, std::fs::metadata(&path).unwrap().len());
             assert_eq!(info.sha256, digest::sha256_file(&path).unwrap());
-            assert_eq!(orchestrator::pcap::count_packets(&path).unwrap(), u64::from(n));
+            assert_eq!(latency_proto::pcap::count_packets(&path).unwrap(), u64::from(n));
 
             let insp = trace::inspect(&path, f).unwrap();
             assert_eq!(insp.packets, u64::from(n), "{t:?} {f:?}");
@@ -319,7 +323,7 @@ fn inspection_errors_name_the_file() {
             16 + trace::FRAME_LEN
         )
     );
-    assert!(orchestrator::pcap::count_packets(&cut).is_err(), "a truncated trace is not counted");
+    assert!(latency_proto::pcap::count_packets(&cut).is_err(), "a truncated trace is not counted");
 
     // A trace of no probes is not generated.
     let empty = dir.join("empty.pcap");

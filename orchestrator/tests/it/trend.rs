@@ -4,7 +4,8 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use orchestrator::history::jumpavg::{classify, description_bits};
+use latency_history::jumpavg::classify;
+use latency_history::jumpavg::description_bits;
 
 use crate::common::test_python;
 

@@ -1,5 +1,5 @@
 """The history's headline series read by DuckDB and by Spark, straight from the store's
-hive-partitioned Parquet (the README's queries), with no code of ours. Prints one JSON object:
+hive-partitioned Parquet (the queries of docs/history.md), with no code of ours. Prints one JSON object:
 per reader, per "program statistic", the nightly values in time order and their median; and per
 reader the number of per-probe estimates of studies that are in the history.
 

@@ -1,5 +1,5 @@
 """The paper's estimator over a results folder, computed three ways by tools other than ours:
-DuckDB (the README's hive-partitioned query), a pyarrow dataset and pandas. Prints, per reader,
+DuckDB (the hive-partitioned query of docs/results.md), a pyarrow dataset and pandas. Prints, per reader,
 the calibrated median of every (program, sessions, null group) named on the command line.
 
 usage: paper_medians.py RESULTS TSC_HZ PROGRAM:S1,S2,...:NULL_GROUP [...]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::bitstream::Bitstream;
 use crate::state::{self, CONTROL_FIFO, Phase, State};
 
-pub use latency_agent::control::{ensure_fifo, listen};
+pub use latency_sys::fifo::{ensure_fifo, listen};
 
 /// Errors of the control clients.
 #[derive(Debug, thiserror::Error)]

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use latency_agent::sys::af_packet::PacketRing;
 use latency_proto::probe::{self, ProbeFormat};
+use latency_sys::af_packet::PacketRing;
 
 use crate::bitstream::{self, Bitstream};
 use crate::packet::Verdict;

@@ -23,7 +23,7 @@ pub const BAR_FILE: &str = "bar2";
 pub const PID_FILE: &str = "fpga-emu.pid";
 
 /// Size of the fake BAR: the register window `latency-agent regs` maps.
-pub const BAR_LEN: u64 = latency_agent::regs::WINDOW as u64;
+pub const BAR_LEN: u64 = latency_sys::regs::WINDOW as u64;
 
 /// Phase of the emulated card.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,7 +131,7 @@ impl FakeBar {
     pub fn set_links_up(&self, up: bool) -> io::Result<()> {
         let f = OpenOptions::new().write(true).open(&self.path)?;
         let v: u32 = if up { 0x3 } else { 0x0 };
-        for (offset, _, _) in latency_agent::regs::RX_STATUS {
+        for (offset, _, _) in latency_sys::regs::RX_STATUS {
             f.write_all_at(&v.to_le_bytes(), offset as u64)?;
         }
         Ok(())
@@ -148,8 +148,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let bar = FakeBar::create(&dir).unwrap();
         let check = || {
-            let b = latency_agent::sys::bar::Bar::map(&dir.join(BAR_FILE), latency_agent::regs::WINDOW).unwrap();
-            latency_agent::regs::check(&b).unwrap()
+            let b = latency_sys::bar::Bar::map(&dir.join(BAR_FILE), latency_sys::regs::WINDOW).unwrap();
+            latency_sys::regs::check(&b).unwrap()
         };
         assert!(!check().is_empty());
         bar.set_links_up(true).unwrap();

@@ -28,11 +28,13 @@ use rtt::{OriginateArgs, ReflectArgs};
 
 use latency_agent::capture::{KernelPort, RxPort};
 use latency_agent::recorder::{MAX_PORTS, Options, Recorder, SoakOptions};
-use latency_agent::{regs, sys, tsc};
+use latency_agent::tsc;
 use latency_proto::capture::{CaptureOptions, CaptureSetup, PortRings};
 use latency_proto::control::{AgentCommand, AgentEvent, CommandError};
 use latency_proto::fastpath;
 use latency_proto::probe::{self, ProbeFormat};
+use latency_sys::bar::Bar;
+use latency_sys::{pin_current_thread, regs};
 
 /// Receiver agent of the latency orchestrator.
 #[derive(Parser)]
@@ -213,7 +215,7 @@ fn main() -> ExitCode {
         }
         Command::Version => {
             #[cfg(feature = "dpdk")]
-            let dpdk = Some(dpdk_sys::DPDK_VERSION.to_string());
+            let dpdk = Some(latency_sys::dpdk::DPDK_VERSION.to_string());
             #[cfg(not(feature = "dpdk"))]
             let dpdk = None;
             emit(&AgentEvent::Version { agent: env!("CARGO_PKG_VERSION").into(), dpdk });
@@ -239,7 +241,7 @@ type Failure = (u8, String);
 
 fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
     let io = |e: std::io::Error| (1, e.to_string());
-    let map = |bar: &PathBuf| sys::bar::Bar::map(bar, regs::WINDOW).map_err(|e| (1, format!("{}: {e}", bar.display())));
+    let map = |bar: &PathBuf| Bar::map(bar, regs::WINDOW).map_err(|e| (1, format!("{}: {e}", bar.display())));
     match op {
         RegsOp::Init { bar, dry_run, pf0_queues, pf1_queues, indirection_entries } => {
             let writes = regs::init_writes(&regs::Config { pf0_queues, pf1_queues, indirection_entries });
@@ -323,7 +325,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     // started, so that every thread that does not pin itself (the command reader, threads of the
     // capture backends) inherits it; the pollers pin themselves to their own cores.
     if let Some(c) = service_core
-        && let Err(e) = sys::pin_current_thread(c)
+        && let Err(e) = pin_current_thread(c)
     {
         return Err((2, format!("--service-core {c}: cannot pin to it: {e}")));
     }
@@ -410,7 +412,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     .map_err(|e| (1, format!("cannot start: {e}")))?;
     // Again after the backend: DPDK's EAL pins the thread that initialises it to its main lcore.
     if let Some(c) = service_core
-        && let Err(e) = sys::pin_current_thread(c)
+        && let Err(e) = pin_current_thread(c)
     {
         recorder.stop();
         return Err((2, format!("--service-core {c}: cannot pin to it: {e}")));
@@ -421,7 +423,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     let lines = match control {
-        Some(fifo) => latency_agent::control::listen(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
+        Some(fifo) => latency_sys::fifo::listen(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
         None => {
             let (tx, lines) = std::sync::mpsc::channel::<String>();
             let reader = std::thread::Builder::new().name("control".into());
@@ -473,7 +475,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The receive ports and the rings their drivers granted (as `sys::dpdk::Opened`).
+/// The receive ports and the rings their drivers granted (`latency_sys::dpdk::Opened`, boxed).
 type Opened = (Vec<Box<dyn RxPort>>, Vec<PortRings>);
 
 #[cfg(not(feature = "dpdk"))]
@@ -495,6 +497,15 @@ fn open_dpdk(
     options: &CaptureOptions,
     eal: &[String],
 ) -> Result<Opened, Failure> {
-    use latency_agent::sys::dpdk::{PortConfig, open_ports};
-    open_ports(ports, &PortConfig::from_options(format, reflect_port, options), eal).map_err(|e| (1, e.to_string()))
+    use latency_sys::dpdk::{PortConfig, open_ports};
+    // Reflecting out of `reflect_port` when the options name a destination MAC.
+    let config = PortConfig {
+        format,
+        reflect: reflect_port.zip(options.reflect_dst_mac),
+        rx_ring: options.rx_ring,
+        tx_ring: options.tx_ring,
+        promiscuous: options.promiscuous,
+    };
+    let (ports, rings) = open_ports(ports, &config, eal).map_err(|e| (1, e.to_string()))?;
+    Ok((ports.into_iter().map(|p| Box::new(p) as Box<dyn RxPort>).collect(), rings))
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use latency_agent::capture::{KernelPort, RxPort};
 use latency_agent::rtt::Originate;
-use latency_agent::{sys, tsc};
+use latency_agent::tsc;
 use latency_proto::control::AgentEvent;
 use latency_proto::probe::ProbeFormat;
+use latency_sys::af_packet::PacketSender;
 
 use super::{Backend, Failure, emit};
 
@@ -96,8 +97,8 @@ fn rtt_port(p: &RttPort, interface: &str) -> Result<Box<dyn RxPort>, Failure> {
     port.map(|p| Box::new(p) as Box<dyn RxPort>).map_err(|e| (1, e.to_string()))
 }
 
-fn packet_sender(interface: &str) -> Result<sys::af_packet::PacketSender, Failure> {
-    sys::af_packet::PacketSender::open(interface).map_err(|e| (1, format!("{interface}: {e}")))
+fn packet_sender(interface: &str) -> Result<PacketSender, Failure> {
+    PacketSender::open(interface).map_err(|e| (1, format!("{interface}: {e}")))
 }
 
 pub fn originate(a: &OriginateArgs) -> Result<(), Failure> {
@@ -141,7 +142,7 @@ pub fn reflect(a: &ReflectArgs) -> Result<(), Failure> {
     let mut rx = rtt_port(&a.port, &a.port.port)?;
     let tx = packet_sender(a.tx_port.as_deref().unwrap_or(&a.port.port))?;
     if let Some(c) = a.port.core {
-        sys::pin_current_thread(c).map_err(|e| (2, format!("--core {c}: {e}")))?;
+        latency_sys::pin_current_thread(c).map_err(|e| (2, format!("--core {c}: {e}")))?;
     }
     if let Some(p) = &a.pidfile {
         std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;

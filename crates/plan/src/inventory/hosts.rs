@@ -4,7 +4,9 @@
 
 use super::pci::Bdf;
 use super::{Host, Receiver, Sender, SshTarget};
-use crate::plan::yaml::{Decoder, MapReader, Node};
+use crate::yaml::Decoder;
+use crate::yaml::MapReader;
+use crate::yaml::Node;
 use latency_proto::fastpath::{Check, FastPathPolicy, Verdict};
 
 fn decode_host(d: &mut Decoder, m: &mut MapReader<'_>) -> Option<Host> {
@@ -308,7 +310,7 @@ fn fast_path_policy(d: &mut Decoder, n: &Node) -> Option<FastPathPolicy> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::yaml::parse;
+    use crate::yaml::parse;
 
     fn ssh_problems(src: &str) -> Vec<String> {
         let path = std::path::Path::new("i.yaml");

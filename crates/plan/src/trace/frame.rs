@@ -8,7 +8,11 @@ use etherparse::{IpDscp, IpHeaders, IpNumber, Ipv4Header, Ipv6Header, PacketBuil
 use latency_proto::{int, probe};
 
 use super::FRAME_LEN;
-use crate::plan::{Generated, IpVersion, ProbeFormat, TraceTemplate, Transport};
+use crate::Generated;
+use crate::IpVersion;
+use crate::ProbeFormat;
+use crate::TraceTemplate;
+use crate::Transport;
 use crate::probes;
 
 /// Destination MAC of every probe: broadcast, so that a flooding switch copies it to both ports.

@@ -7,8 +7,9 @@ use latency_proto::probe;
 use serde::Serialize;
 
 use super::TraceError;
-use crate::pcap::{PcapError, Reader};
-use crate::plan::ProbeFormat;
+use crate::ProbeFormat;
+use latency_proto::pcap::PcapError;
+use latency_proto::pcap::Reader;
 
 /// How many duplicated or missing ids an inspection lists.
 const LIST_MAX: usize = 10;

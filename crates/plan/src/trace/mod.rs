@@ -24,10 +24,13 @@ use serde::Serialize;
 pub use frame::*;
 pub use inspect::{Inspection, inspect};
 
+use crate::Generated;
+use crate::Plan;
+use crate::TraceSource;
+use crate::TraceTemplate;
 use crate::digest::sha256_hex;
-use crate::plan::{Generated, Plan, TraceSource, TraceTemplate};
 use crate::probes;
-use crate::results::{self, ResultsError};
+use latency_files::FileError;
 
 /// Length of an untagged probe frame (without FCS) unless a plan asks for another; VLAN-tagged
 /// frames are 4 bytes longer.
@@ -76,7 +79,7 @@ pub enum TraceError {
     },
     /// The file cannot be written (it exists, or the write failed); the error names the file.
     #[error(transparent)]
-    Write(#[from] ResultsError),
+    Write(#[from] FileError),
 }
 
 /// What [`generate`] wrote.
@@ -135,7 +138,7 @@ pub fn generate(spec: &Generated, path: &Path) -> Result<TraceInfo, TraceError> 
         w.write_packet(&PcapPacket::new(ts, len, &data)).map_err(pcap_err)?;
     }
     let bytes = w.into_writer();
-    results::write_file(path, &bytes, false)?;
+    latency_files::write_file(path, &bytes, false)?;
     Ok(TraceInfo {
         path: path.to_path_buf(),
         probes: spec.count,
@@ -145,7 +148,7 @@ pub fn generate(spec: &Generated, path: &Path) -> Result<TraceInfo, TraceError> 
 }
 
 /// The local file of every trace of `plan`, with the file name it is replayed under
-/// ([`Trace::file_name`](crate::plan::Trace::file_name)), in the plan's order: a `pcap:` trace is
+/// ([`Trace::file_name`](crate::Trace::file_name)), in the plan's order: a `pcap:` trace is
 /// its file; a generated one is generated into `dir` unless a file of its name is there already
 /// (from an earlier attempt of the study).
 pub fn materialize(plan: &Plan, dir: &Path) -> Result<Vec<(String, PathBuf)>, TraceError> {
@@ -172,8 +175,8 @@ mod tests {
 
     #[test]
     fn materializing_generates_each_trace_once() {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../plans/smoke.yaml"));
-        let (plan, _) = crate::plan::load(path, None).unwrap();
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans/smoke.yaml"));
+        let (plan, _) = crate::load(path, None).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("traces");
         let traces = materialize(&plan, &dir).unwrap();
@@ -181,7 +184,7 @@ mod tests {
         assert_eq!(names, ["forward_1k.pcap", "checksum_1k.pcap"]);
         for (name, path) in &traces {
             assert_eq!(*path, dir.join(name));
-            assert_eq!(inspect(path, crate::plan::ProbeFormat::Latencylab).unwrap().packets, 1000);
+            assert_eq!(inspect(path, crate::ProbeFormat::Latencylab).unwrap().packets, 1000);
         }
         // A file already there is kept as it is.
         std::fs::write(&traces[0].1, b"kept").unwrap();

@@ -8,8 +8,10 @@
 //! Both are partitioned hive-style by `date` (the study's start, UTC) and `study` (its id); the
 //! partition values live in the paths, not in the files.
 
-use crate::analysis::summary::{ProgramSummary, Quantiles, Summary};
-use crate::results::provenance::Provenance;
+use crate::provenance::Provenance;
+use crate::summary::ProgramSummary;
+use crate::summary::Quantiles;
+use crate::summary::Summary;
 
 use super::table::{Micros, table};
 

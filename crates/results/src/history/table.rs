@@ -19,7 +19,7 @@ pub struct Micros(pub i64);
 impl Micros {
     /// The time as `YYYY-MM-DDTHH:MM:SSZ` (whole seconds).
     pub fn utc(self) -> String {
-        crate::results::utc(u64::try_from(self.0.div_euclid(1_000_000)).unwrap_or(0))
+        crate::utc(u64::try_from(self.0.div_euclid(1_000_000)).unwrap_or(0))
     }
 }
 

@@ -1,16 +1,18 @@
 //! The simulator against numbers computed by hand from its model and the paper.
 
 use super::*;
-use crate::analysis::pairs;
-use crate::plan::{self, TraceTemplate};
-use crate::schedule::{self, Schedule};
 use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt8Type, UInt64Type};
+use latency_plan as plan;
+use latency_plan::TraceTemplate;
+use latency_results::pairs;
+use latency_schedule as schedule;
+use latency_schedule::Schedule;
 use std::path::Path;
 
 fn paper() -> (Plan, Schedule) {
-    let (p, _) = plan::load(Path::new("../plans/paper.yaml"), Some("sim")).unwrap();
+    let (p, _) = plan::load(Path::new("../../plans/paper.yaml"), Some("sim")).unwrap();
     let s = schedule::expand(&p, None).unwrap();
     (p, s)
 }
@@ -129,7 +131,7 @@ fn five_tuple_holds_one_mode_per_session_and_modes_are_about_31_ns_apart() {
 #[test]
 fn without_a_reflash_sessions_keep_the_mode_of_the_flash() {
     let (mut p, _) = paper();
-    p.protocol.flash = crate::plan::FlashPolicy::OnChange;
+    p.protocol.flash = latency_plan::FlashPolicy::OnChange;
     let s = schedule::expand(&p, None).unwrap();
     // Over many seeds, every session of a program keeps its first session's mode, and both
     // modes still occur across seeds (one draw per flash, not none).
@@ -175,7 +177,7 @@ fn an_agent_sender_records_every_transmission_and_each_echo_a_return_path_later(
         diffs_ns(&SimTestbed::new(&p, model.clone(), false).generate(ses, &ses.runs[0], 1), model.tsc_hz)
             .into_iter()
             .collect();
-    p.protocol.sender = crate::plan::Sender::Agent { crossings: 1 };
+    p.protocol.sender = latency_plan::Sender::Agent { crossings: 1 };
     let rtt = diffs_ns(&SimTestbed::new(&p, model.clone(), false).generate(ses, &ses.runs[0], 1), model.tsc_hz);
     assert_eq!(rtt.len(), one_way.len());
     // The round trip is the one-way differential plus the wire to the card (the transmission

@@ -10,10 +10,10 @@ use latency_proto::{AgentCommand, AgentEvent, CaptureSetup, RunCounters, TscInfo
 
 use super::failed;
 use super::session::Hosts;
-use crate::plan::inventory::Role;
-use crate::plan::layout::RemoteLayout;
-use crate::plan::template::shell_quote;
-use crate::testbed::TestbedError;
+use crate::TestbedError;
+use latency_plan::inventory::Role;
+use latency_plan::layout::RemoteLayout;
+use latency_plan::template::shell_quote;
 
 /// Writes a line to a pipe, given as `sh -c <this> agent-ctl LINE PIPE`.
 const WRITE_LINE: &str = "printf '%s\\n' \"$1\" > \"$2\"";

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::session::Hosts;
-use crate::plan::inventory::Role;
+use latency_plan::inventory::Role;
 
 /// Prints, one per line: kernel release, CPU model, TSC flags, DPDK version (`none`), then the
 /// Xilinx and Mellanox PCI functions.

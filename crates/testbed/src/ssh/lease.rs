@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use super::failed;
 use super::session::{Hosts, ROLES};
-use crate::plan::layout::RemoteLayout;
-use crate::plan::template::shell_quote;
-use crate::testbed::TestbedError;
+use crate::TestbedError;
+use latency_plan::layout::RemoteLayout;
+use latency_plan::template::shell_quote;
 
-pub use crate::plan::layout::LEASE_STALE_S;
+pub use latency_plan::layout::LEASE_STALE_S;
 
 /// The lease protocol, run by `sh` on the host.
 const SCRIPT: &str = include_str!("lease.sh");

@@ -25,10 +25,14 @@ pub use session::control_dir;
 
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError, reflect};
-use crate::plan::Sender;
-use crate::plan::inventory::{Action, Inventory, Role};
-use crate::plan::layout::RemoteLayout;
-use crate::schedule::{Run, Session as StudySession, Step};
+use latency_plan::Sender;
+use latency_plan::inventory::Action;
+use latency_plan::inventory::Inventory;
+use latency_plan::inventory::Role;
+use latency_plan::layout::RemoteLayout;
+use latency_schedule::Run;
+use latency_schedule::Session as StudySession;
+use latency_schedule::Step;
 
 /// The SSH testbed.
 pub struct SshTestbed {
@@ -93,7 +97,7 @@ impl SshTestbed {
 
     /// The timeout of `action`'s steps (every action has a policy in a decoded inventory).
     fn timeout(&self, action: Action) -> Duration {
-        let policy = self.inv.steps.get(&action).copied().unwrap_or_else(|| crate::plan::default_policy(action));
+        let policy = self.inv.steps.get(&action).copied().unwrap_or_else(|| latency_plan::default_policy(action));
         Duration::from_secs_f64(policy.timeout_s)
     }
 
@@ -135,9 +139,9 @@ impl SshTestbed {
     }
 
     /// Put on the hosts what the study needs: the plan's traces, generated into
-    /// `<results>/traces/` first ([`crate::trace::materialize`]), then [`SshTestbed::upload_study`].
-    pub fn stage(&self, plan: &crate::plan::Plan, results: &Path) -> Result<(), TestbedError> {
-        let traces = crate::trace::materialize(plan, &results.join("traces")).map_err(TestbedError::Trace)?;
+    /// `<results>/traces/` first ([`latency_plan::trace::materialize`]), then [`SshTestbed::upload_study`].
+    pub fn stage(&self, plan: &latency_plan::Plan, results: &Path) -> Result<(), TestbedError> {
+        let traces = latency_plan::trace::materialize(plan, &results.join("traces")).map_err(TestbedError::Trace)?;
         self.upload_study(plan, &traces)
     }
 
@@ -145,7 +149,7 @@ impl SshTestbed {
     /// probe `traces` (file name on the host, local file) on the sender, tables and present
     /// bitstream images on the receiver, and the agent binary where the inventory places it in a
     /// host's work folder (the receiver's; the sender's too when the plan's sender is the agent).
-    pub fn upload_study(&self, plan: &crate::plan::Plan, traces: &[(String, PathBuf)]) -> Result<(), TestbedError> {
+    pub fn upload_study(&self, plan: &latency_plan::Plan, traces: &[(String, PathBuf)]) -> Result<(), TestbedError> {
         for u in transfer::study_uploads(plan, &self.layout, traces) {
             self.upload(u.role, &u.local, &u.remote)?;
         }
@@ -315,8 +319,8 @@ impl Testbed for SshTestbed {
         self.inv.name.clone()
     }
 
-    fn facts(&self) -> crate::results::provenance::Facts {
-        crate::results::provenance::Facts::from([
+    fn facts(&self) -> latency_results::provenance::Facts {
+        latency_results::provenance::Facts::from([
             ("kind".into(), "ssh".into()),
             ("inventory".into(), self.inv.path.display().to_string().into()),
             ("hosts".into(), serde_json::to_value(&self.facts).expect("host facts are plain data with string keys")),
@@ -397,7 +401,7 @@ impl Testbed for SshTestbed {
         let replay = self.run_steps(&name, run, attempt, cancel)?;
         let counters = self.agent(&name).end(run.run, Duration::from_secs(60))?;
         let (reflected_loops, nic_drops) = (counters.reflected_loops, counters.nic_drops);
-        let agent_counts = Some(crate::results::event::Counts {
+        let agent_counts = Some(latency_results::event::Counts {
             matched: counters.matched,
             pipeline_only: counters.pipeline_only,
             bypass_only: counters.bypass_only,

@@ -10,8 +10,11 @@ use std::time::Duration;
 use openssh::{KnownHosts, Session, SessionBuilder};
 
 use super::failed;
-use crate::plan::inventory::{Host, Inventory, Role, SshTarget};
-use crate::testbed::TestbedError;
+use crate::TestbedError;
+use latency_plan::inventory::Host;
+use latency_plan::inventory::Inventory;
+use latency_plan::inventory::Role;
+use latency_plan::inventory::SshTarget;
 
 /// Seconds a connection may take to open.
 const CONNECT_S: u64 = 30;

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use super::failed;
 use super::session::Hosts;
-use crate::plan::Plan;
-use crate::plan::inventory::Role;
-use crate::plan::layout::RemoteLayout;
-use crate::plan::template::shell_quote;
-use crate::testbed::TestbedError;
+use crate::TestbedError;
+use latency_plan::Plan;
+use latency_plan::inventory::Role;
+use latency_plan::layout::RemoteLayout;
+use latency_plan::template::shell_quote;
 
 /// Seconds a download of a file's bytes may take.
 const DOWNLOAD_S: u64 = 300;
@@ -54,7 +54,7 @@ pub fn executable_command(remote: &str) -> String {
 /// Upload `local` to `remote` on `role` unless a file with the same sha256 is already there.
 pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(), TestbedError> {
     let name = hosts.name(role);
-    let want = crate::digest::sha256_file(local)
+    let want = latency_plan::digest::sha256_file(local)
         .map_err(|e| failed("local", "upload", format!("{}: {e}", local.display())))?;
     let have = hosts.run(role, "upload", &sha256_command(remote), Duration::from_secs(60))?;
     if have.trim() == want {
@@ -65,7 +65,7 @@ pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(
     let mut mismatch = String::new();
     for attempt in 1..=2 {
         let mut sent = bytes.clone();
-        if crate::testbed::failpoint::hit("corrupt-upload")
+        if latency_results::failpoint::hit("corrupt-upload")
             && let Some(b) = sent.last_mut()
         {
             *b ^= 0x01;
@@ -92,7 +92,7 @@ pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(
 pub fn download(hosts: &Hosts, role: Role, remote: &str) -> Result<Vec<u8>, TestbedError> {
     let sum = hosts.run(role, "download", &sha256_command(remote), Duration::from_secs(60))?;
     let bytes = hosts.read(role, "download", &read_command(remote), Duration::from_secs(DOWNLOAD_S))?;
-    if crate::digest::sha256_hex(&bytes) != sum.trim() {
+    if latency_plan::digest::sha256_hex(&bytes) != sum.trim() {
         return Err(failed(hosts.name(role), "download", format!("{remote}: checksum mismatch")));
     }
     Ok(bytes)
@@ -158,7 +158,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let remote = format!("{}/new 'dir' $(touch pwned)/a \"b\" `id` ;&.pcap", tmp.path().display());
         let bytes = b"probe bytes\n";
-        let want = crate::digest::sha256_hex(bytes);
+        let want = latency_plan::digest::sha256_hex(bytes);
         let text = |v: Vec<u8>| String::from_utf8(v).unwrap();
 
         // Nothing there yet: no checksum.
@@ -166,7 +166,7 @@ mod tests {
         // Bytes that arrive damaged never take the file's name.
         let (ok, out) = sh(tmp.path(), &receive_command(&remote, &want), b"probe bytez\n");
         assert!(ok);
-        assert_eq!(text(out).trim(), crate::digest::sha256_hex(b"probe bytez\n"));
+        assert_eq!(text(out).trim(), latency_plan::digest::sha256_hex(b"probe bytez\n"));
         assert!(!Path::new(&remote).exists() && !Path::new(&RemoteLayout::partial(&remote)).exists());
         // Good bytes are renamed into place.
         let (ok, out) = sh(tmp.path(), &receive_command(&remote, &want), bytes);
@@ -186,8 +186,8 @@ mod tests {
 
     #[test]
     fn a_study_uploads_its_traces_tables_and_present_images() {
-        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../plans/smoke.yaml"));
-        let (plan, _) = crate::plan::load(path, None).unwrap();
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../plans/smoke.yaml"));
+        let (plan, _) = latency_plan::load(path, None).unwrap();
         let layout = RemoteLayout::new("/s", "/r");
         let traces = [("forward_1k.pcap".to_string(), PathBuf::from("/local/forward_1k.pcap"))];
         let uploads = study_uploads(&plan, &layout, &traces);

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use latency_plan as plan;
 use orchestrator::exit::ExitStatus;
-use orchestrator::plan;
 
 /// Declarative orchestrator for FPGA SmartNIC latency studies.
 #[derive(Parser)]
@@ -79,7 +79,7 @@ pub(crate) enum Command {
         dir: PathBuf,
         /// Formats, comma-separated (default: the plan's).
         #[arg(long, value_delimiter = ',', value_enum)]
-        format: Vec<orchestrator::plan::ReportFormat>,
+        format: Vec<latency_plan::ReportFormat>,
     },
     /// Regression check of CANDIDATE against BASELINE (results folders); exit 1 on regression.
     Compare {
@@ -181,7 +181,7 @@ pub(crate) enum Command {
     Schema {
         /// The schema printed; without it, every schema is written with `--out`.
         #[arg(value_enum, required_unless_present = "out")]
-        kind: Option<orchestrator::plan::schema::DocKind>,
+        kind: Option<latency_plan::schema::DocKind>,
         /// Folder for every schema (`<kind>.schema.json`), created if missing.
         #[arg(long, conflicts_with = "kind")]
         out: Option<PathBuf>,
@@ -229,13 +229,13 @@ pub(crate) enum TraceOp {
         #[arg(long)]
         template: String,
         /// Number of probes (ids 1..=N), at least 1.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_PROBES)))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(latency_plan::trace::MAX_PROBES)))]
         count: u32,
         /// Probe id format: latencylab (ASCII marker) or compact (binary).
         #[arg(long, value_enum, default_value_t = plan::ProbeFormat::Latencylab)]
         probe_id: plan::ProbeFormat,
         /// Bytes of every frame without FCS, a VLAN tag included (default 128, 132 tagged).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(orchestrator::trace::MAX_FRAME_LEN)))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(latency_plan::trace::MAX_FRAME_LEN)))]
         frame_size: Option<u32>,
         /// VLAN id every frame is tagged with, or `none` (default: the template's tagging, VLAN
         /// 100 for remove_header, none for the others).

@@ -2,12 +2,18 @@
 
 use std::path::Path;
 
+use latency_history::store::Store;
+use latency_history::store::StoreError;
+use latency_history::trend;
+use latency_history::trend::Trend;
 use orchestrator::exit::ExitStatus;
-use orchestrator::history::store::{Store, StoreError};
-use orchestrator::history::trend::{self, Trend};
 
+use crate::Failure;
 use crate::cli::{HistoryOp, RunArgs};
-use crate::{Failure, json_line, open_locked, print_out, progress};
+use crate::json_line;
+use crate::open_locked;
+use crate::print_out;
+use crate::progress;
 
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Failure {
@@ -71,7 +77,7 @@ pub(crate) fn trend(
 }
 
 fn trend_of(s: &Store, listing: Listing<'_>, html: Option<&Path>, junit: Option<&Path>) -> Result<(), Failure> {
-    use orchestrator::report::trend as page;
+    use latency_report::trend as page;
     let t: Trend = trend::trend(&s.rows()?);
     let fail = |e: String| Failure::Exit(ExitStatus::Results, e);
     match listing {
@@ -79,19 +85,19 @@ fn trend_of(s: &Store, listing: Listing<'_>, html: Option<&Path>, junit: Option<
         Listing::Markdown(to) => {
             let text = page::markdown(&t, s.url()).map_err(|e| fail(e.to_string()))?;
             match to {
-                Some(path) => orchestrator::results::write_file(path, text.as_bytes(), true)?,
+                Some(path) => latency_results::write_file(path, text.as_bytes(), true)?,
                 None => print_out(&text)?,
             }
         }
     }
     if let Some(path) = html {
         let text = page::html(&t, s.url()).map_err(|e| fail(e.to_string()))?;
-        orchestrator::results::write_file(path, text.as_bytes(), true)?;
+        latency_results::write_file(path, text.as_bytes(), true)?;
         progress(format_args!("trend page: {}", path.display()));
     }
     if let Some(path) = junit {
         let xml = page::junit(&t).map_err(|e| fail(e.to_string()))?;
-        orchestrator::results::write_file(path, xml.as_bytes(), true)?;
+        latency_results::write_file(path, xml.as_bytes(), true)?;
     }
     for c in t.regressions() {
         eprintln!("regression: {}", page::describe(c));

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+use latency_plan as plan;
+use latency_plan::schema;
+use latency_plan::yaml::Diagnostic;
 use orchestrator::exit::ExitStatus;
-use orchestrator::plan::{self, schema, yaml::Diagnostic};
 
 mod cli;
 mod history;
@@ -38,14 +40,14 @@ fn print_out(text: &str) -> Result<(), Failure> {
     }
 }
 
-impl From<orchestrator::results::ResultsError> for Failure {
-    fn from(e: orchestrator::results::ResultsError) -> Failure {
+impl From<latency_results::ResultsError> for Failure {
+    fn from(e: latency_results::ResultsError) -> Failure {
         Failure::Exit((&e).into(), e.to_string())
     }
 }
 
-impl From<orchestrator::analysis::AnalysisError> for Failure {
-    fn from(e: orchestrator::analysis::AnalysisError) -> Failure {
+impl From<latency_analysis::AnalysisError> for Failure {
+    fn from(e: latency_analysis::AnalysisError) -> Failure {
         Failure::Exit((&e).into(), e.to_string())
     }
 }
@@ -161,13 +163,13 @@ fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failu
         let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
         print_out(&(text + "\n"))
     } else {
-        print_out(&orchestrator::schedule::describe(&s))
+        print_out(&latency_schedule::describe(&s))
     }
 }
 
 /// Open a results folder and take its lock.
-fn open_locked(dir: &Path) -> Result<(orchestrator::results::ResultsDir, orchestrator::results::lock::Lock), Failure> {
-    let rd = orchestrator::results::ResultsDir::open(dir)?;
+fn open_locked(dir: &Path) -> Result<(latency_results::ResultsDir, latency_results::lock::Lock), Failure> {
+    let rd = latency_results::ResultsDir::open(dir)?;
     let lock = rd.lock(&run::command_line())?;
     Ok((rd, lock))
 }
@@ -183,14 +185,14 @@ fn progress(line: std::fmt::Arguments<'_>) {
 }
 
 /// Analyse (the caller holds the lock), print the headline and every problem.
-fn analyze_dir(rd: &orchestrator::results::ResultsDir) -> Result<orchestrator::analysis::summary::Summary, Failure> {
-    let summary = orchestrator::analysis::analyze_and_write(rd)?;
+fn analyze_dir(rd: &latency_results::ResultsDir) -> Result<latency_results::summary::Summary, Failure> {
+    let summary = latency_analysis::analyze_and_write(rd)?;
     progress(format_args!("analysis: {}", rd.root().join("summary.json").display()));
     print_headline(&summary);
     Ok(summary)
 }
 
-fn print_headline(summary: &orchestrator::analysis::summary::Summary) {
+fn print_headline(summary: &latency_results::summary::Summary) {
     for (name, p) in &summary.programs {
         let q = |k: &str| p.latency_ns.get(k).copied().unwrap_or(f64::NAN);
         let modes = if p.modes.len() > 1 { format!(" ({} modes)", p.modes.len()) } else { String::new() };
@@ -209,7 +211,7 @@ fn print_headline(summary: &orchestrator::analysis::summary::Summary) {
 }
 
 fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
-    let rd = orchestrator::results::ResultsDir::open(dir)?;
+    let rd = latency_results::ResultsDir::open(dir)?;
     let e = orchestrator::export::latencylab_csv(&rd, out)?;
     eprintln!("exported {} runs ({} rows) to {}", e.files.len(), e.rows, out.display());
     for why in &e.skipped {
@@ -230,20 +232,20 @@ fn analyze(dir: &Path) -> Result<(), Failure> {
 }
 
 /// The current summary of a folder (recomputed when its inputs changed), under its lock.
-fn load_summary(dir: &Path) -> Result<orchestrator::analysis::summary::Summary, Failure> {
+fn load_summary(dir: &Path) -> Result<latency_results::summary::Summary, Failure> {
     let (rd, _lock) = open_locked(dir)?;
-    Ok(orchestrator::analysis::current_summary(&rd)?)
+    Ok(latency_analysis::current_summary(&rd)?)
 }
 
 /// Write the reports of an analysed folder (the caller holds the lock).
 fn report_dir(
-    rd: &orchestrator::results::ResultsDir,
-    summary: &orchestrator::analysis::summary::Summary,
-    formats: &[orchestrator::plan::ReportFormat],
+    rd: &latency_results::ResultsDir,
+    summary: &latency_results::summary::Summary,
+    formats: &[latency_plan::ReportFormat],
 ) -> Result<(), Failure> {
     let spec = summary.provenance.as_ref().map(|p| p.report.clone()).unwrap_or_default();
     let formats = if formats.is_empty() { &spec.formats[..] } else { formats };
-    let written = orchestrator::report::render(summary, formats, spec.template.as_deref(), rd.root())
+    let written = latency_report::render(summary, formats, spec.template.as_deref(), rd.root())
         .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
     for w in written {
         progress(format_args!("report: {}", w.display()));
@@ -251,14 +253,15 @@ fn report_dir(
     Ok(())
 }
 
-fn report(dir: &Path, formats: &[orchestrator::plan::ReportFormat]) -> Result<(), Failure> {
+fn report(dir: &Path, formats: &[latency_plan::ReportFormat]) -> Result<(), Failure> {
     let (rd, _lock) = open_locked(dir)?;
-    let summary = orchestrator::analysis::current_summary(&rd)?;
+    let summary = latency_analysis::current_summary(&rd)?;
     report_dir(&rd, &summary, formats)
 }
 
 fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
-    use orchestrator::compare::{self, Thresholds};
+    use latency_analysis::compare;
+    use latency_analysis::compare::Thresholds;
     let b = load_summary(baseline)?;
     let c = load_summary(candidate)?;
     let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
@@ -266,7 +269,7 @@ fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Opti
     print_out(&compare::markdown(&cmp))?;
     if let Some(path) = junit {
         let xml = compare::junit(&cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
-        orchestrator::results::write_file(path, xml.as_bytes(), true)?;
+        latency_results::write_file(path, xml.as_bytes(), true)?;
     }
     if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }
@@ -287,7 +290,7 @@ fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
 }
 
 fn trace(op: TraceOp) -> Result<(), Failure> {
-    use orchestrator::trace;
+    use latency_plan::trace;
     let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
     match op {
         TraceOp::Generate { template, count, probe_id, frame_size, vlan, ip, transport, out } => {

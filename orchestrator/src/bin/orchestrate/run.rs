@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
+use latency_plan as plan;
+use latency_schedule as schedule;
 use orchestrator::exit::ExitStatus;
-use orchestrator::{plan, schedule};
 
 use super::cli::{LogFormat, RunArgs};
 use super::{Failure, QUIET, analyze_dir, json_line, print_out, report_dir};
@@ -32,9 +33,19 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
 /// Run a study (analysed and reported): its results folder, and whether every run passed its
 /// checks and the analysis could use everything.
 pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Failure> {
-    use orchestrator::engine::{self, Options, StartedWith, events};
-    use orchestrator::results::{self, ResultsDir, journal, provenance::TOOL_VERSION};
-    use orchestrator::testbed::{Cancel, Testbed, model, sim::SimTestbed, ssh::SshTestbed};
+    use latency_results as results;
+    use latency_results::ResultsDir;
+    use latency_results::journal;
+    use latency_testbed::Cancel;
+    use latency_testbed::Testbed;
+    use latency_testbed::model;
+    use latency_testbed::sim::SimTestbed;
+    use latency_testbed::ssh::SshTestbed;
+    use orchestrator::engine;
+    use orchestrator::engine::Options;
+    use orchestrator::engine::StartedWith;
+    use orchestrator::engine::events;
+    use orchestrator::tool::TOOL_VERSION;
 
     let (plan, inventories) = crate::slices::load(&args.plan, args.testbed.as_deref())?;
     let inventory = inventories[0].clone();

@@ -2,8 +2,11 @@
 
 use std::path::Path;
 
-use orchestrator::plan::{self, Inventory, Plan};
-use orchestrator::schedule::{self, Schedule};
+use latency_plan as plan;
+use latency_plan::Inventory;
+use latency_plan::Plan;
+use latency_schedule as schedule;
+use latency_schedule::Schedule;
 
 use crate::Failure;
 
