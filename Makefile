@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc architecture docs-check no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -22,8 +22,19 @@ install: build
 schemas: build
 	./target/release/orchestrate schema --out schemas
 
-## Everything CI checks: formatting, lints (warnings are errors), docs, then the tests.
-test: fmt-check clippy doc no-dpdk unit
+## Everything CI checks: formatting, lints (warnings are errors), docs, the architecture's rules,
+## the reference's links, then the tests.
+test: fmt-check clippy doc architecture docs-check no-dpdk unit
+
+## No crate depends on a higher layer (ARCHITECTURE.md's table), no two modules of a crate import
+## each other.
+architecture:
+	python3 scripts/check-layers
+	python3 scripts/check-modules
+
+## Every link and anchor of README.md, ARCHITECTURE.md and docs/; the guide's length.
+docs-check:
+	python3 scripts/check-docs
 
 fmt-check:
 	$(CARGO) fmt --all --check

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use latency_proto::capture::{CaptureOptions, CaptureSetup};
-use latency_proto::fastpath::{self, Backend, CoreFacts, FastPath, Hugepages, IrqAffinity, Verdict};
+use latency_proto::fastpath::{Backend, Check, CoreFacts, FastPath, Finding, Hugepages, IrqAffinity, Verdict};
 
 /// A CPU list as the kernel writes it (`0-3,8,10-11`; empty for none). Malformed items are
 /// skipped.
@@ -123,7 +123,7 @@ pub fn judge(
     setup: &CaptureSetup,
 ) -> Result<FastPath, String> {
     let mut facts = read_back(root, cores, interfaces);
-    facts.findings = fastpath::evaluate(&facts, setup, options, backend);
+    facts.findings = evaluate(&facts, setup, options, backend);
     let refused: Vec<String> =
         facts.findings.iter().filter(|f| f.verdict == Verdict::Refuse).map(ToString::to_string).collect();
     if refused.is_empty() {
@@ -131,6 +131,76 @@ pub fn judge(
     } else {
         Err(format!("the fast path is refused by its policy: {}", refused.join("; ")))
     }
+}
+
+/// Deep idle states: any but polling and C1 (with its enhanced variant).
+fn deep(state: &str) -> bool {
+    !matches!(state, "POLL" | "C1" | "C1E" | "C1_ACPI" | "C1-ACPI")
+}
+
+/// The checks that fail on `facts` and `setup` for `backend` with `options`, each with the
+/// policy's verdict (those the policy ignores are left out). Checks that do not apply to the
+/// backend (zero-copy without AF_XDP, hugepages and rings without DPDK) never fail.
+pub fn evaluate(facts: &FastPath, setup: &CaptureSetup, options: &CaptureOptions, backend: Backend) -> Vec<Finding> {
+    let list = |cores: Vec<u32>| cores.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let failing = |f: &dyn Fn(&CoreFacts) -> bool| list(facts.cores.iter().filter(|c| f(c)).map(|c| c.core).collect());
+    let mut problems: Vec<(Check, String)> = Vec::new();
+    if facts.cores.is_empty() {
+        problems.push((Check::IsolatedCores, "the pollers are not pinned to cores (--cores)".into()));
+    }
+    let not_isolated = failing(&|c| !c.isolated);
+    if !not_isolated.is_empty() {
+        problems.push((
+            Check::IsolatedCores,
+            format!("poller cores {not_isolated} are not isolated (isolcpus: `{}`)", facts.isolated),
+        ));
+    }
+    let ticking = failing(&|c| !c.nohz_full);
+    if !ticking.is_empty() {
+        problems
+            .push((Check::NohzFull, format!("poller cores {ticking} are not in nohz_full (`{}`)", facts.nohz_full)));
+    }
+    let scaled = failing(&|c| c.governor.as_deref().is_some_and(|g| g != "performance"));
+    if !scaled.is_empty() {
+        problems.push((Check::Governor, format!("poller cores {scaled} do not run the performance governor")));
+    }
+    let sleepy = failing(&|c| c.idle_states.iter().any(|s| deep(s)));
+    if !sleepy.is_empty() {
+        problems.push((Check::CStates, format!("poller cores {sleepy} may enter idle states deeper than C1")));
+    }
+    if backend == Backend::AfXdp && options.busy_poll_us.is_none() {
+        problems.push((Check::BusyPoll, "the AF_XDP sockets do not busy-poll (busy_poll_us)".into()));
+    }
+    if backend == Backend::Dpdk && facts.hugepages.as_ref().is_none_or(|h| h.total == 0) {
+        problems.push((Check::Hugepages, "no hugepages are reserved".into()));
+    }
+    let pollers: Vec<u32> = facts.cores.iter().map(|c| c.core).collect();
+    for irq in &facts.irqs {
+        let on: Vec<u32> = irq.cores.iter().copied().filter(|c| pollers.contains(c)).collect();
+        if !on.is_empty() {
+            problems.push((
+                Check::IrqAffinity,
+                format!("interrupt {} of {} may run on poller cores {}", irq.irq, irq.interface, list(on)),
+            ));
+        }
+    }
+    for g in setup.af_xdp.iter().filter(|g| !g.zero_copy) {
+        problems.push((Check::ZeroCopy, format!("{}: the driver gave copy mode, not zero-copy", g.port)));
+    }
+    for r in setup.rings.iter().filter(|r| r.rx != options.rx_ring || r.tx != options.tx_ring) {
+        problems.push((
+            Check::Rings,
+            format!(
+                "{}: the driver granted {} RX / {} TX descriptors, not the {} / {} asked for",
+                r.port, r.rx, r.tx, options.rx_ring, options.tx_ring
+            ),
+        ));
+    }
+    problems
+        .into_iter()
+        .map(|(check, problem)| Finding { check, verdict: options.fast_path.verdict(check), problem })
+        .filter(|f| f.verdict != Verdict::Ignore)
+        .collect()
 }
 
 #[cfg(test)]
@@ -198,5 +268,100 @@ mod tests {
         let bare = read_back(&root.join("nothing"), &[0], &[]);
         assert_eq!((bare.cores[0].isolated, bare.hugepages.as_ref(), bare.busy_poll_us), (false, None, None));
         std::fs::remove_dir_all(&root).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod evaluate_tests {
+    use super::*;
+    use latency_proto::capture::{PortRings, XdpGrant};
+    use latency_proto::fastpath::FastPathPolicy;
+
+    fn core(core: u32, isolated: bool, governor: &str, idle: &[&str]) -> CoreFacts {
+        CoreFacts {
+            core,
+            isolated,
+            nohz_full: isolated,
+            governor: (!governor.is_empty()).then(|| governor.into()),
+            idle_states: idle.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn policies_parse_print_and_name_their_mistakes() {
+        let p: FastPathPolicy = "isolated_cores=refuse, zero_copy=ignore".parse().unwrap();
+        assert_eq!(p.verdict(Check::IsolatedCores), Verdict::Refuse);
+        assert_eq!(p.verdict(Check::ZeroCopy), Verdict::Ignore);
+        assert_eq!(p.verdict(Check::Governor), Verdict::Warn, "unlisted checks warn");
+        assert_eq!(p.to_string(), "isolated_cores=refuse,zero_copy=ignore");
+        assert_eq!(p.to_string().parse::<FastPathPolicy>(), Ok(p));
+        assert_eq!("".parse::<FastPathPolicy>(), Ok(FastPathPolicy::default()));
+        assert!(
+            "isolated=refuse".parse::<FastPathPolicy>().unwrap_err().starts_with("`isolated` is no fast-path check")
+        );
+        assert!("governor=fail".parse::<FastPathPolicy>().unwrap_err().contains("one of ignore, warn, refuse"));
+        assert!("governor".parse::<FastPathPolicy>().unwrap_err().contains("expected check=verdict"));
+        let json = serde_json::to_string(&"isolated_cores=refuse".parse::<FastPathPolicy>().unwrap()).unwrap();
+        assert_eq!(json, r#"{"isolated_cores":"refuse"}"#);
+    }
+
+    #[test]
+    fn a_tuned_host_passes_and_each_untuned_fact_is_found_with_its_verdict() {
+        let tuned = FastPath {
+            cores: vec![core(2, true, "performance", &["POLL", "C1"]), core(3, true, "", &[])],
+            hugepages: Some(Hugepages { total: 1024, free: 512, size_kib: 2048 }),
+            irqs: vec![IrqAffinity { interface: "ens1f0".into(), irq: 120, cores: vec![0, 1] }],
+            ..FastPath::default()
+        };
+        let options = CaptureOptions { busy_poll_us: Some(50), ..CaptureOptions::default() };
+        let granted = PortRings { port: "0".into(), rx: 512, tx: 512 };
+        let setup = CaptureSetup { rings: vec![granted.clone()], ..CaptureSetup::default() };
+        for backend in [Backend::Dpdk, Backend::AfPacket, Backend::AfXdp] {
+            assert_eq!(evaluate(&tuned, &setup, &options, backend), [], "{backend:?}");
+        }
+
+        let untuned = FastPath {
+            cores: vec![core(2, false, "powersave", &["POLL", "C1", "C6"]), core(3, true, "performance", &[])],
+            isolated: "3".into(),
+            irqs: vec![IrqAffinity { interface: "ens1f0".into(), irq: 120, cores: vec![1, 2, 3] }],
+            ..FastPath::default()
+        };
+        let options = CaptureOptions {
+            fast_path: "isolated_cores=refuse,governor=ignore".parse().unwrap(),
+            ..CaptureOptions::default()
+        };
+        let setup = CaptureSetup {
+            rings: vec![PortRings { rx: 256, ..granted }],
+            af_xdp: vec![XdpGrant {
+                port: "ens1f0".into(),
+                queue: 0,
+                native: true,
+                zero_copy: false,
+                rx_ring: 4096,
+                fill_ring: 4096,
+                frame: 4096,
+                busy_poll_us: None,
+            }],
+            ..CaptureSetup::default()
+        };
+        let found: Vec<String> =
+            evaluate(&untuned, &setup, &options, Backend::AfXdp).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            found,
+            [
+                "poller cores 2 are not isolated (isolcpus: `3`) (isolated_cores: refuse)",
+                "poller cores 2 are not in nohz_full (``) (nohz_full: warn)",
+                "poller cores 2 may enter idle states deeper than C1 (c_states: warn)",
+                "the AF_XDP sockets do not busy-poll (busy_poll_us) (busy_poll: warn)",
+                "interrupt 120 of ens1f0 may run on poller cores 2, 3 (irq_affinity: warn)",
+                "ens1f0: the driver gave copy mode, not zero-copy (zero_copy: warn)",
+                "0: the driver granted 256 RX / 512 TX descriptors, not the 512 / 512 asked for (rings: warn)",
+            ]
+        );
+        let dpdk = evaluate(&untuned, &CaptureSetup::default(), &options, Backend::Dpdk);
+        assert!(dpdk.iter().any(|f| f.check == Check::Hugepages && f.problem == "no hugepages are reserved"));
+        let unpinned = evaluate(&FastPath::default(), &CaptureSetup::default(), &options, Backend::AfPacket);
+        assert_eq!(unpinned[0].problem, "the pollers are not pinned to cores (--cores)");
+        assert_eq!(unpinned[0].verdict, Verdict::Refuse);
     }
 }

@@ -125,9 +125,8 @@ fn study(plan: &latency_plan::Plan, model: &SimModel, seed: u64) -> Vec<Outcome>
             let quantiles = [5.0, 50.0, 99.0]
                 .iter()
                 .map(|&l| {
-                    let k = latency_results::summary::level_key(l);
                     let t = truth.modes[true_mode][LEVELS.iter().position(|&x| x == l).expect("a model level")];
-                    (l, m.latency_ns[&k], raw.get(&k).copied().unwrap_or(f64::NAN), t)
+                    (l, m.latency_ns.at(l).unwrap_or(f64::NAN), raw.at(l).unwrap_or(f64::NAN), t)
                 })
                 .collect();
             let cis = [(50.0, m.median_ci95_ns), (99.0, m.p99_ci95_ns)]

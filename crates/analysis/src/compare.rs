@@ -80,22 +80,20 @@ impl Comparison {
 fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thresholds) -> ProgramComparison {
     let mut failures = Vec::new();
     // A statistic that cannot be judged is a failure, never a pass.
-    let mut get = |s: &ProgramSummary, which: &str, k: &str| match s.latency_ns.get(k).copied() {
+    let mut get = |s: &ProgramSummary, which: &str, level: f64| match s.latency_ns.at(level) {
         Some(v) if v.is_finite() => v,
         _ => {
-            failures.push(format!("{k} is missing from the {which} summary; cannot judge it"));
+            failures.push(format!("{} is missing from the {which} summary; cannot judge it", level_key(level)));
             f64::NAN
         }
     };
-    let p50 = level_key(50.0);
-    let shift = get(c, "candidate", &p50) - get(b, "baseline", &p50);
-    let p99_key = level_key(99.0);
-    let p99 = get(c, "candidate", &p99_key) - get(b, "baseline", &p99_key);
+    let shift = get(c, "candidate", 50.0) - get(b, "baseline", 50.0);
+    let p99 = get(c, "candidate", 99.0) - get(b, "baseline", 99.0);
     let half = |ci: [f64; 2]| (ci[1] - ci[0]) / 2.0;
     let h = half(b.median_ci95_ns).hypot(half(c.median_ci95_ns));
     let ci = [shift - h, shift + h];
     let quantile_shifts_ns: Vec<(String, f64)> =
-        b.latency_ns.iter().filter_map(|(k, bv)| Some((k.clone(), c.latency_ns.get(k)? - bv))).collect();
+        b.latency_ns.iter().filter_map(|(k, bv)| Some((k.to_string(), c.latency_ns.at_key(k)? - bv))).collect();
     let dist = histogram_distances(&b.histogram, &c.histogram);
     if shift.abs() > t.median_shift_ns && (ci[0] > 0.0 || ci[1] < 0.0) {
         failures.push(format!(
@@ -230,9 +228,9 @@ mod tests {
 
     fn program(p50: f64, p99: Option<f64>, ci: [f64; 2]) -> ProgramSummary {
         let mut q = Quantiles::new();
-        q.insert("p50".into(), p50);
+        q.insert(50.0, p50);
         if let Some(v) = p99 {
-            q.insert("p99".into(), v);
+            q.insert(99.0, v);
         }
         ProgramSummary {
             level: None,

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{AnalysisError, RunPairs, load, pair_batches, session_estimates};
+use crate::error::AnalysisError;
+use crate::load;
+use crate::runs::{RunPairs, pair_batches, session_estimates};
 use latency_results::ResultsDir;
 use latency_results::SessionKind;
 use latency_results::index::Index;

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{RunPairs, analyse_runs};
+use crate::runs::RunPairs;
+use crate::study::analyse_runs;
 use latency_plan::FactorName;
 use latency_results::SessionKind;
 use latency_results::index::Index;

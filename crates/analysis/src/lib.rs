@@ -16,17 +16,25 @@
 
 mod analyze;
 pub mod compare;
+mod error;
 pub mod estimates;
+mod hwcheck;
 mod levels;
 pub mod load;
 pub mod modes;
 pub mod noise;
 mod program;
+mod runs;
 pub mod soak;
 mod soak_headline;
 pub mod stats;
+mod study;
+mod summarize;
 #[cfg(test)]
 mod tests;
 pub mod uncertainty;
 
 pub use analyze::*;
+pub use error::AnalysisError;
+pub use runs::{RunPairs, pair_batches, pair_ports_of};
+pub use summarize::{Unusable, summarize};

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::AnalysisError;
+use crate::error::AnalysisError;
 use latency_plan::digest;
 use latency_results::ResultsDir;
 use latency_results::event::Entry;

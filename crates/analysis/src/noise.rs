@@ -24,8 +24,8 @@
 //! the millisecond scheduling noise of round trips on a shared 2-core host), the extrapolation is
 //! not trusted and the raw quantiles are the headline.
 
-use super::RunPairs;
 use super::stats::{grid_quantile, median};
+use crate::runs::RunPairs;
 
 /// Histogram bins per noise standard deviation in the convolution.
 const BINS_PER_SD: f64 = 20.0;
@@ -171,7 +171,7 @@ fn normal_cdf(z: f64) -> f64 {
 pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> (Vec<(u64, f64)>, Vec<f64>, bool) {
     let lists: Vec<(&[(u64, f64)], f64)> =
         sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| (r.diffs.as_slice(), shift))).collect();
-    let mut groups = super::ByProbe::new(&lists);
+    let mut groups = crate::runs::ByProbe::new(&lists);
     let (mut estimates, mut halves, mut odd_only) = (Vec::new(), Vec::new(), true);
     let (mut odd, mut even) = (Vec::new(), Vec::new());
     for (id, v) in groups.iter_mut() {

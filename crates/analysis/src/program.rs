@@ -8,7 +8,10 @@ use super::noise::Simex;
 use super::stats::quantile_sorted;
 use super::stats::{grid_median, grid_quantile, median};
 use super::uncertainty;
-use super::{RunPairs, hw_clock_check, keyed, modes, noise};
+use crate::hwcheck::hw_clock_check;
+use crate::runs::RunPairs;
+use crate::stats::keyed;
+use crate::{modes, noise};
 use latency_plan::Analysis;
 use latency_results::index::Group;
 use latency_results::summary::*;
@@ -97,7 +100,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         let shifted: Vec<(&[&RunPairs], f64)> =
             members.iter().map(|&i| (input.runs[i], sessions[i].raw_median_ns - common + delta)).collect();
         let (pooled, mut halves, all_odd) = noise::pooled_estimates(&shifted);
-        let pooled_grid = super::estimate_grid(input.tick_ns, all_odd);
+        let pooled_grid = crate::runs::estimate_grid(input.tick_ns, all_odd);
         let noise_sd = noise::noise_sd(&mut halves);
         let mut sorted: Vec<f64> = pooled.iter().map(|e| e.1).collect();
         sorted.sort_unstable_by(f64::total_cmp);
@@ -115,8 +118,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         let margins = g.vendor_bound_cycles.map(|cycles| {
             let period = 1e3 / g.clock_mhz;
             Margins {
-                median_cycles: f64::from(cycles) - corrected["p50"] / period,
-                p99_cycles: f64::from(cycles) - corrected["p99"] / period,
+                median_cycles: f64::from(cycles) - corrected.median().unwrap_or(f64::NAN) / period,
+                p99_cycles: f64::from(cycles) - corrected.p99().unwrap_or(f64::NAN) / period,
             }
         });
         let gap_below = (c.start > 0).then(|| {
@@ -151,9 +154,9 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             clock_mhz: g.clock_mhz,
             cycles,
             ns: f64::from(cycles) * period,
-            median_cycles: latency_ns["p50"] / period,
-            median_margin_cycles: f64::from(cycles) - latency_ns["p50"] / period,
-            p99_margin_cycles: f64::from(cycles) - latency_ns["p99"] / period,
+            median_cycles: latency_ns.median().unwrap_or(f64::NAN) / period,
+            median_margin_cycles: f64::from(cycles) - latency_ns.median().unwrap_or(f64::NAN) / period,
+            p99_margin_cycles: f64::from(cycles) - latency_ns.p99().unwrap_or(f64::NAN) / period,
             violations: all.iter().filter(|&&x| x > f64::from(cycles) * period).count() as u64,
             worst_mode: modes.iter().filter_map(|m| m.margins).reduce(|a, b| Margins {
                 median_cycles: a.median_cycles.min(b.median_cycles),
@@ -210,7 +213,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         probes: all.len() as u64,
         excluded: sessions.iter().map(|s| s.excluded).sum(),
         sessions,
-        histogram: super::histogram(&all),
+        histogram: crate::stats::histogram(&all),
         soak: None,
         round_trip: None,
         port_pairs: Default::default(),
@@ -278,7 +281,7 @@ fn mode_intervals(
         .collect();
     let interval = |k: usize| {
         let p = levels[k];
-        let estimate = corrected[&level_key(p * 100.0)];
+        let estimate = corrected.at(p * 100.0).unwrap_or(f64::NAN);
         let program_q = uncertainty::per_session_quantiles(&per_session, p, input.grid);
         let bring_up = uncertainty::session_variance(&program_q, null_medians);
         (

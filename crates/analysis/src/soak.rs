@@ -17,7 +17,7 @@ use latency_results::SessionKind;
 use latency_results::event::Entry;
 use latency_results::index::Index;
 use latency_results::journal;
-use latency_results::summary::{Quantiles, SoakInterval, SoakSession, SoakSummary, level_key};
+use latency_results::summary::{Quantiles, SoakInterval, SoakSession, SoakSummary};
 
 /// Largest histogram log read (an interval of two histograms is a few kB: a day at 1 s is ~0.5 GB).
 const MAX_LOG_BYTES: u64 = 1 << 30;
@@ -75,9 +75,9 @@ pub fn summarize(
         let null_median =
             null.and_then(|n| logs.get(&n)).and_then(|r| merged(r.iter().flat_map(|(_, _, i)| i)).quantile(0.5));
         let all = merged(runs.iter().flat_map(|(_, _, i)| i));
-        let raw: Quantiles = levels.iter().filter_map(|&l| Some((level_key(l), all.quantile(l / 100.0)?))).collect();
+        let raw: Quantiles = levels.iter().filter_map(|&l| Some((l, all.quantile(l / 100.0)?))).collect();
         let latency_ns = match null_median {
-            Some(m) => raw.iter().map(|(k, v)| (k.clone(), v - m)).collect(),
+            Some(m) => raw.map(|v| v - m),
             None => Quantiles::new(),
         };
         let mut sessions: BTreeMap<u32, Differentials> = BTreeMap::new();

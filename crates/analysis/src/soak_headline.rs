@@ -47,11 +47,11 @@ pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {
     let spread = session_variance(&medians, &[]);
     let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let ci = |q: &str| {
-        let v = k.latency_ns.get(q).copied().unwrap_or(f64::NAN);
+    let ci = |level: f64| {
+        let v = k.latency_ns.at(level).unwrap_or(f64::NAN);
         interval(v, 0.0, spread, 2.0 * k.resolution * v.abs())
     };
-    let (median_ci95_ns, p99_ci95_ns) = (ci("p50"), ci("p99"));
+    let (median_ci95_ns, p99_ci95_ns) = (ci(50.0), ci(99.0));
     Some(ProgramSummary {
         level: None,
         levels: Vec::new(),
@@ -101,7 +101,7 @@ pub(super) fn summary(
     prov: &Provenance,
     mut problems: Vec<String>,
 ) -> Result<Summary, String> {
-    let mut soaks = super::soak::summarize(dir, index, entries, &super::summary_levels(index), &mut problems);
+    let mut soaks = crate::soak::summarize(dir, index, entries, &crate::stats::summary_levels(index), &mut problems);
     let programs: Vec<_> = index.groups.iter().filter(|g| g.kind == SessionKind::Program).collect();
     let mut headlines = BTreeMap::new();
     for g in programs {
@@ -117,7 +117,13 @@ pub(super) fn summary(
     }
     // No per-probe analysis: an index without groups summarises the journal alone.
     let bare = Index { groups: Vec::new(), ..index.clone() };
-    let mut summary = super::summarize(&bare, &[], entries, Some(prov), super::Unusable { failed_runs: 0, problems })?;
+    let mut summary = crate::summarize::summarize(
+        &bare,
+        &[],
+        entries,
+        Some(prov),
+        crate::summarize::Unusable { failed_runs: 0, problems },
+    )?;
     let finished = entries.iter().filter_map(|e| match &e.event {
         Event::RunFinished { counts, pacing, .. } => Some((counts, pacing)),
         _ => None,
@@ -137,6 +143,6 @@ pub(super) fn summary(
         summary.health.pacing_pps = [*lo, super::stats::quantile_sorted(&pacing, 0.5), *hi];
     }
     summary.programs = headlines;
-    summary.inputs_sha256 = super::inputs_sha256(dir).map_err(|e| e.to_string())?;
+    summary.inputs_sha256 = latency_results::summary::inputs_sha256(dir).map_err(|e| e.to_string())?;
     Ok(summary)
 }

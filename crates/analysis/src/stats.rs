@@ -4,6 +4,9 @@
 //! `Q(p) = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋])` with `h = (n − 1)p` on the sorted sample
 //! (Hyndman & Fan type 7; numpy's and R's default).
 
+use latency_results::index::Index;
+use latency_results::summary::{Histogram, Quantiles};
+
 /// Human-readable statement of the quantile definition.
 pub const QUANTILE_DEFINITION: &str =
     "linear interpolation between order statistics, h = (n - 1) p (Hyndman-Fan type 7, numpy/R default)";
@@ -138,6 +141,41 @@ pub fn wilson95(k: usize, n: usize) -> [f64; 2] {
     let centre = (p + z * z / (2.0 * n)) / denominator;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denominator;
     [(centre - half).max(0.0), (centre + half).min(1.0)]
+}
+
+/// Levels stored in every summary whatever the plan's quantiles (percent).
+pub const HEADLINE_LEVELS: [f64; 2] = [50.0, 99.0];
+
+/// Values at `levels` (percent) keyed `p50`, `p99`, ….
+pub(crate) fn keyed(levels: &[f64], values: impl IntoIterator<Item = f64>) -> Quantiles {
+    levels.iter().copied().zip(values).collect()
+}
+
+pub(crate) fn histogram(sorted: &[f64]) -> Histogram {
+    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Histogram::default() };
+    let start = lo.floor();
+    let mut bin = 1.0;
+    while (hi - start) / bin > 4000.0 {
+        bin *= 2.0;
+    }
+    let mut counts = vec![0u64; ((hi - start) / bin) as usize + 1];
+    for &x in sorted {
+        counts[((x - start) / bin) as usize] += 1;
+    }
+    Histogram { start_ns: start, bin_ns: bin, counts }
+}
+
+/// The quantile levels a summary stores (percent): the report's, and p50 and p99 always, which
+/// regression checks judge whatever the report shows.
+pub(crate) fn summary_levels(index: &Index) -> Vec<f64> {
+    let mut levels = index.analysis.quantile_levels_or_default();
+    for headline in HEADLINE_LEVELS {
+        if !levels.contains(&headline) {
+            levels.push(headline);
+        }
+    }
+    levels.sort_by(f64::total_cmp);
+    levels
 }
 
 #[cfg(test)]

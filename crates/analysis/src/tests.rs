@@ -1,6 +1,7 @@
 //! Tests of the pipeline against hand-computed numbers, properties, and the simulator's model.
 
 use super::*;
+use crate::hwcheck::hw_clock_check;
 use latency_plan::Analysis;
 use latency_proto::{Port, RecordBuilder};
 use latency_results::SessionKind;
@@ -78,7 +79,11 @@ fn hand_computed_study() {
     assert_eq!(p.sessions[0].matched, 11);
     // The paper's estimator: type-7 quantiles of [128, 139, 148].
     for (k, want) in [("p5", 129.1), ("p25", 133.5), ("p50", 139.0), ("p75", 143.5), ("p95", 147.1), ("p99", 147.82)] {
-        assert!(approx(p.latency_raw_ns[k], want), "{k}: {} vs {want}", p.latency_raw_ns[k]);
+        assert!(
+            approx(p.latency_raw_ns.at_key(k).unwrap(), want),
+            "{k}: {} vs {want}",
+            p.latency_raw_ns.at_key(k).unwrap()
+        );
     }
     // Too few probes to measure the noise: the headline is the grid quantile (medians of 3 runs
     // lie on the 1 ns tick, so each estimate is spread over ±0.5 ns): mass p × 3 is reached
@@ -88,7 +93,7 @@ fn hand_computed_study() {
     for (k, want) in
         [("p5", 127.65), ("p25", 128.25), ("p50", 139.0), ("p75", 147.75), ("p95", 148.35), ("p99", 148.47)]
     {
-        assert!(approx(p.latency_ns[k], want), "{k}: {} vs {want}", p.latency_ns[k]);
+        assert!(approx(p.latency_ns.at_key(k).unwrap(), want), "{k}: {} vs {want}", p.latency_ns.at_key(k).unwrap());
     }
     assert_eq!(p.modes.len(), 1);
     let vb = p.vendor_bound.as_ref().unwrap();
@@ -117,11 +122,11 @@ fn round_trips_give_rtt_quantiles_and_the_one_way_estimate_over_the_crossings() 
     let rt = s.programs["p"].round_trip.as_ref().expect("round trips");
     assert_eq!(rt.crossings, 2);
     for (k, want) in [("p5", 141.1), ("p50", 151.0), ("p99", 159.82)] {
-        assert!(approx(rt.rtt_ns[k], want), "{k}: {} vs {want}", rt.rtt_ns[k]);
+        assert!(approx(rt.rtt_ns.at_key(k).unwrap(), want), "{k}: {} vs {want}", rt.rtt_ns.at_key(k).unwrap());
     }
     assert_eq!(rt.null_rtt_ns, 12.0);
     for (k, want) in [("p50", 69.5), ("p99", 74.235)] {
-        assert!(approx(rt.one_way_ns[k], want), "{k}: {} vs {want}", rt.one_way_ns[k]);
+        assert!(approx(rt.one_way_ns.at_key(k).unwrap(), want), "{k}: {} vs {want}", rt.one_way_ns.at_key(k).unwrap());
     }
     let ci = s.programs["p"].median_ci95_ns;
     assert_eq!(rt.one_way_median_ci95_ns, [ci[0] / 2.0, ci[1] / 2.0]);
@@ -151,12 +156,12 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     assert_eq!(p.modes[0].sessions, vec![1, 3]);
     assert_eq!(p.modes[1].sessions, vec![2]);
     // The headline is the most populated mode, not a mix.
-    assert!(p.latency_ns["p50"] < 110.0 && p.latency_ns["p99"] < 111.0);
+    assert!(p.latency_ns.at(50.0).unwrap() < 110.0 && p.latency_ns.at(99.0).unwrap() < 111.0);
     // The high mode's calibrated probes are 137, 138, 138, 139, 140 ns: median 138, and 138.25
     // read on the 1 ns grid of single runs (cells ±0.5 ns: 1 value below 137.5, then 2 in the
     // next cell, of which 1.5 are needed).
-    assert!(approx(p.modes[1].latency_raw_ns["p50"], 138.0));
-    assert!(approx(p.modes[1].latency_ns["p50"], 138.25));
+    assert!(approx(p.modes[1].latency_raw_ns.at(50.0).unwrap(), 138.0));
+    assert!(approx(p.modes[1].latency_ns.at(50.0).unwrap(), 138.25));
     // Every mode has its own margin under the 55-cycle bound (4 ns per cycle).
     assert!(approx(p.modes[1].margins.unwrap().median_cycles, 55.0 - 138.25 / 4.0));
     // The bound is judged on the worst mode: the high one.
@@ -166,7 +171,10 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     // Every mode has its own intervals around its own quantiles; the headline's are the program's.
     for m in &p.modes {
         let [lo, hi] = m.median_ci95_ns.unwrap();
-        assert!(lo <= m.latency_ns["p50"] && m.latency_ns["p50"] <= hi && hi - lo >= 1.0 - 1e-9, "{m:?}");
+        assert!(
+            lo <= m.latency_ns.at(50.0).unwrap() && m.latency_ns.at(50.0).unwrap() <= hi && hi - lo >= 1.0 - 1e-9,
+            "{m:?}"
+        );
         assert!(m.p99_ci95_ns.is_some());
     }
     assert_eq!(p.modes[0].median_ci95_ns, Some(p.median_ci95_ns));
@@ -208,13 +216,13 @@ proptest! {
     ) {
         let a = synthetic(&lat, delta, &noise, 0, false, false);
         let b = synthetic(&lat, delta, &noise, shift, false, false);
-        for (k, v) in &a.programs["p"].latency_ns {
-            prop_assert!((b.programs["p"].latency_ns[k] - v - shift as f64).abs() < 1e-9, "{}", k);
+        for (k, v) in a.programs["p"].latency_ns.iter() {
+            prop_assert!((b.programs["p"].latency_ns.at_key(k).unwrap() - v - shift as f64).abs() < 1e-9, "{}", k);
         }
         // The same constant on the null runs too is calibrated away.
         let c = synthetic(&lat, delta, &noise, shift, true, false);
-        for (k, v) in &a.programs["p"].latency_ns {
-            prop_assert!((c.programs["p"].latency_ns[k] - v).abs() < 1e-9, "{}", k);
+        for (k, v) in a.programs["p"].latency_ns.iter() {
+            prop_assert!((c.programs["p"].latency_ns.at_key(k).unwrap() - v).abs() < 1e-9, "{}", k);
         }
     }
 
@@ -229,8 +237,8 @@ proptest! {
         // Exactly for the paper's quantiles; to the histogram's resolution for the corrected ones.
         for (lo, hi) in [("p5", "p95"), ("p25", "p75"), ("p50", "p50")] {
             let (pa, pb) = (&a.programs["p"], &b.programs["p"]);
-            prop_assert!((pb.latency_raw_ns[lo] + pa.latency_raw_ns[hi]).abs() < 1e-9);
-            let off = (pb.latency_ns[lo] + pa.latency_ns[hi]).abs();
+            prop_assert!((pb.latency_raw_ns.at_key(lo).unwrap() + pa.latency_raw_ns.at_key(hi).unwrap()).abs() < 1e-9);
+            let off = (pb.latency_ns.at_key(lo).unwrap() + pa.latency_ns.at_key(hi).unwrap()).abs();
             prop_assert!(off < 0.05, "{lo}/{hi}: {off}");
         }
         prop_assert!((b.nulls["t"].offset_ns + a.nulls["t"].offset_ns).abs() < 1e-9);
@@ -258,14 +266,14 @@ fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
 fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
     let a = [(3, 1.0), (1, 2.0), (3, 3.0)];
     let b = [(1, 10.0), (3, 20.0)];
-    let mut g = super::ByProbe::new(&[(&a, 0.0), (&b, 1.0)]);
+    let mut g = crate::runs::ByProbe::new(&[(&a, 0.0), (&b, 1.0)]);
     let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
     assert_eq!(got, [(1, vec![2.0, 9.0]), (3, vec![1.0, 3.0, 19.0])]);
     // Ids beyond the dense table take the sorting path and group the same way.
     let big = 1u64 << 40;
     let c = [(big + 3, 1.0), (big + 1, 2.0), (big + 3, 3.0)];
-    let mut g = super::ByProbe::new(&[(&c, 0.0)]);
+    let mut g = crate::runs::ByProbe::new(&[(&c, 0.0)]);
     let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
     assert_eq!(got, [(big + 1, vec![2.0]), (big + 3, vec![1.0, 3.0])]);
-    assert_eq!(super::ByProbe::new(&[]).iter_mut().count(), 0);
+    assert_eq!(crate::runs::ByProbe::new(&[]).iter_mut().count(), 0);
 }

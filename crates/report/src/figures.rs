@@ -2,7 +2,7 @@
 //! hardware-clock check (Fig. 5), session medians by reset mode (Fig. 6) and the null offsets.
 
 use super::format::{mode_median, ns, ordered_modes, session_list, session_modes};
-use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT, TEXT_MUTED, colour, text_width};
+use super::svg::{Anchor, Axis, Decor, Figure, Frame, Svg, TEXT, TEXT_MUTED, colour, text_width};
 use latency_results::summary::ProgramSummary;
 use latency_results::summary::Summary;
 use latency_results::summary::level_key;
@@ -10,27 +10,6 @@ use latency_results::summary::level_key;
 /// Canvas width of every figure (px); the HTML scales it down to the page.
 const WIDTH: f64 = 960.0;
 const BOUND_COLOUR: &str = "#C0392B";
-
-/// One figure.
-#[derive(Clone, Debug)]
-pub(crate) struct Figure {
-    /// Stable identifier, also the SVG file name (`figures/<id>.svg`).
-    pub(crate) id: &'static str,
-    /// Title.
-    pub(crate) title: String,
-    /// Caption (what is plotted and how to read it).
-    pub(crate) caption: String,
-    /// The SVG document without an XML namespace (for inline use).
-    pub(crate) svg: String,
-}
-
-impl Figure {
-    /// The SVG as a standalone file.
-    pub(crate) fn standalone(&self) -> String {
-        let with_ns = self.svg.replacen("<svg ", "<svg xmlns=\"http://www.w3.org/2000/svg\" ", 1);
-        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{with_ns}")
-    }
-}
 
 /// All figures the summary has data for, in report order.
 pub(crate) fn all(s: &Summary) -> Vec<Figure> {

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use latency_results::summary::Mode;
 use latency_results::summary::ProgramSummary;
 use latency_results::summary::Quantiles;
-use latency_results::summary::level_key;
 
 /// Placeholder for a missing value.
 pub(super) const NONE: &str = "—";
@@ -16,9 +15,14 @@ pub(super) fn ns(v: f64) -> String {
     if v.is_finite() { format!("{:.1}", if v == 0.0 { 0.0 } else { v }) } else { NONE.to_string() }
 }
 
+/// A value that may be absent (ns, one decimal), `—` when it is.
+pub(super) fn optional(v: Option<f64>) -> String {
+    v.map_or_else(|| NONE.to_string(), ns)
+}
+
 /// A quantile of `q` at `level`, formatted.
 pub(super) fn quantile(q: &Quantiles, level: f64) -> String {
-    q.get(&level_key(level)).map_or_else(|| NONE.to_string(), |v| ns(*v))
+    optional(q.at(level))
 }
 
 /// `1, 3, 5`; runs of three or more consecutive sessions shortened to `6–9`.
@@ -45,7 +49,7 @@ pub(super) fn session_list(sessions: &[u32]) -> String {
 
 /// The median of a mode (NaN when absent, sorting last).
 pub(super) fn mode_median(m: &Mode) -> f64 {
-    m.latency_ns.get(&level_key(50.0)).copied().unwrap_or(f64::NAN)
+    m.latency_ns.median().unwrap_or(f64::NAN)
 }
 
 /// The program's modes, lowest median first.

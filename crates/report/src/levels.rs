@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::figures::Figure;
 use super::format::{mode_median, ns};
+use super::svg::Figure;
 use super::svg::{Axis, Decor, Frame, Svg, colour};
 use latency_plan::FactorValue;
 use latency_results::summary::LevelSummary;
@@ -112,8 +112,8 @@ fn series<'a>(p: &'a ProgramSummary, factor: &str) -> Vec<(String, Points<'a>)> 
 /// Legend entries per row.
 const LEGEND_PER_ROW: usize = 4;
 
-fn q(l: &LevelSummary, key: &str) -> f64 {
-    l.summary.latency_ns.get(key).copied().unwrap_or(f64::NAN)
+fn q(l: &LevelSummary, level: f64) -> f64 {
+    l.summary.latency_ns.at(level).unwrap_or(f64::NAN)
 }
 
 fn against(factor: &str, index: usize, factors: &[String], progs: &[(&String, &ProgramSummary)]) -> Figure {
@@ -126,8 +126,7 @@ fn against(factor: &str, index: usize, factors: &[String], progs: &[(&String, &P
         let py = top + i as f64 * (title_h + legend_h + panel_h + gap_y);
         let groups = series(p, factor);
         let xs = || groups.iter().flat_map(|g| &g.1).map(|(x, _)| *x);
-        let ys =
-            || groups.iter().flat_map(|g| &g.1).flat_map(|(_, l)| [q(l, "p5"), q(l, "p50"), q(l, "p95"), q(l, "p99")]);
+        let ys = || groups.iter().flat_map(|g| &g.1).flat_map(|(_, l)| [q(l, 5.0), q(l, 50.0), q(l, 95.0), q(l, 99.0)]);
         let (xscale, yscale) = (Scale::of(xs()), Scale::of(ys()));
         let fold = |it: &mut dyn Iterator<Item = f64>| {
             it.filter(|v| v.is_finite()).fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)))
@@ -160,8 +159,8 @@ fn against(factor: &str, index: usize, factors: &[String], progs: &[(&String, &P
             let at = |x: f64, v: f64| (frame.px(xscale.at(x)), frame.py(yscale.at(v)));
             let band: Vec<(f64, f64)> = points
                 .iter()
-                .map(|(x, l)| at(*x, q(l, "p95")))
-                .chain(points.iter().rev().map(|(x, l)| at(*x, q(l, "p5"))))
+                .map(|(x, l)| at(*x, q(l, 95.0)))
+                .chain(points.iter().rev().map(|(x, l)| at(*x, q(l, 5.0))))
                 .collect();
             if band.iter().all(|(a, b)| a.is_finite() && b.is_finite()) && band.len() >= 4 {
                 let d: Vec<String> = band
@@ -171,13 +170,17 @@ fn against(factor: &str, index: usize, factors: &[String], progs: &[(&String, &P
                     .collect();
                 svg.path(&format!("{}Z", d.join("")), c, 0.15, "none", 0.0);
             }
-            let line = |key: &str| -> Vec<(f64, f64)> {
-                points.iter().map(|(x, l)| at(*x, q(l, key))).filter(|(a, b)| a.is_finite() && b.is_finite()).collect()
+            let line = |level: f64| -> Vec<(f64, f64)> {
+                points
+                    .iter()
+                    .map(|(x, l)| at(*x, q(l, level)))
+                    .filter(|(a, b)| a.is_finite() && b.is_finite())
+                    .collect()
             };
-            svg.polyline(&line("p50"), c, 2.0, None);
-            svg.polyline(&line("p99"), c, 1.2, Some("5 4"));
+            svg.polyline(&line(50.0), c, 2.0, None);
+            svg.polyline(&line(99.0), c, 1.2, Some("5 4"));
             for (x, l) in points {
-                let (px, py) = at(*x, q(l, "p50"));
+                let (px, py) = at(*x, q(l, 50.0));
                 svg.circle(px, py, 4.0, c, "#fff");
                 // Other reset modes of the level, apart from the headline's.
                 for m in l.summary.modes.iter().skip(1) {
@@ -231,8 +234,8 @@ pub(crate) fn rows(s: &Summary) -> Vec<LevelRow> {
             p.levels.iter().map(move |l| LevelRow {
                 program: name.clone(),
                 level: l.summary.level.as_deref().unwrap_or_default().replace('/', ", ").replace('=', " "),
-                median: ns(q(l, "p50")),
-                p99: ns(q(l, "p99")),
+                median: ns(q(l, 50.0)),
+                p99: ns(q(l, 99.0)),
                 median_ci: ci(l.summary.median_ci95_ns),
                 modes: l.summary.modes.len(),
                 null_calibration: format!("{} ({})", l.null_calibration, l.null_level),

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::format::ns;
+use super::format::{ns, quantile};
 use latency_results::summary::Summary;
 
 /// One program's figures for one pair.
@@ -22,7 +22,6 @@ pub struct PortPairRow {
 /// The rows: per program, its pairs in name order.
 pub fn rows(s: &Summary) -> Vec<PortPairRow> {
     let pairs = s.provenance.as_ref().map(|p| p.analysis.port_pairs.clone()).unwrap_or_default();
-    let cell = |v: Option<&f64>| v.map_or_else(|| "—".to_string(), |v| ns(*v));
     s.programs
         .iter()
         .flat_map(|(name, p)| p.port_pairs.iter().map(move |(pair, h)| (name, pair, h)))
@@ -30,8 +29,8 @@ pub fn rows(s: &Summary) -> Vec<PortPairRow> {
             program: name.clone(),
             pair: pair.clone(),
             ports: pairs.get(pair).map_or_else(|| "—".into(), |pp| format!("{} → {}", pp.from, pp.to)),
-            median: cell(h.latency_ns.get("p50")),
-            p99: cell(h.latency_ns.get("p99")),
+            median: quantile(&h.latency_ns, 50.0),
+            p99: quantile(&h.latency_ns, 99.0),
             median_ci: format!("[{}, {}]", ns(h.median_ci95_ns[0]), ns(h.median_ci95_ns[1])),
             null_offset: ns(h.null_offset_ns),
             probes: h.probes,

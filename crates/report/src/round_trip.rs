@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::format::ns;
+use super::format::{ns, quantile};
 use latency_results::summary::Summary;
 
 /// One program's row.
@@ -21,19 +21,18 @@ pub struct RoundTripRow {
 
 /// The rows, one per program timed by the originator.
 pub fn rows(s: &Summary) -> Vec<RoundTripRow> {
-    let cell = |v: Option<&f64>| v.map_or_else(|| "—".to_string(), |v| ns(*v));
     s.programs
         .iter()
         .filter_map(|(name, p)| {
             let r = p.round_trip.as_ref()?;
             Some(RoundTripRow {
                 program: name.clone(),
-                rtt_p50: cell(r.rtt_ns.get("p50")),
-                rtt_p99: cell(r.rtt_ns.get("p99")),
+                rtt_p50: quantile(&r.rtt_ns, 50.0),
+                rtt_p99: quantile(&r.rtt_ns, 99.0),
                 null_rtt: ns(r.null_rtt_ns),
                 crossings: r.crossings,
-                one_way_p50: cell(r.one_way_ns.get("p50")),
-                one_way_p99: cell(r.one_way_ns.get("p99")),
+                one_way_p50: quantile(&r.one_way_ns, 50.0),
+                one_way_p99: quantile(&r.one_way_ns, 99.0),
                 one_way_ci: format!("[{}, {}]", ns(r.one_way_median_ci95_ns[0]), ns(r.one_way_median_ci95_ns[1])),
             })
         })

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::format::ns;
+use super::format::{ns, optional, quantile};
 use latency_results::summary::Summary;
 
 /// One program's row.
@@ -24,7 +24,6 @@ pub struct SoakRow {
 
 /// The rows, one per program with histogram logs.
 pub fn rows(s: &Summary) -> Vec<SoakRow> {
-    let cell = |v: Option<&f64>| v.map_or_else(|| "—".to_string(), |v| ns(*v));
     s.programs
         .iter()
         .filter_map(|(name, p)| {
@@ -36,11 +35,11 @@ pub fn rows(s: &Summary) -> Vec<SoakRow> {
                 program: name.clone(),
                 runs: k.runs,
                 pairs: k.pairs,
-                raw_p50: cell(k.latency_raw_ns.get("p50")),
-                raw_p99: cell(k.latency_raw_ns.get("p99")),
-                null_median: cell(k.null_median_ns.as_ref()),
-                p50: cell(k.latency_ns.get("p50")),
-                p99: cell(k.latency_ns.get("p99")),
+                raw_p50: quantile(&k.latency_raw_ns, 50.0),
+                raw_p99: quantile(&k.latency_raw_ns, 99.0),
+                null_median: optional(k.null_median_ns),
+                p50: quantile(&k.latency_ns, 50.0),
+                p99: quantile(&k.latency_ns, 99.0),
                 interval_medians: if medians.is_empty() { "—".into() } else { format!("{} – {}", ns(lo), ns(hi)) },
                 intervals: k.intervals.len(),
                 resolution: format!("{} significant digits (±{} %)", k.significant_digits, k.resolution * 100.0),

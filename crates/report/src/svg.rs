@@ -366,6 +366,27 @@ pub(super) const TEXT: &str = INK;
 /// Secondary text colour.
 pub(super) const TEXT_MUTED: &str = MUTED;
 
+/// One figure.
+#[derive(Clone, Debug)]
+pub(crate) struct Figure {
+    /// Stable identifier, also the SVG file name (`figures/<id>.svg`).
+    pub(crate) id: &'static str,
+    /// Title.
+    pub(crate) title: String,
+    /// Caption (what is plotted and how to read it).
+    pub(crate) caption: String,
+    /// The SVG document without an XML namespace (for inline use).
+    pub(crate) svg: String,
+}
+
+impl Figure {
+    /// The SVG as a standalone file.
+    pub(crate) fn standalone(&self) -> String {
+        let with_ns = self.svg.replacen("<svg ", "<svg xmlns=\"http://www.w3.org/2000/svg\" ", 1);
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{with_ns}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::figures::Figure;
 use super::format::{NONE, dominant_mode, mode_median, ns, ordered_modes, quantile, session_list, session_modes};
+use super::svg::Figure;
 use latency_plan::TraceSource;
 use latency_results::provenance::Provenance;
 use latency_results::summary::Margins;

@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::provenance::Provenance;
-
 use latency_plan::Analysis;
 use latency_plan::Level;
 use latency_plan::Plan;
@@ -111,21 +109,6 @@ impl Group {
     /// The trace whose null calibration this program group is differenced against.
     pub fn calibrated_by(&self) -> &str {
         self.null_trace.as_deref().unwrap_or(&self.trace)
-    }
-}
-
-impl From<&Provenance> for Index {
-    fn from(p: &Provenance) -> Index {
-        Index {
-            study: p.study.clone(),
-            groups: p.groups.clone(),
-            levels: p.levels.clone(),
-            analysis: p.analysis.clone(),
-            report: p.report.clone(),
-            tsc_hz: p.tsc_hz,
-            seed: p.seed,
-            sender: p.sender,
-        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! run file that exists is never overwritten.
 
 mod dir;
+mod error;
 pub mod event;
 pub mod failpoint;
 pub mod history;
@@ -33,4 +34,5 @@ pub mod runfile;
 pub mod summary;
 
 pub use dir::*;
+pub use error::{ResultsError, io_err};
 pub use index::SessionKind;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{Group, StudyLevel};
+use super::index::{Group, Index, StudyLevel};
 use super::{ResultsDir, ResultsError, write_file};
 use latency_plan::Analysis;
 use latency_plan::Plan;
@@ -284,6 +284,21 @@ impl Provenance {
             source,
         })?;
         write_file(&path, text.as_bytes(), true)
+    }
+}
+
+impl From<&Provenance> for Index {
+    fn from(p: &Provenance) -> Index {
+        Index {
+            study: p.study.clone(),
+            groups: p.groups.clone(),
+            levels: p.levels.clone(),
+            analysis: p.analysis.clone(),
+            report: p.report.clone(),
+            tsc_hz: p.tsc_hz,
+            seed: p.seed,
+            sender: p.sender,
+        }
     }
 }
 

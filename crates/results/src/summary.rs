@@ -6,10 +6,74 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::provenance::Provenance;
+use crate::{ResultsDir, ResultsError};
 use latency_plan::FactorValue;
 
-/// Quantiles keyed `p5`, `p25`, … (ns).
-pub type Quantiles = BTreeMap<String, f64>;
+/// A distribution's quantiles by level (percent), ns, written as an object keyed `p5`, `p25`, …
+/// (see [`level_key`]). A level is read with [`Quantiles::at`] (or [`Quantiles::median`],
+/// [`Quantiles::p99`]), which says when the level is absent: there is no indexing that could panic.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Quantiles(BTreeMap<String, f64>);
+
+impl Quantiles {
+    /// No quantile.
+    pub fn new() -> Quantiles {
+        Quantiles::default()
+    }
+
+    /// The quantile at `level` percent, if it is there.
+    pub fn at(&self, level: f64) -> Option<f64> {
+        self.0.get(&level_key(level)).copied()
+    }
+
+    /// The quantile whose key is `key` as written (`p50`), if it is there.
+    pub fn at_key(&self, key: &str) -> Option<f64> {
+        self.0.get(key).copied()
+    }
+
+    /// The median, if it is there.
+    pub fn median(&self) -> Option<f64> {
+        self.at(50.0)
+    }
+
+    /// The 99th percentile, if it is there.
+    pub fn p99(&self) -> Option<f64> {
+        self.at(99.0)
+    }
+
+    /// Set the quantile at `level` percent.
+    pub fn insert(&mut self, level: f64, value: f64) {
+        self.0.insert(level_key(level), value);
+    }
+
+    /// Each quantile with its key as written (`p50`), in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// Remove the quantile at `level` percent, returning it if it was there.
+    pub fn remove(&mut self, level: f64) -> Option<f64> {
+        self.0.remove(&level_key(level))
+    }
+
+    /// Whether there is no quantile.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The same levels with `f` applied to each value.
+    pub fn map(&self, f: impl Fn(f64) -> f64) -> Quantiles {
+        Quantiles(self.0.iter().map(|(k, v)| (k.clone(), f(*v))).collect())
+    }
+}
+
+/// Quantiles from (level in percent, value) pairs.
+impl FromIterator<(f64, f64)> for Quantiles {
+    fn from_iter<I: IntoIterator<Item = (f64, f64)>>(iter: I) -> Quantiles {
+        Quantiles(iter.into_iter().map(|(l, v)| (level_key(l), v)).collect())
+    }
+}
 
 /// The key of a quantile level: 5 → `p5`, 99.9 → `p99.9`.
 pub fn level_key(level: f64) -> String {
@@ -133,9 +197,9 @@ impl RoundTrip {
         let k = f64::from(crossings.max(1));
         RoundTrip {
             crossings,
-            rtt_ns: p.latency_raw_ns.iter().map(|(q, v)| (q.clone(), v + p.null_offset_ns)).collect(),
+            rtt_ns: p.latency_raw_ns.map(|v| v + p.null_offset_ns),
             null_rtt_ns: p.null_offset_ns,
-            one_way_ns: p.latency_ns.iter().map(|(q, v)| (q.clone(), v / k)).collect(),
+            one_way_ns: p.latency_ns.map(|v| v / k),
             one_way_median_ci95_ns: p.median_ci95_ns.map(|v| v / k),
         }
     }
@@ -450,4 +514,13 @@ pub struct SoakInterval {
     pub raw_median_ns: Option<f64>,
     /// p99 before calibration (ns).
     pub raw_p99_ns: Option<f64>,
+}
+/// Fingerprint of what a summary is computed from: the journal (which holds every run's sha256)
+/// and the provenance.
+pub fn inputs_sha256(dir: &ResultsDir) -> Result<String, ResultsError> {
+    let mut text = String::new();
+    for path in [dir.journal_path(), dir.root().join(crate::provenance::FILE)] {
+        text.push_str(&latency_plan::digest::sha256_file(&path).map_err(crate::io_err(&path))?);
+    }
+    Ok(latency_plan::digest::sha256_hex(text.as_bytes()))
 }

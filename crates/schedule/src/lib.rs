@@ -8,10 +8,12 @@
 mod dry_run;
 mod expand;
 mod groups;
+mod model;
 pub mod slices;
 #[cfg(test)]
 mod tests;
 
 pub use dry_run::{describe, hms};
-pub use expand::*;
+pub use expand::expand;
 pub use groups::groups;
+pub use model::*;

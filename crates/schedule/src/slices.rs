@@ -2,25 +2,8 @@
 //! predicted wall time. The engine gives each free slice the next session of the schedule; if
 //! every session takes its predicted time, that is list scheduling in schedule order, as here.
 
-use serde::Serialize;
-
-use super::{Schedule, Session};
+use crate::model::{Assignment, Schedule, Session};
 use latency_plan::inventory::Action;
-
-/// The predicted assignment of a schedule's sessions to slices.
-#[derive(Clone, Debug, Serialize)]
-pub struct Assignment {
-    /// The slices, as named on the command line.
-    pub slices: Vec<String>,
-    /// Per session (schedule order), its slice (1, 2, …).
-    pub slice_of: Vec<usize>,
-    /// Predicted seconds of each slice's sessions.
-    pub busy_seconds: Vec<f64>,
-    /// Predicted wall time on the slices.
-    pub wall_seconds: f64,
-    /// Predicted wall time on one testbed.
-    pub one_slice_seconds: f64,
-}
 
 /// A session's predicted seconds: bring-up, waits, replays, run steps and teardown.
 pub fn session_seconds(s: &Session) -> f64 {

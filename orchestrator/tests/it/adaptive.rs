@@ -55,11 +55,11 @@ fn the_ladder_stops_when_its_rule_holds_and_reports_each_modes_frequency() {
     let p = &s.programs["five_tuple"];
     assert_eq!(p.modes.len(), 3, "{:?}", p.modes.iter().map(|m| &m.latency_ns).collect::<Vec<_>>());
     let mut modes: Vec<_> = p.modes.iter().collect();
-    modes.sort_by(|a, b| a.latency_ns["p50"].total_cmp(&b.latency_ns["p50"]));
+    modes.sort_by(|a, b| a.latency_ns.at(50.0).unwrap().total_cmp(&b.latency_ns.at(50.0).unwrap()));
     let total: usize = modes.iter().map(|m| m.sessions.len()).sum();
     assert_eq!(total, sessions as usize);
     for (m, (median, share)) in modes.iter().zip(MODES) {
-        assert!((m.latency_ns["p50"] - median).abs() < 1.0, "{:?}", m.latency_ns);
+        assert!((m.latency_ns.at(50.0).unwrap() - median).abs() < 1.0, "{:?}", m.latency_ns);
         let f = m.frequency.unwrap();
         assert!((f - m.sessions.len() as f64 / total as f64).abs() < 1e-12);
         let [lo, hi] = m.frequency_ci95.unwrap();

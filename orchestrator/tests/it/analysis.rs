@@ -21,7 +21,7 @@ fn latencylab_sample_reproduces_the_paper_forward_estimate() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = summary(&out);
     let fwd = &s.programs["forward"];
-    let p50 = fwd.latency_ns["p50"];
+    let p50 = fwd.latency_ns.at(50.0).unwrap();
     // One run of Forward and one of null (13,900 valid probes each): median(Forward) = 166 ns and
     // median(null) = 24 ns by independent computation (fixture README), so the estimate is 142 ns.
     // The paper's 149 ns comes from 5 sessions x 10 runs; with one session the null offset alone
@@ -177,7 +177,7 @@ fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_media
         for m in &p.modes {
             let sessions = m.sessions.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
             args.push(format!("{name}:{sessions}:{null}"));
-            expected.insert(format!("{name}:{sessions}"), m.latency_raw_ns["p50"]);
+            expected.insert(format!("{name}:{sessions}"), m.latency_raw_ns.at(50.0).unwrap());
         }
     }
     let o = Command::new(test_python()).args(&args).output().unwrap();
@@ -257,7 +257,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
                 .collect();
             out.push((
                 name.clone(),
-                m.latency_ns["p50"],
+                m.latency_ns.at(50.0).unwrap(),
                 latency_analysis::stats::median(&mut lat),
                 m.sessions.clone(),
                 want.clone(),

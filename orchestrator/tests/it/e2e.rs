@@ -142,7 +142,7 @@ fn emulated_study_end_to_end() {
     assert!(err.contains("checksum mismatch after upload") && err.contains("uploading again"), "{err}");
     let s = summary(&dir);
     for (program, delay_ns) in [("forward", 300_000.0), ("remove_header", 400_000.0)] {
-        let p50 = s.programs[program].latency_ns["p50"];
+        let p50 = s.programs[program].latency_ns.at(50.0).unwrap();
         assert!((p50 - delay_ns).abs() <= 0.05 * delay_ns, "{program}: {p50} ns vs {delay_ns} ns");
     }
     let finished = runs_finished(&dir);
@@ -311,7 +311,7 @@ fn emulated_study_end_to_end() {
     let r50 = hw.levels.iter().find(|l| l.level == 50.0).unwrap().measured_ns;
     let d50 = session.raw_median_ns;
     assert!((r50 - d50).abs() <= 0.05 * d50, "R median {r50} ns vs D median {d50} ns");
-    let p50 = forward.latency_ns["p50"];
+    let p50 = forward.latency_ns.at(50.0).unwrap();
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "reflect mode: Forward {p50} ns vs 300 µs");
     let (batches, _) =
         latency_results::runfile::read(&reflect_dir.join("data/program=forward/session=1/run=1.parquet")).unwrap();
@@ -355,7 +355,7 @@ fn emulated_study_end_to_end() {
         let levels = &s.programs[program].levels;
         assert_eq!(levels.len(), 3, "{program}");
         for (l, want) in levels.iter().zip(model) {
-            let p50 = l.summary.latency_ns["p50"];
+            let p50 = l.summary.latency_ns.at(50.0).unwrap();
             assert!((p50 - want).abs() <= 0.05 * want, "{program} at {:?}: {p50} ns vs {want} ns", l.factors);
         }
     }
@@ -384,7 +384,7 @@ fn emulated_study_end_to_end() {
     let levels = &s.programs["forward"].levels;
     assert_eq!(levels.len(), 2);
     for l in levels {
-        let p50 = l.summary.latency_ns["p50"];
+        let p50 = l.summary.latency_ns.at(50.0).unwrap();
         assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "{:?}: Forward {p50} ns vs 300 µs", l.factors);
     }
     let provenance: serde_json::Value =
@@ -435,7 +435,7 @@ fn emulated_study_end_to_end() {
     assert_eq!(k.pairs, s.programs["forward"].sessions[0].matched);
     assert_eq!(k.pairs, 2 * 1400);
     assert!(k.intervals.iter().filter(|i| i.run == 1).count() >= 3, "{:?}", k.intervals);
-    let p50 = k.latency_ns["p50"];
+    let p50 = k.latency_ns.at(50.0).unwrap();
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "soak: Forward {p50} ns vs 300 µs");
     assert!(soak_dir.join("data/program=forward/session=1/run=2.hlog").is_file());
 
@@ -457,7 +457,7 @@ fn emulated_study_end_to_end() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = summary(&histograms_dir);
     assert_eq!((s.health.runs, s.health.failed_runs, s.health.matched), (4, 0, 2 * 1400 + 2 * 2000));
-    let p50 = s.programs["forward"].latency_ns["p50"];
+    let p50 = s.programs["forward"].latency_ns.at(50.0).unwrap();
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "histograms only: Forward {p50} ns vs 300 µs");
     for e in journal(&histograms_dir) {
         if let Event::RunFinished { records, .. } = e.event {
@@ -475,9 +475,9 @@ fn emulated_study_end_to_end() {
     let s = summary(&rtt_dir);
     let p = &s.programs["forward"];
     let rt = p.round_trip.as_ref().expect("round trips");
-    let one_way = rt.one_way_ns["p50"];
+    let one_way = rt.one_way_ns.at(50.0).unwrap();
     assert!((one_way - 300_000.0).abs() <= 0.05 * 300_000.0, "rtt: Forward {one_way} ns one way vs 300 µs");
-    assert!(rt.rtt_ns["p50"] > rt.null_rtt_ns + 250_000.0, "{rt:?}");
+    assert!(rt.rtt_ns.at(50.0).unwrap() > rt.null_rtt_ns + 250_000.0, "{rt:?}");
     // Forward drops the probes whose id ends in 3, 6 or 9: 350 of 500 come back in each of its
     // runs (the null path echoes all).
     assert_eq!(p.sessions[0].matched, 3 * 350);
@@ -499,9 +499,9 @@ fn emulated_study_end_to_end() {
     // null sessions, where both cards forward at once, its wake-ups come later than in Forward's,
     // so hop 2 reads low (measured −1.8 % to −4.6 % over six studies): 8 % there, 5 % elsewhere.
     for (what, got, want, tolerance) in [
-        ("hop 1", p.latency_ns["p50"], 300_000.0, 0.05),
-        ("hop 2", p.port_pairs["hop2"].latency_ns["p50"], 300_000.0, 0.08),
-        ("path", p.port_pairs["path"].latency_ns["p50"], 600_000.0, 0.05),
+        ("hop 1", p.latency_ns.at(50.0).unwrap(), 300_000.0, 0.05),
+        ("hop 2", p.port_pairs["hop2"].latency_ns.at(50.0).unwrap(), 300_000.0, 0.08),
+        ("path", p.port_pairs["path"].latency_ns.at(50.0).unwrap(), 600_000.0, 0.05),
     ] {
         assert!((got - want).abs() <= tolerance * want, "two-hop: {what} {got} ns vs {want} ns");
     }

@@ -126,7 +126,8 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
         let (code, t) = trend_json(&store, &env, &[]);
         assert_eq!(code, Some(0), "{t:?}");
         for stat in ["p50", "p99"] {
-            let want: Vec<f64> = nights.iter().map(|d| summary(d).programs["forward"].latency_ns[stat]).collect();
+            let want: Vec<f64> =
+                nights.iter().map(|d| summary(d).programs["forward"].latency_ns.at_key(stat).unwrap()).collect();
             assert_eq!(series_values(&t, "forward", stat), want, "{store} {stat}");
         }
 
@@ -148,7 +149,7 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
         est.sort_by(f64::total_cmp);
         let n = est.len();
         let median = if n % 2 == 1 { est[n / 2] } else { (est[n / 2 - 1] + est[n / 2]) / 2.0 };
-        assert!((median - f.latency_raw_ns["p50"]).abs() <= 0.5, "{median} vs {:?}", f.latency_raw_ns);
+        assert!((median - f.latency_raw_ns.at(50.0).unwrap()).abs() <= 0.5, "{median} vs {:?}", f.latency_raw_ns);
     }
 }
 

@@ -49,7 +49,7 @@ fn a_load_sweep_recovers_the_model_at_every_level_and_every_level_is_in_tree_sum
     assert_eq!(p.level.as_deref(), Some(want[0].as_str()), "the headline is the first level's");
     for l in &p.levels {
         let (pps, frame) = (l.factors["pacing_pps"].as_num().unwrap(), l.factors["frame_size"].as_num().unwrap());
-        let got = l.summary.latency_ns["p50"];
+        let got = l.summary.latency_ns.at(50.0).unwrap();
         let model = model_median(pps);
         assert!((got - model).abs() < 0.5, "{pps} pps, {frame} B: {got} ns against the model's {model} ns");
         // The null calibration is measured at each frame size, at the base pacing.
@@ -58,7 +58,9 @@ fn a_load_sweep_recovers_the_model_at_every_level_and_every_level_is_in_tree_sum
             ("per_level", format!("pacing_pps=500/frame_size={frame}"))
         );
     }
-    let median = |pps: u32| p.levels.iter().find(|l| l.factors["pacing_pps"] == pps).unwrap().summary.latency_ns["p50"];
+    let median = |pps: u32| {
+        p.levels.iter().find(|l| l.factors["pacing_pps"] == pps).unwrap().summary.latency_ns.at(50.0).unwrap()
+    };
     assert!((median(50_000) - median(500)).abs() < 1.0, "flat at low load");
     assert!(median(19_000_000) > median(500) + 400.0, "past the knee");
 
@@ -164,7 +166,7 @@ fn a_header_inserting_programs_bound_follows_each_levels_frame_size() {
         assert_eq!(rows.len(), 1, "{rows:?}");
         let row = &rows[0];
         assert_eq!((u32::from(row.frame_len), row.bound_cycles, row.above_bound), (f, b.cycles, b.violations));
-        assert!(row.probes >= 2 * 1399 && (row.p50_ns - l.summary.latency_ns["p50"]).abs() < 2.0, "{row:?}");
+        assert!(row.probes >= 2 * 1399 && (row.p50_ns - l.summary.latency_ns.at(50.0).unwrap()).abs() < 2.0, "{row:?}");
     }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(
@@ -182,7 +184,15 @@ fn bursts_queue_behind_each_other_and_a_sender_that_does_not_burst_is_caught() {
     assert!(o.status.success(), "{}", stderr(&o));
     let s = summary(&dir);
     let median = |b: u32| {
-        s.programs["forward"].levels.iter().find(|l| l.factors["burst"] == b).unwrap().summary.latency_ns["p50"]
+        s.programs["forward"]
+            .levels
+            .iter()
+            .find(|l| l.factors["burst"] == b)
+            .unwrap()
+            .summary
+            .latency_ns
+            .at(50.0)
+            .unwrap()
     };
     // By hand: at 1 Mpps on the 20 Mpps pipeline, ρ = 0.05 adds 1.32 ns to every probe; in a
     // burst the j-th probe also waits j × (50 − 12.16) ns (a 128 B frame and 24 B of overhead at
@@ -233,10 +243,10 @@ fn the_int_study_recovers_the_transit_hops_frame_length_dependent_latency() {
         let levels = &s.programs[program].levels;
         let sizes: Vec<u32> = levels.iter().map(|l| l.factors["frame_size"].as_num().unwrap()).collect();
         assert_eq!(sizes, [128, 512, 1024], "{program}");
-        let first = levels[0].summary.latency_ns["p50"];
+        let first = levels[0].summary.latency_ns.at(50.0).unwrap();
         for l in levels {
             let f = l.factors["frame_size"].as_num().unwrap();
-            let (got, model) = (l.summary.latency_ns["p50"], base + per_byte * f64::from(f));
+            let (got, model) = (l.summary.latency_ns.at(50.0).unwrap(), base + per_byte * f64::from(f));
             assert!((got - model).abs() < 1.5, "{program} at {f} B: {got} ns against the model's {model} ns");
             let (rise, model_rise) = (got - first, per_byte * f64::from(f - 128));
             assert!((rise - model_rise).abs() < 0.5, "{program} from 128 B to {f} B: {rise} ns, model {model_rise} ns");

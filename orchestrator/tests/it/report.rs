@@ -86,7 +86,7 @@ fn provenance() -> Provenance {
 }
 
 fn quantiles(values: [f64; 6]) -> Quantiles {
-    LEVELS.iter().zip(values).map(|(l, v)| (format!("p{l}"), v)).collect()
+    LEVELS.iter().copied().zip(values).collect()
 }
 
 /// A bell of `n` probes around `centre` (1 ns bins starting at `start`).
@@ -384,7 +384,7 @@ fn missing_provenance_and_empty_sections_render() {
     s.programs.values_mut().for_each(|p| {
         p.vendor_bound = None;
         p.histogram = Histogram::default();
-        p.latency_ns.remove("p99");
+        p.latency_ns.remove(99.0);
     });
     render(&s, &both(), None, &dir).unwrap();
     let md = read(&dir.join("report.md"));

@@ -359,7 +359,8 @@ fn a_second_writer_is_refused_with_the_holders_pid_and_command() {
 #[test]
 fn analyze_counts_only_journaled_runs_and_names_every_stray_or_altered_file() {
     let dir = copy_of_finished("stray");
-    let medians = |d: &Path| -> Vec<f64> { summary_of(d).programs.values().map(|p| p.latency_ns["p50"]).collect() };
+    let medians =
+        |d: &Path| -> Vec<f64> { summary_of(d).programs.values().map(|p| p.latency_ns.at(50.0).unwrap()).collect() };
     let clean = medians(&dir);
     // A checksum run copied where no run of the study is, and a forward run edited to 0 rows.
     let stray = dir.join("data/program=forward/session=3/run=99.parquet");

@@ -65,12 +65,12 @@ fn soak_logs_are_stored_hashed_and_summarised_like_the_records_say() {
     assert_eq!(k.intervals.iter().map(|i| i.pairs).sum::<u64>(), k.pairs);
     let close = |got: f64, exact: f64| (got - exact).abs() <= k.resolution * exact.abs() + 1.0;
     for q in [50.0, 99.0] {
-        let (got, exact) = (k.latency_raw_ns[&format!("p{q}")], rank(&forward, q / 100.0));
+        let (got, exact) = (k.latency_raw_ns.at(q).unwrap(), rank(&forward, q / 100.0));
         assert!(close(got, exact), "raw p{q}: {got} vs {exact} from the records");
     }
     let null_median = k.null_median_ns.unwrap();
     assert!(close(null_median, rank(&null, 0.5)), "null median {null_median} vs {}", rank(&null, 0.5));
-    assert_eq!(k.latency_ns["p50"], k.latency_raw_ns["p50"] - null_median);
+    assert_eq!(k.latency_ns.at(50.0).unwrap(), k.latency_raw_ns.at(50.0).unwrap() - null_median);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("**Table III.** Soak mode") && report.contains("3 significant digits"), "{report}");
 
@@ -127,11 +127,13 @@ fn a_soak_without_records_keeps_histograms_only_and_its_headline_is_theirs() {
     assert_eq!(p.null_offset_ns, k.null_median_ns.unwrap());
     let forward = differentials(&kept, "forward", with.tsc_hz);
     let exact = rank(&forward, 0.5) - k.null_median_ns.unwrap();
-    assert!((p.latency_ns["p50"] - exact).abs() <= k.resolution * rank(&forward, 0.5) + 1.0, "{p:?}");
-    assert!((p.latency_ns["p50"] - 149.0).abs() < 2.0, "{:?}", p.latency_ns);
+    assert!((p.latency_ns.at(50.0).unwrap() - exact).abs() <= k.resolution * rank(&forward, 0.5) + 1.0, "{p:?}");
+    assert!((p.latency_ns.at(50.0).unwrap() - 149.0).abs() < 2.0, "{:?}", p.latency_ns);
     assert_eq!(p.sessions.len(), 2);
     // Two sessions: the interval has the bring-up spread of their medians.
-    assert!(p.median_ci95_ns[0] < p.latency_ns["p50"] && p.latency_ns["p50"] < p.median_ci95_ns[1]);
+    assert!(
+        p.median_ci95_ns[0] < p.latency_ns.at(50.0).unwrap() && p.latency_ns.at(50.0).unwrap() < p.median_ci95_ns[1]
+    );
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("**Table III.** Soak mode"), "{report}");
     for d in [dir, kept] {

@@ -194,15 +194,15 @@ fn analyze_dir(rd: &latency_results::ResultsDir) -> Result<latency_results::summ
 
 fn print_headline(summary: &latency_results::summary::Summary) {
     for (name, p) in &summary.programs {
-        let q = |k: &str| p.latency_ns.get(k).copied().unwrap_or(f64::NAN);
+        let q = |level: f64| p.latency_ns.at(level).unwrap_or(f64::NAN);
         let modes = if p.modes.len() > 1 { format!(" ({} modes)", p.modes.len()) } else { String::new() };
         progress(format_args!(
             "  {name:<16} median {:>6.1} ns [{:.1}, {:.1}]  p5 {:>6.1}  p99 {:>6.1}{modes}",
-            q("p50"),
+            q(50.0),
             p.median_ci95_ns[0],
             p.median_ci95_ns[1],
-            q("p5"),
-            q("p99")
+            q(5.0),
+            q(99.0)
         ));
     }
     for problem in &summary.health.problems {

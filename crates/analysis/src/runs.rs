@@ -1,0 +1,148 @@
+//! A run's records paired into per-probe differentials (ns), and a session's per-probe estimates
+//! (median over its runs).
+
+use crate::stats::median;
+
+/// One run, paired.
+pub struct RunPairs {
+    pub(crate) group: usize,
+    pub(crate) session: u32,
+    /// The run's factor level (studies with factors).
+    pub(crate) level: Option<String>,
+    /// (probe id, D ns), id order, first probe after the gap already removed when excluded.
+    pub(crate) diffs: Vec<(u64, f64)>,
+    /// (D ns, R ns) for reflect data.
+    pub(crate) hw: Vec<(f64, f64)>,
+    /// Frame length of each probe of `diffs` as sent (empty without frame lengths).
+    pub(crate) lens: Vec<u16>,
+    pub(crate) counts: latency_results::pairs::Counts,
+    pub(crate) excluded: u64,
+    pub(crate) pacing_pps: Option<f64>,
+    /// Whether the pacing was inferred from probe ids (most bypass copies missing).
+    pub(crate) pacing_inferred: bool,
+}
+
+/// Pair one run's records (group index into the study's groups, session number).
+pub fn pair_batches(
+    group: usize,
+    session: u32,
+    batches: &[arrow_array::RecordBatch],
+    tsc_hz: f64,
+    exclude_first: bool,
+) -> RunPairs {
+    pair_ports_of(group, session, batches, tsc_hz, exclude_first, latency_plan::PortPair { from: 1, to: 0 })
+}
+
+/// Pair one run's records on two of its ports ([`latency_results::pairs::pair_ports`]).
+pub fn pair_ports_of(
+    group: usize,
+    session: u32,
+    batches: &[arrow_array::RecordBatch],
+    tsc_hz: f64,
+    exclude_first: bool,
+    ports: latency_plan::PortPair,
+) -> RunPairs {
+    let p = latency_results::pairs::pair_ports(batches, ports);
+    let ns = 1e9 / tsc_hz;
+    let skip = if exclude_first { p.first_id } else { None };
+    let mut diffs = Vec::with_capacity(p.diffs.len());
+    let mut hw = Vec::with_capacity(p.hw_diffs.len());
+    let mut lens = Vec::with_capacity(p.lens.len());
+    let mut excluded = 0;
+    for (k, &(id, d)) in p.diffs.iter().enumerate() {
+        if Some(id) == skip {
+            excluded += 1;
+            continue;
+        }
+        diffs.push((id, d as f64 * ns));
+        lens.extend(p.lens.get(k));
+        if let Some(Some(r)) = p.hw_diffs.get(k) {
+            hw.push((d as f64 * ns, *r as f64));
+        }
+    }
+    let pacing_pps = p.bypass_pps(tsc_hz);
+    let pacing_inferred = p.pacing_inferred();
+    RunPairs { group, session, level: None, diffs, hw, lens, counts: p.counts, excluded, pacing_pps, pacing_inferred }
+}
+
+/// Per-probe estimates of one session: median over runs of each probe's differentials; with them,
+/// whether every estimate is the median of an odd number of runs (then it lies on the TSC's grid,
+/// else on a grid of half a tick).
+pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
+    let lists: Vec<(&[(u64, f64)], f64)> = runs.iter().map(|r| (r.diffs.as_slice(), 0.0)).collect();
+    let mut groups = ByProbe::new(&lists);
+    let mut odd = true;
+    let mut out = Vec::with_capacity(groups.ids.len());
+    for (id, v) in groups.iter_mut() {
+        odd &= v.len() % 2 == 1;
+        out.push((id, median(v)));
+    }
+    (out, odd)
+}
+
+/// Values grouped by probe id, in id order, each group in input order: lists of `(id, value)`,
+/// each list's values less its shift. Built by counting (no allocation per probe).
+pub(crate) struct ByProbe {
+    pub(crate) ids: Vec<u64>,
+    /// Group k is `values[starts[k]..starts[k + 1]]`.
+    pub(crate) starts: Vec<usize>,
+    pub(crate) values: Vec<f64>,
+}
+
+impl ByProbe {
+    pub(crate) fn new(lists: &[(&[(u64, f64)], f64)]) -> ByProbe {
+        let all = || lists.iter().flat_map(|&(l, shift)| l.iter().map(move |&(id, v)| (id, v - shift)));
+        let max_id = all().map(|(id, _)| id).max().unwrap_or(0);
+        if max_id >= 1 << 22 {
+            // Sparse ids: sort (stable, so each group keeps input order).
+            let mut pairs: Vec<(u64, f64)> = all().collect();
+            pairs.sort_by_key(|p| p.0);
+            let mut g = ByProbe { ids: Vec::new(), starts: Vec::new(), values: Vec::with_capacity(pairs.len()) };
+            for (k, (id, v)) in pairs.into_iter().enumerate() {
+                if g.ids.last() != Some(&id) {
+                    g.ids.push(id);
+                    g.starts.push(k);
+                }
+                g.values.push(v);
+            }
+            g.starts.push(g.values.len());
+            return g;
+        }
+        let mut count = vec![0usize; max_id as usize + 2];
+        for (id, _) in all() {
+            count[id as usize + 1] += 1;
+        }
+        for k in 1..count.len() {
+            count[k] += count[k - 1];
+        }
+        let mut cursor = count.clone();
+        let mut values = vec![0.0; count[count.len() - 1]];
+        for (id, v) in all() {
+            values[cursor[id as usize]] = v;
+            cursor[id as usize] += 1;
+        }
+        let ids: Vec<u64> = (0..=max_id).filter(|&id| count[id as usize + 1] > count[id as usize]).collect();
+        let mut starts: Vec<usize> = ids.iter().map(|&id| count[id as usize]).collect();
+        starts.push(values.len());
+        ByProbe { ids, starts, values }
+    }
+
+    /// Each probe id with its values.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (u64, &mut [f64])> {
+        let mut rest: &mut [f64] = &mut self.values;
+        let mut at = 0;
+        self.ids.iter().zip(self.starts.windows(2)).map(move |(&id, w)| {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - at);
+            rest = tail;
+            at = w[1];
+            debug_assert_eq!(w[0] + head.len(), w[1]);
+            (id, head)
+        })
+    }
+}
+
+/// The grid per-probe estimates lie on: the TSC tick when each is the median of an odd number of
+/// runs, half a tick otherwise.
+pub(crate) fn estimate_grid(tick_ns: f64, odd: bool) -> f64 {
+    if odd { tick_ns } else { tick_ns / 2.0 }
+}

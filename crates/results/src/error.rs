@@ -1,0 +1,71 @@
+//! The errors of the results format: a file of the folder that cannot be read, written or
+//! understood, each naming the file.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors of the results store.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// An I/O operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A JSON document could not be read or written.
+    #[error("{path}: {what}: {source}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// What the document is (and where in the file, for a line of the journal).
+        what: String,
+        /// The error.
+        source: serde_json::Error,
+    },
+    /// A Parquet file could not be read or written.
+    #[error("{path}: {source}")]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: parquet::errors::ParquetError,
+    },
+    /// Records could not be read or converted.
+    #[error("{path}: {source}")]
+    Arrow {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: arrow_schema::ArrowError,
+    },
+    /// A file's content is not what it must be.
+    #[error("{path}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The folder cannot be used as asked.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<latency_files::FileError> for ResultsError {
+    fn from(e: latency_files::FileError) -> ResultsError {
+        match e {
+            latency_files::FileError::Io { path, source } => ResultsError::Io { path, source },
+            latency_files::FileError::Exists(path) => {
+                ResultsError::Refused(format!("{} exists and is never overwritten", path.display()))
+            }
+        }
+    }
+}
+
+/// Attach the path to an I/O error.
+pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
+    move |source| ResultsError::Io { path: path.to_path_buf(), source }
+}

@@ -1,0 +1,178 @@
+//! The schedule's types: the study's sessions in execution order, each with its steps and runs,
+//! the levels of a study with factors, and the predicted durations.
+
+use serde::Serialize;
+
+use latency_plan::Level;
+use latency_plan::inventory::Action;
+pub use latency_results::SessionKind;
+
+/// The whole study, in execution order.
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedule {
+    /// Study name.
+    pub study: String,
+    /// Testbed: `sim` or the inventory name.
+    pub testbed: String,
+    /// Sessions in execution order.
+    pub sessions: Vec<Session>,
+    /// Predicted duration.
+    pub predicted_seconds: Predicted,
+    /// The plan's factors, design and order.
+    pub factors: latency_plan::Factors,
+    /// Each level with its runs and predicted time, in plan order (none without factors).
+    pub levels: Vec<LevelPlan>,
+    /// What a real testbed does besides the steps, before the first session and after the last
+    /// (leases, leftovers, cleanup); empty on the simulator.
+    pub around: Around,
+    /// Traces replayed as generated stand-ins of absent published files, in plain words.
+    pub stand_ins: Vec<String>,
+    /// What the testbed, being the real hardware, refuses to run (stand-ins, images not built),
+    /// each naming the file and line: `run` stops on them.
+    pub refused: Vec<String>,
+    /// Adaptive sessions: the predicted total if every program stops at its minimum (the total
+    /// above is at the maximum).
+    pub adaptive_min_seconds: Option<f64>,
+    /// On several testbed slices: the predicted assignment of the sessions and the wall time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slices: Option<Assignment>,
+}
+
+/// One level of a study with factors, as the dry run shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelPlan {
+    /// The level's name (`pacing_pps=500/frame_size=128`).
+    pub name: String,
+    /// Runs at this level, null calibrations included.
+    pub runs: usize,
+    /// Predicted replay time and waits before its runs, seconds (bring-ups are shared).
+    pub seconds: f64,
+}
+
+impl Predicted {
+    pub(crate) fn sum(&self) -> f64 {
+        self.replay + self.idle_gaps + self.bring_up + self.run_steps
+    }
+}
+
+/// A real testbed's work around the steps, as the dry run shows it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Around {
+    /// Before the first session.
+    pub before: Vec<String>,
+    /// After the last session (and on every way out, Ctrl-C included).
+    pub after: Vec<String>,
+}
+
+/// One bring-up followed by its runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Session {
+    /// Position in the schedule, from 0.
+    pub index: usize,
+    /// Program or null calibration.
+    pub kind: SessionKind,
+    /// Program name, or `null-<trace>` for calibration sessions.
+    pub program: String,
+    /// Session number within the program, from 1.
+    pub session: u32,
+    /// Bitstream name.
+    pub bitstream: String,
+    /// Trace name.
+    pub trace: String,
+    /// Probes of the session's trace (with a `trace` factor a run's own are [`Run::probes`]).
+    pub probes: u64,
+    /// Bring-up steps.
+    pub steps: Vec<Step>,
+    /// Runs.
+    pub runs: Vec<Run>,
+    /// Steps after the last run.
+    pub teardown: Vec<Step>,
+    /// How the agent is driven during the runs (absent on the simulator).
+    pub agent_control: Option<String>,
+}
+
+impl Run {
+    /// The name of the run's level, if it has one.
+    pub fn level_name(&self) -> Option<String> {
+        self.level.as_ref().map(Level::name)
+    }
+}
+
+impl Session {
+    /// Path of a run's data in the results folder, relative to it.
+    pub fn run_rel_path(&self, r: &Run) -> std::path::PathBuf {
+        latency_results::ResultsDir::run_rel_path(&self.program, r.level_name().as_deref(), self.session, r.run)
+    }
+
+    /// `program_sN`, used for paths on hosts.
+    pub fn name(&self) -> String {
+        format!("{}_s{}", self.program, self.session)
+    }
+}
+
+/// One host action, rendered.
+#[derive(Clone, Debug, Serialize)]
+pub struct Step {
+    /// `sender`, `receiver`, or `sim`.
+    pub host: String,
+    /// Action.
+    pub action: Action,
+    /// The command exactly as it would be executed (absent on the simulated testbed).
+    pub command: Option<String>,
+    /// Expected duration, seconds.
+    pub estimate_s: f64,
+}
+
+/// One replay of the trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    /// Run number within the session, from 1 (through every level of the session).
+    pub run: u32,
+    /// The factor level measured (none without factors).
+    pub level: Option<Level>,
+    /// Replay rate, packets per second.
+    pub pacing_pps: u32,
+    /// Probes sent back to back at each interval.
+    pub burst: u32,
+    /// The trace replayed (the session's, or its copy at the level's frame size).
+    pub trace: String,
+    /// Probes of that trace.
+    pub probes: u64,
+    /// Steps of the run.
+    pub steps: Vec<Step>,
+    /// Replay time, seconds (probes / pacing).
+    pub replay_s: f64,
+    /// Wait before the run, seconds: the capture's settling before the first run of a session,
+    /// the idle gap before the others.
+    pub wait_before_s: f64,
+}
+
+/// Predicted duration of the study, by term.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Predicted {
+    /// Pure replay time: probes / pacing, summed over runs.
+    pub replay: f64,
+    /// Waits before runs: idle gaps between runs and the capture's settling before the first.
+    pub idle_gaps: f64,
+    /// Bring-up steps (flash, PCIe, drivers, tables, registers, agent).
+    pub bring_up: f64,
+    /// Per-run steps other than the replay (captures) and teardown.
+    pub run_steps: f64,
+    /// Sum of the terms.
+    pub total: f64,
+}
+
+/// The predicted assignment of a schedule's sessions to slices.
+#[derive(Clone, Debug, Serialize)]
+pub struct Assignment {
+    /// The slices, as named on the command line.
+    pub slices: Vec<String>,
+    /// Per session (schedule order), its slice (1, 2, …).
+    pub slice_of: Vec<usize>,
+    /// Predicted seconds of each slice's sessions.
+    pub busy_seconds: Vec<f64>,
+    /// Predicted wall time on the slices.
+    pub wall_seconds: f64,
+    /// Predicted wall time on one testbed.
+    pub one_slice_seconds: f64,
+}
