@@ -1,20 +1,115 @@
-//! Decoding of a plan's `analysis:`, `report:` and `regression:` sections, and the port pairs
-//! `analysis:` declares.
+//! A plan's `analysis:`, `report:` and `regression:` sections (the statistical settings with the
+//! port pairs they analyse, the report settings, the regression check): their types and their
+//! decoding.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use super::yaml::{Decoder, Node};
-use super::{Analysis, Estimator, ModeSettings, Regression, ReportFormat, ReportSpec};
+use serde::{Deserialize, Serialize};
+
 use crate::defaults;
+use crate::yaml::{Decoder, Node};
 
 /// Two capture ports (0 pipeline, 1 bypass, 2, 3, … further ones): the differential is
 /// `t_to − t_from` of each probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PortPair {
     /// The port a probe reaches first.
     pub from: u8,
     /// The port it reaches later.
     pub to: u8,
+}
+
+/// Statistical settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Quantiles reported, in percent.
+    pub quantiles: Vec<f64>,
+    /// Estimator over runs (the paper's: median).
+    pub estimator: Estimator,
+    /// Whether the first probe after each idle gap is excluded.
+    pub exclude_first_after_gap: bool,
+    /// Hardware-clock verification (needs `protocol.reflect`).
+    pub hw_clock_check: bool,
+    /// Largest quantile difference (ns) the hardware-clock check accepts.
+    pub hw_clock_tolerance_ns: f64,
+    /// Bootstrap resamples for confidence intervals.
+    pub bootstrap_resamples: u32,
+    /// Reset-mode detection.
+    pub modes: ModeSettings,
+    /// Further differentials by name, each between two capture ports (a hop of a multi-hop path),
+    /// analysed like the headline (pipeline − bypass) and calibrated by the null sessions' same
+    /// pair.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_pairs: BTreeMap<String, PortPair>,
+}
+
+impl Analysis {
+    /// The quantile levels, the default set when the list is empty.
+    pub fn quantile_levels_or_default(&self) -> Vec<f64> {
+        if self.quantiles.is_empty() { Analysis::default().quantiles } else { self.quantiles.clone() }
+    }
+}
+
+/// The per-probe estimator over runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Estimator {
+    /// Median over runs.
+    Median,
+}
+
+/// Reset-mode detection settings.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct ModeSettings {
+    /// Whether modes are looked for at all.
+    pub enabled: bool,
+    /// Smallest gap (ns) between session-median clusters that separates two modes: a floor under
+    /// the evidence rule.
+    pub min_separation_ns: f64,
+    /// A gap separates two modes only when it is at least this many within-mode standard
+    /// deviations of session medians (measured on the null's and the program's sessions).
+    #[serde(default = "default_min_gap_sigmas")]
+    pub min_gap_sigmas: f64,
+}
+
+fn default_min_gap_sigmas() -> f64 {
+    defaults::MODE_MIN_GAP_SIGMAS
+}
+
+/// Report output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportFormat {
+    /// One self-contained HTML file.
+    Html,
+    /// Markdown (with its figures as separate SVG files).
+    #[value(name = "md", alias = "markdown")]
+    Markdown,
+}
+
+/// Report settings.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReportSpec {
+    /// Formats produced.
+    pub formats: Vec<ReportFormat>,
+    /// Title.
+    pub title: String,
+    /// Folder of templates overriding the built-in ones.
+    pub template: Option<PathBuf>,
+}
+
+/// Regression check against a baseline results folder.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Regression {
+    /// Baseline results folder.
+    pub baseline: PathBuf,
+    /// Largest accepted shift of a program's median, ns.
+    pub median_shift_ns: f64,
+    /// Largest accepted shift of a program's p99, ns.
+    pub p99_shift_ns: f64,
+    /// Largest accepted Kolmogorov–Smirnov distance.
+    pub ks_distance: f64,
 }
 
 impl Analysis {

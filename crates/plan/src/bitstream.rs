@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::yaml::{Decoder, Node, Pos};
 use crate::digest;
+use crate::yaml::{Decoder, Node, Pos};
 
 /// How an image is written to the card.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -11,10 +11,11 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::inventory::VARIABLES;
-use super::yaml::{Decoder, Node, Pos, Value};
-use super::{Generated, Plan, Program, Trace, TraceSource};
-use crate::trace::Shape;
+use crate::actions::VARIABLES;
+use crate::inventory::BACKENDS;
+use crate::programs::Program;
+use crate::trace_spec::{Generated, MAX_FRAME_LEN, Shape, Trace, TraceSource};
+use crate::yaml::{Decoder, Node, Pos, Value};
 
 /// What a factor varies: the replay's rate, frame size or bursts, the trace, or an inventory
 /// template variable (its index in [`VARIABLES`]).
@@ -99,7 +100,7 @@ impl FactorName {
     fn range(self) -> std::ops::RangeInclusive<i64> {
         match self {
             FactorName::PacingPps => 1..=100_000_000,
-            FactorName::FrameSize => 1..=i64::from(crate::trace::MAX_FRAME_LEN),
+            FactorName::FrameSize => 1..=i64::from(MAX_FRAME_LEN),
             FactorName::Burst => 1..=10_000,
             FactorName::Trace | FactorName::Var(_) => 0..=0,
         }
@@ -332,7 +333,7 @@ pub(super) fn decode_factors(d: &mut Decoder, n: &Node) -> Option<Vec<Factor>> {
 /// tree (letters, digits, `.`, `_`, `-`, `+`, `:` and `,`).
 fn factor_word(d: &mut Decoder, x: &Node, name: FactorName) -> Option<String> {
     if name.name() == "agent_backend" {
-        return d.choice(x, &super::inventory::BACKENDS).map(str::to_owned);
+        return d.choice(x, &BACKENDS).map(str::to_owned);
     }
     let w = d.string(x)?;
     let ok = !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "._-+:,".contains(c));
@@ -433,31 +434,6 @@ pub(super) fn sized_traces(d: &mut Decoder, traces: &[Trace], used: &[usize], f:
         }
     }
     ok.then_some(out)
-}
-
-impl Plan {
-    /// The trace replayed at `level` in place of trace `trace`: the level's `trace` if it sets
-    /// one, else `trace`; made at the level's frame size if it sets one.
-    pub fn level_trace(&self, trace: usize, level: Option<&Level>) -> usize {
-        let named = |name: &str| self.traces.iter().position(|t| t.name == name);
-        let base = match level.and_then(|l| l.value(FactorName::Trace)) {
-            Some(FactorValue::Word(name)) => named(name).unwrap_or(trace),
-            _ => trace,
-        };
-        let Some(size) = level.and_then(|l| l.get(FactorName::FrameSize)) else { return base };
-        named(&sized_trace_name(&self.traces[base].name, size)).unwrap_or(base)
-    }
-
-    /// The value a factor takes where no level sets it (null calibrations of a level that does not
-    /// change the traffic): the protocol's pacing and burst (the factors that change the traffic
-    /// are always set by the level).
-    pub fn base_value(&self, factor: FactorName) -> u32 {
-        match factor {
-            FactorName::PacingPps => self.protocol.pacing_pps,
-            FactorName::Burst => self.protocol.burst,
-            FactorName::FrameSize | FactorName::Trace | FactorName::Var(_) => 0,
-        }
-    }
 }
 
 #[cfg(test)]

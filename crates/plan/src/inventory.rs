@@ -6,7 +6,6 @@
 //! bind, table driver, register init, DPDK agent, `tcpreplay`, hardware-timestamp `tcpdump`); an
 //! inventory overrides any of them under `actions:`.
 
-mod actions;
 mod hosts;
 pub mod pci;
 
@@ -15,12 +14,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-pub use actions::{Action, LIST_VARIABLES, Role, VARIABLES};
+pub use crate::actions::{Action, LIST_VARIABLES, Role, VARIABLES};
 use pci::Bdf;
 
-use super::steps::{StepPolicy, decode_steps, default_policy};
-use super::template::{Template, TemplateValue, Vars};
-use super::yaml::{self, Decoder, Node};
+use crate::layout::RemoteLayout;
+use crate::protocol::{Soak, Timing};
+use crate::steps::{StepPolicy, decode_steps, default_policy};
+use crate::template::{Template, TemplateValue, Vars};
+use crate::yaml::{self, Decoder, Node};
 
 /// How a host is reached over SSH.
 #[derive(Clone, Debug, Serialize)]
@@ -159,6 +160,15 @@ pub struct Inventory {
     pub stand_in_traces: bool,
 }
 
+// Beside the inventory rather than in `layout`: the layout names files below two work folders and
+// needs nothing else of an inventory, which uses it for its step variables.
+impl RemoteLayout {
+    /// The layout below the work folders of `inv`'s hosts.
+    pub fn of(inv: &Inventory) -> RemoteLayout {
+        RemoteLayout::new(&inv.sender.host.workdir, &inv.receiver.host.workdir)
+    }
+}
+
 impl Serialize for Template {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.source())
@@ -188,7 +198,7 @@ impl Inventory {
     pub fn vars(&self, ctx: &StepContext<'_>) -> Vars {
         let r = &self.receiver;
         let s = &self.sender;
-        let layout = super::layout::RemoteLayout::of(self);
+        let layout = RemoteLayout::of(self);
         let session_dir = layout.session_dir(ctx.session_name);
         let word = |v: &str| TemplateValue::Word(v.to_string());
         let list = |v: &[String]| TemplateValue::List(v.to_vec());
@@ -225,8 +235,8 @@ impl Inventory {
         v.insert("pacing_pps", word(&ctx.pacing_pps.to_string()));
         // tcpreplay's pacing: even (`--pps`) or the trace's own gaps, sped up (`--multiplier`).
         let pace = match ctx.timing {
-            super::Timing::Pps => format!("--pps={}", ctx.pacing_pps),
-            super::Timing::Trace { multiplier } => format!("--multiplier={multiplier}"),
+            Timing::Pps => format!("--pps={}", ctx.pacing_pps),
+            Timing::Trace { multiplier } => format!("--multiplier={multiplier}"),
         };
         v.insert("pace_args", word(&pace));
         // tcpreplay's bursts; nothing for evenly paced probes (the documented command).
@@ -317,7 +327,7 @@ pub struct StepContext<'a> {
     /// Replay pacing.
     pub pacing_pps: u32,
     /// How the run's probes are timed.
-    pub timing: super::Timing,
+    pub timing: Timing,
     /// Template variables a factor level sets, with their values (they replace the inventory's).
     pub overrides: &'a [(&'static str, &'a str)],
     /// Probes sent back to back in each interval (1: evenly paced).
@@ -327,7 +337,7 @@ pub struct StepContext<'a> {
     /// Whether the study reflects probes to the sender.
     pub reflect: bool,
     /// Soak mode, when the plan asks for it.
-    pub soak: Option<super::Soak>,
+    pub soak: Option<Soak>,
     /// Capture ports the plan uses (2, or more with `port_pairs`).
     pub ports: usize,
 }
@@ -457,5 +467,68 @@ mod tests {
             assert_eq!(Action::from_name(a.name()), Some(a));
         }
         assert_eq!(Action::from_name("flashh"), None);
+    }
+
+    /// The step templates get their paths from the inventory's variables; they must name the
+    /// files the testbed itself reads and writes.
+    #[test]
+    fn the_template_variables_name_the_same_files() {
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testbeds/oct-u280.yaml"));
+        let mut diags = Vec::new();
+        let mut inv = yaml::load_file(path, &mut diags, decode).unwrap();
+        inv.sender.host.workdir = "/var/tmp/s".into();
+        inv.receiver.host.workdir = "/var/tmp/r".into();
+        let l = RemoteLayout::of(&inv);
+        let ctx = StepContext {
+            program: "forward",
+            session: 1,
+            session_name: "forward_s1",
+            run: Some(2),
+            bitstream_file: "forward.mcs",
+            bitstream_sha256: "00",
+            table: Some("forward/t.txt"),
+            table_driver_dir: None,
+            trace_file: "forward_500.pcap",
+            pacing_pps: 2000,
+            timing: Timing::Pps,
+            overrides: &[],
+            burst: 1,
+            probe_format: "latencylab",
+            reflect: true,
+            soak: None,
+            ports: 2,
+        };
+        let vars = inv.vars(&ctx);
+        let word = |name: &str| match vars.get(name) {
+            Some(TemplateValue::Word(w)) => w.clone(),
+            other => panic!("{name}: {other:?}"),
+        };
+        // The template variables are the layout's paths, spelled out here by hand.
+        for (name, path) in [
+            ("agent_pidfile", "/var/tmp/r/agent.pid"),
+            ("capture_pidfile", "/var/tmp/s/capture.pid"),
+            ("session_dir", "/var/tmp/r/runs/forward_s1"),
+            ("capture_file", "/var/tmp/s/captures/forward_s1-run02.pcap"),
+            ("originate_file", "/var/tmp/s/captures/forward_s1-run02.arrows"),
+            ("capture_ports", "enp59s0f0,enp59s0f1"),
+            ("trace", "/var/tmp/s/traces/forward_500.pcap"),
+            ("bitstream", "/var/tmp/r/bitstreams/forward.mcs"),
+            ("workdir", "/var/tmp/r"),
+        ] {
+            assert_eq!(word(name), path, "{name}");
+        }
+        assert!(matches!(vars.get("table"), Some(TemplateValue::List(t)) if t == &["/var/tmp/r/tables/forward/t.txt"]));
+        assert_eq!(l.control_pipe("forward_s1"), "/var/tmp/r/runs/forward_s1/ctl");
+        // The EAL's arguments only for the DPDK backend, the inventory's or the level's.
+        let eal = |inv: &Inventory, ctx: &StepContext<'_>| match inv.vars(ctx).get("eal_args") {
+            Some(TemplateValue::List(a)) => a.len(),
+            other => panic!("eal_args: {other:?}"),
+        };
+        assert!(!inv.receiver.eal_args.is_empty() && eal(&inv, &ctx) == inv.receiver.eal_args.len());
+        inv.receiver.backend = "af-packet".into();
+        assert_eq!(eal(&inv, &ctx), 0);
+        let dpdk = [("agent_backend", "dpdk")];
+        assert_eq!(eal(&inv, &StepContext { overrides: &dpdk, ..ctx }), inv.receiver.eal_args.len());
+        assert_eq!(l.events("forward_s1"), "/var/tmp/r/runs/forward_s1/events.jsonl");
     }
 }

@@ -6,7 +6,7 @@
 //! Paths are plain strings: they name files on another machine and are shell-quoted where they
 //! reach a remote shell.
 
-use super::inventory::{Inventory, Role};
+use crate::actions::Role;
 
 /// Seconds without a heartbeat after which a host's lease is stale and may be taken over.
 pub const LEASE_STALE_S: u64 = 120;
@@ -22,11 +22,6 @@ impl RemoteLayout {
     /// The layout below the given work folders.
     pub fn new(sender_workdir: &str, receiver_workdir: &str) -> RemoteLayout {
         RemoteLayout { sender: sender_workdir.to_string(), receiver: receiver_workdir.to_string() }
-    }
-
-    /// The layout below the work folders of `inv`'s hosts.
-    pub fn of(inv: &Inventory) -> RemoteLayout {
-        RemoteLayout::new(&inv.sender.host.workdir, &inv.receiver.host.workdir)
     }
 
     /// The work folder of `role`'s host.
@@ -126,8 +121,6 @@ impl RemoteLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::StepContext;
-    use crate::template::TemplateValue;
 
     fn layout() -> RemoteLayout {
         RemoteLayout::new("/s", "/r w")
@@ -153,68 +146,5 @@ mod tests {
         assert!(!l.agent_is_staged(Role::Receiver, "/r wx/bin/latency-agent"));
         assert!(!l.agent_is_staged(Role::Receiver, "latency-agent"));
         assert!(l.agent_is_staged(Role::Sender, "/s/bin/latency-agent") && !l.agent_is_staged(Role::Sender, "/r w/a"));
-    }
-
-    /// The step templates get their paths from the inventory's variables; they must name the
-    /// files the testbed itself reads and writes.
-    #[test]
-    fn the_template_variables_name_the_same_files() {
-        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testbeds/oct-u280.yaml"));
-        let mut diags = Vec::new();
-        let mut inv = crate::load_file(path, &mut diags, crate::inventory::decode).unwrap();
-        inv.sender.host.workdir = "/var/tmp/s".into();
-        inv.receiver.host.workdir = "/var/tmp/r".into();
-        let l = RemoteLayout::of(&inv);
-        let ctx = StepContext {
-            program: "forward",
-            session: 1,
-            session_name: "forward_s1",
-            run: Some(2),
-            bitstream_file: "forward.mcs",
-            bitstream_sha256: "00",
-            table: Some("forward/t.txt"),
-            table_driver_dir: None,
-            trace_file: "forward_500.pcap",
-            pacing_pps: 2000,
-            timing: crate::Timing::Pps,
-            overrides: &[],
-            burst: 1,
-            probe_format: "latencylab",
-            reflect: true,
-            soak: None,
-            ports: 2,
-        };
-        let vars = inv.vars(&ctx);
-        let word = |name: &str| match vars.get(name) {
-            Some(TemplateValue::Word(w)) => w.clone(),
-            other => panic!("{name}: {other:?}"),
-        };
-        // The template variables are the layout's paths, spelled out here by hand.
-        for (name, path) in [
-            ("agent_pidfile", "/var/tmp/r/agent.pid"),
-            ("capture_pidfile", "/var/tmp/s/capture.pid"),
-            ("session_dir", "/var/tmp/r/runs/forward_s1"),
-            ("capture_file", "/var/tmp/s/captures/forward_s1-run02.pcap"),
-            ("originate_file", "/var/tmp/s/captures/forward_s1-run02.arrows"),
-            ("capture_ports", "enp59s0f0,enp59s0f1"),
-            ("trace", "/var/tmp/s/traces/forward_500.pcap"),
-            ("bitstream", "/var/tmp/r/bitstreams/forward.mcs"),
-            ("workdir", "/var/tmp/r"),
-        ] {
-            assert_eq!(word(name), path, "{name}");
-        }
-        assert!(matches!(vars.get("table"), Some(TemplateValue::List(t)) if t == &["/var/tmp/r/tables/forward/t.txt"]));
-        assert_eq!(l.control_pipe("forward_s1"), "/var/tmp/r/runs/forward_s1/ctl");
-        // The EAL's arguments only for the DPDK backend, the inventory's or the level's.
-        let eal = |inv: &Inventory, ctx: &StepContext<'_>| match inv.vars(ctx).get("eal_args") {
-            Some(TemplateValue::List(a)) => a.len(),
-            other => panic!("eal_args: {other:?}"),
-        };
-        assert!(!inv.receiver.eal_args.is_empty() && eal(&inv, &ctx) == inv.receiver.eal_args.len());
-        inv.receiver.backend = "af-packet".into();
-        assert_eq!(eal(&inv, &ctx), 0);
-        let dpdk = [("agent_backend", "dpdk")];
-        assert_eq!(eal(&inv, &StepContext { overrides: &dpdk, ..ctx }), inv.receiver.eal_args.len());
-        assert_eq!(l.events("forward_s1"), "/var/tmp/r/runs/forward_s1/events.jsonl");
     }
 }

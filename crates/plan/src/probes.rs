@@ -1,7 +1,7 @@
 //! Probe numbering and the destinations of generated traces, shared by the trace generator, the
 //! simulated testbed and run validation.
 
-use crate::TraceTemplate;
+use crate::trace_spec::TraceTemplate;
 
 /// Probe ids of a trace of `count` probes: 1..=count (as in LatencyLab traces).
 pub fn ids(count: u64) -> std::ops::RangeInclusive<u64> {

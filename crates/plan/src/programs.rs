@@ -1,11 +1,32 @@
-//! Decoding of a plan's `programs:`: each program's bitstream manifest, table, trace and the null
-//! image calibrating that trace (programs sharing a trace share its null sessions).
+//! A plan's `programs:`: each program under test with its bitstream manifest, table, trace and the
+//! null image calibrating that trace (programs sharing a trace share its null sessions); its type
+//! and its decoding.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::yaml::{self, Decoder, Node, Pos};
-use super::{Bitstream, Program, bitstream};
+use serde::Serialize;
+
+use crate::bitstream::{self, Bitstream};
+use crate::yaml::{self, Decoder, Node, Pos};
+
+/// A program under test.
+#[derive(Clone, Debug, Serialize)]
+pub struct Program {
+    /// Name (safe identifier).
+    pub name: String,
+    /// The program's image.
+    pub bitstream: Bitstream,
+    /// Optional table file loaded after bring-up.
+    pub table: Option<PathBuf>,
+    /// Index into [`Plan::traces`](crate::Plan::traces).
+    pub trace: usize,
+    /// The null image that calibrates this program's trace.
+    pub null: Bitstream,
+    /// Index into [`Plan::traces`](crate::Plan::traces) of the trace the null image is run with
+    /// (the program's own, unless the plan names another with `null_trace`).
+    pub null_trace: usize,
+}
 
 pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<Vec<Program>> {
     let items = d.seq(n)?;
@@ -142,7 +163,7 @@ fn trace_index(d: &mut Decoder, v: &Node, traces: &[String]) -> Option<usize> {
 fn load_manifest(d: &mut Decoder, v: &Node) -> Option<Bitstream> {
     let path = d.path(v, true)?;
     let mut diags = Vec::new();
-    let b = super::load_file(&path, &mut diags, bitstream::decode);
+    let b = yaml::load_file(&path, &mut diags, bitstream::decode);
     if !diags.is_empty() {
         d.error(v.pos, format!("invalid bitstream manifest {}", path.display()));
         d.diags.extend(diags);

@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use super::steps::decode_steps;
-use super::yaml::{Decoder, Node};
 use serde::Serialize;
 
-use super::inventory::Action;
-use super::steps::StepPolicy;
+use crate::actions::Action;
+use crate::steps::{StepPolicy, decode_steps};
+use crate::yaml::{Decoder, Node};
 
 /// Thresholds a run must meet to count.
 #[derive(Clone, Copy, Debug, Serialize)]

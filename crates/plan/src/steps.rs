@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::inventory::Action;
-use super::yaml::{Decoder, Node};
+use crate::actions::Action;
+use crate::yaml::{Decoder, Node};
 
 /// Timeout and retries of one kind of step.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

@@ -2,9 +2,13 @@
 //! traces, images not built), and what a plan asks that the inventory cannot do (trace timing
 //! without `{{ pace_args }}`, reflection without a reflect port).
 
-use super::inventory::Action;
-use super::yaml::{self, Diagnostic};
-use super::{Bitstream, Inventory, Plan, Timing, bitstream, traces};
+use crate::actions::Action;
+use crate::bitstream::{self, Bitstream};
+use crate::inventory::Inventory;
+use crate::model::Plan;
+use crate::protocol::{Sender, Timing};
+use crate::trace_spec::TraceSource;
+use crate::yaml::{self, Diagnostic};
 
 /// What testbed `inv` refuses to run of `plan` because it is the real hardware (an inventory
 /// without `stand_in_traces: true`): a stand-in for an absent published trace, an image not built
@@ -14,7 +18,7 @@ pub fn refused_on(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
     if inv.stand_in_traces {
         return Vec::new();
     }
-    let mut out = traces::stand_ins_refused(plan, inv);
+    let mut out = stand_ins_refused(plan, inv);
     let images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).collect();
     for b in images.into_iter().filter(|b| b.sha256 == bitstream::UNBUILT) {
         if out.iter().any(|d| d.file == b.manifest) {
@@ -33,6 +37,29 @@ pub fn refused_on(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
         });
     }
     out
+}
+
+/// Stand-in traces replay only on testbeds that are not the real hardware: on the others the
+/// plan's pcap must be there before a study starts. One diagnostic per trace replayed as a stand-in
+/// on `inv`, at the trace in the plan.
+fn stand_ins_refused(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
+    plan.traces
+        .iter()
+        .filter_map(|t| match &t.source {
+            TraceSource::StandIn { pcap, .. } => Some(Diagnostic {
+                file: plan.path.clone(),
+                pos: t.at,
+                message: format!(
+                    "trace `{}`: file not found: {}; testbed `{}` replays published traces only, never a stand-in \
+                     (put the file there)",
+                    t.name,
+                    pcap.display(),
+                    inv.name
+                ),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A plan that replays with the traces' timing needs a replay command that takes it.
@@ -67,7 +94,7 @@ pub(super) fn check_soak(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnosti
 /// `sender: agent` needs a reflector that can run on the receiver: a kernel backend (the
 /// reflector sends through a packet socket) and a first FPGA interface to receive on.
 pub(super) fn check_sender(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
-    if plan.protocol.sender == super::Sender::Tcpreplay {
+    if plan.protocol.sender == Sender::Tcpreplay {
         return;
     }
     let mut refuse = |message: String| {

@@ -4,13 +4,12 @@
 
 use std::path::Path;
 
-use super::yaml::{self, Decoder, Diagnostic, Node};
-use super::{Generated, Inventory, IpVersion, Plan, ProbeFormat, TraceSource, Transport, bitstream};
-use crate::trace::MAX_FRAME_LEN;
-use crate::trace::MAX_PROBES;
-use crate::trace::Refused;
-use crate::trace::Shape;
-use crate::trace::TEMPLATES;
+use crate::bitstream;
+use crate::trace;
+use crate::trace_spec::{
+    Generated, IpVersion, MAX_FRAME_LEN, MAX_PROBES, ProbeFormat, Refused, Shape, TEMPLATES, TraceSource, Transport,
+};
+use crate::yaml::{self, Decoder, Node};
 
 /// Decode `traces:`; every name is returned (so that references can be checked) with its source
 /// when that decoded.
@@ -106,7 +105,7 @@ fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
 /// Read the pcap at `path` as a study would replay it and report, at the `pcap:` node `at`, what
 /// makes it unusable.
 fn check_pcap(d: &mut Decoder, at: &Node, path: &Path) {
-    match crate::trace::inspect(path, ProbeFormat::Latencylab) {
+    match trace::inspect(path, ProbeFormat::Latencylab) {
         Err(e) => d.error(at.pos, e.to_string()),
         Ok(found) => {
             for problem in found.unusable() {
@@ -114,27 +113,4 @@ fn check_pcap(d: &mut Decoder, at: &Node, path: &Path) {
             }
         }
     }
-}
-
-/// Stand-in traces replay only on testbeds that are not the real hardware: on the others the
-/// plan's pcap must be there before a study starts. One diagnostic per trace replayed as a stand-in
-/// on `inv`, at the trace in the plan.
-pub(super) fn stand_ins_refused(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
-    plan.traces
-        .iter()
-        .filter_map(|t| match &t.source {
-            TraceSource::StandIn { pcap, .. } => Some(Diagnostic {
-                file: plan.path.clone(),
-                pos: t.at,
-                message: format!(
-                    "trace `{}`: file not found: {}; testbed `{}` replays published traces only, never a stand-in \
-                     (put the file there)",
-                    t.name,
-                    pcap.display(),
-                    inv.name
-                ),
-            }),
-            _ => None,
-        })
-        .collect()
 }

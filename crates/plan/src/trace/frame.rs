@@ -2,18 +2,11 @@
 //! headers in the IP version and transport asked for, and INT-MD stacks
 //! ([`latency_proto::int`]) for the INT templates.
 
-use std::fmt;
-
 use etherparse::{IpDscp, IpHeaders, IpNumber, Ipv4Header, Ipv6Header, PacketBuilder};
 use latency_proto::{int, probe};
 
-use super::FRAME_LEN;
-use crate::Generated;
-use crate::IpVersion;
-use crate::ProbeFormat;
-use crate::TraceTemplate;
-use crate::Transport;
 use crate::probes;
+use crate::trace_spec::{Generated, IpVersion, TraceTemplate, Transport};
 
 /// Destination MAC of every probe: broadcast, so that a flooding switch copies it to both ports.
 pub const DST_MAC: [u8; 6] = [0xff; 6];
@@ -25,13 +18,9 @@ pub const SRC_IP: [u8; 4] = [10, 0, 0, 100];
 pub const SRC_PORT: u16 = 4000;
 /// UDP destination port of probes other than FiveTuple's.
 pub const DST_PORT: u16 = 5000;
-/// VLAN id of RemoveHeader probes.
-pub const VLAN_ID: u16 = 100;
 /// Prefix of the probes' IPv6 addresses: `fd00::<IPv4 address>` (a unique local address holding
 /// the IPv4 flow's address in its last 32 bits).
 const IPV6_PREFIX: [u8; 12] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-/// Ethernet's shortest frame without FCS.
-const ETHERNET_MIN: usize = 60;
 /// Time to live (hop limit) of the probes' IP header.
 const TTL: u8 = 64;
 /// Window of the probes' TCP header.
@@ -67,156 +56,6 @@ pub fn flow(template: TraceTemplate, id: u64, vlan: Option<u16>) -> Flow {
             Flow { dst: [10, 0, 0, 1 + k as u8], dport: DST_PORT + k as u16, ..base }
         }
         TraceTemplate::RemoveHeader | TraceTemplate::Checksum | TraceTemplate::Int | TraceTemplate::IntGre => base,
-    }
-}
-
-/// The VLAN tag of a template's traffic unless a plan says otherwise: RemoveHeader's probes carry
-/// the header the program removes (VLAN 100); the others are untagged.
-pub fn default_vlan(template: TraceTemplate) -> Option<u16> {
-    (template == TraceTemplate::RemoveHeader).then_some(VLAN_ID)
-}
-
-/// The frame length unless a plan asks for another: [`FRAME_LEN`], 4 bytes more when tagged.
-pub fn default_frame_len(tagged: bool) -> u32 {
-    (FRAME_LEN + if tagged { 4 } else { 0 }) as u32
-}
-
-/// Whether a template's program reads IPv6: RemoveHeader and Checksum pass it; Forward's and
-/// FiveTuple's tables match IPv4 fields, and the INT programs here parse IPv4.
-pub fn takes_ipv6(template: TraceTemplate) -> bool {
-    matches!(template, TraceTemplate::RemoveHeader | TraceTemplate::Checksum)
-}
-
-/// What a generation spec asks beyond template, count and id format; `None`: as the template's
-/// traffic is.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Shape {
-    /// 802.1Q tag (`Some(None)`: untagged).
-    pub vlan: Option<Option<u16>>,
-    /// Bytes of every frame.
-    pub frame_len: Option<u32>,
-    /// IP version.
-    pub ip: IpVersion,
-    /// Transport.
-    pub transport: Transport,
-}
-
-impl Shape {
-    /// The shape of an existing spec, every field as it is.
-    pub fn of(g: &Generated) -> Shape {
-        Shape { vlan: Some(g.vlan), frame_len: Some(g.frame_len), ip: g.ip, transport: g.transport }
-    }
-}
-
-/// A generation spec that cannot be made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refused {
-    /// The frame asked for cannot hold the headers and probe ids.
-    TooShort {
-        /// Bytes asked for.
-        asked: u32,
-        /// The shortest that holds them.
-        shortest: usize,
-    },
-    /// IPv6 was asked for a template whose program reads IPv4 only.
-    Ipv6 {
-        /// The template.
-        template: TraceTemplate,
-    },
-}
-
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refused::TooShort { asked, shortest } => write!(
-                f,
-                "a frame of {asked} B is too short: at least {shortest} B hold its headers, the probe ids and \
-                 Ethernet's 60 B minimum"
-            ),
-            Refused::Ipv6 { template } => write!(
-                f,
-                "template `{}` is IPv4 traffic: its program's parser and table read IPv4 (IPv6 is for \
-                 remove_header and checksum)",
-                super::template_name(*template)
-            ),
-        }
-    }
-}
-
-impl Generated {
-    /// Probes 1..=`count` of `template` in `format`, with the template's tagging and the default
-    /// frame length, over IPv4 and UDP.
-    pub fn new(template: TraceTemplate, count: u32, probe_id: ProbeFormat) -> Generated {
-        let vlan = default_vlan(template);
-        Generated {
-            template,
-            count,
-            probe_id,
-            frame_len: default_frame_len(vlan.is_some()),
-            vlan,
-            ip: IpVersion::Ipv4,
-            transport: Transport::Udp,
-        }
-    }
-
-    /// Probes 1..=`count` of `template` in `format`, shaped as asked: too short a frame is
-    /// refused with the shortest that holds the headers and ids, IPv6 for a template whose program
-    /// reads IPv4 only is refused.
-    pub fn with(
-        template: TraceTemplate,
-        count: u32,
-        probe_id: ProbeFormat,
-        shape: Shape,
-    ) -> Result<Generated, Refused> {
-        if shape.ip == IpVersion::Ipv6 && !takes_ipv6(template) {
-            return Err(Refused::Ipv6 { template });
-        }
-        let vlan = shape.vlan.unwrap_or_else(|| default_vlan(template));
-        let frame_len = shape.frame_len.unwrap_or_else(|| default_frame_len(vlan.is_some()));
-        let g = Generated { template, count, probe_id, frame_len, vlan, ip: shape.ip, transport: shape.transport };
-        let shortest = g.shortest_frame();
-        if (frame_len as usize) < shortest {
-            return Err(Refused::TooShort { asked: frame_len, shortest });
-        }
-        Ok(g)
-    }
-
-    /// Bytes of every header of a frame (the payload is the probe id and padding).
-    pub fn headers_len(&self) -> usize {
-        let ip = match self.ip {
-            IpVersion::Ipv4 => 20,
-            IpVersion::Ipv6 => 40,
-        };
-        let l4 = match self.transport {
-            Transport::Udp => 8,
-            Transport::Tcp => 20,
-        };
-        let stack = int::SHIM_LEN + int::MD_LEN + 4 * usize::from(int::HOP_WORDS);
-        let tunnel = match self.template {
-            TraceTemplate::Int => stack,
-            TraceTemplate::IntGre => 20 + 4 + stack,
-            _ => 0,
-        };
-        14 + if self.vlan.is_some() { 4 } else { 0 } + tunnel + ip + l4
-    }
-
-    /// The shortest frame that holds the headers and the probe id of every probe 1..=`count`, and
-    /// is no shorter than Ethernet's minimum (60 B without FCS).
-    pub fn shortest_frame(&self) -> usize {
-        let needed = self.headers_len() + probe::payload(u64::from(self.count), self.probe_id, 0).len();
-        needed.max(ETHERNET_MIN)
-    }
-
-    /// In words: `template int, 20000 probes, 212 B frames, VLAN 100`, then `, ipv6/tcp` unless
-    /// IPv4 and UDP.
-    pub fn describe(&self) -> String {
-        let tag = self.vlan.map_or_else(|| "untagged".to_owned(), |v| format!("VLAN {v}"));
-        let template = super::template_name(self.template);
-        let mut s = format!("template {template}, {} probes, {} B frames, {tag}", self.count, self.frame_len);
-        if (self.ip, self.transport) != (IpVersion::Ipv4, Transport::Udp) {
-            s.push_str(&format!(", {}/{}", self.ip.name(), self.transport.name()));
-        }
-        s
     }
 }
 
@@ -305,8 +144,8 @@ fn packet(out: &mut Vec<u8>, spec: &Generated, f: &Flow, id: u64, dscp: u8, payl
 
 #[cfg(test)]
 mod tests {
-    use super::super::{FRAME_LEN, TEMPLATES, template_by_name, template_name};
     use super::*;
+    use crate::trace_spec::{FRAME_LEN, ProbeFormat, Refused, Shape, TEMPLATES};
 
     #[test]
     fn frames_have_the_fixed_lengths() {
@@ -365,15 +204,6 @@ mod tests {
         }
         assert_eq!(Generated::new(TraceTemplate::RemoveHeader, 5, ProbeFormat::Compact).vlan, Some(100));
         assert_eq!(Generated::new(TraceTemplate::Forward, 5, ProbeFormat::Compact).vlan, None);
-    }
-
-    #[test]
-    fn names_round_trip() {
-        for (name, t) in TEMPLATES {
-            assert_eq!(template_by_name(name), Some(t));
-            assert_eq!(template_name(t), name);
-        }
-        assert_eq!(template_by_name("fwd"), None);
     }
 
     #[test]

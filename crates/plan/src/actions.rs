@@ -160,25 +160,25 @@ impl Action {
     /// `plan/templates/<action>.sh`, below its leading `#` comment lines.
     pub fn default_template(self) -> &'static str {
         let file = match self {
-            Action::Flash => include_str!("../templates/flash.sh"),
-            Action::FlashJtag => include_str!("../templates/flash_jtag.sh"),
-            Action::Boot => include_str!("../templates/boot.sh"),
-            Action::DriverReload => include_str!("../templates/driver_reload.sh"),
-            Action::PcieRemove => include_str!("../templates/pcie_remove.sh"),
-            Action::PcieRescan => include_str!("../templates/pcie_rescan.sh"),
-            Action::TableLoad => include_str!("../templates/table_load.sh"),
-            Action::ResetMethodClear => include_str!("../templates/reset_method_clear.sh"),
-            Action::DriverBind => include_str!("../templates/driver_bind.sh"),
-            Action::AgentStart => include_str!("../templates/agent_start.sh"),
-            Action::ReflectorStart => include_str!("../templates/reflector_start.sh"),
-            Action::RegisterInit => include_str!("../templates/register_init.sh"),
-            Action::HealthCheck => include_str!("../templates/health_check.sh"),
-            Action::Readback => include_str!("../templates/readback.sh"),
-            Action::CaptureStart => include_str!("../templates/capture_start.sh"),
-            Action::Replay => include_str!("../templates/replay.sh"),
-            Action::Originate => include_str!("../templates/originate.sh"),
-            Action::CaptureStop => include_str!("../templates/capture_stop.sh"),
-            Action::AgentStop => include_str!("../templates/agent_stop.sh"),
+            Action::Flash => include_str!("templates/flash.sh"),
+            Action::FlashJtag => include_str!("templates/flash_jtag.sh"),
+            Action::Boot => include_str!("templates/boot.sh"),
+            Action::DriverReload => include_str!("templates/driver_reload.sh"),
+            Action::PcieRemove => include_str!("templates/pcie_remove.sh"),
+            Action::PcieRescan => include_str!("templates/pcie_rescan.sh"),
+            Action::TableLoad => include_str!("templates/table_load.sh"),
+            Action::ResetMethodClear => include_str!("templates/reset_method_clear.sh"),
+            Action::DriverBind => include_str!("templates/driver_bind.sh"),
+            Action::AgentStart => include_str!("templates/agent_start.sh"),
+            Action::ReflectorStart => include_str!("templates/reflector_start.sh"),
+            Action::RegisterInit => include_str!("templates/register_init.sh"),
+            Action::HealthCheck => include_str!("templates/health_check.sh"),
+            Action::Readback => include_str!("templates/readback.sh"),
+            Action::CaptureStart => include_str!("templates/capture_start.sh"),
+            Action::Replay => include_str!("templates/replay.sh"),
+            Action::Originate => include_str!("templates/originate.sh"),
+            Action::CaptureStop => include_str!("templates/capture_stop.sh"),
+            Action::AgentStop => include_str!("templates/agent_stop.sh"),
         };
         command_of(file)
     }
@@ -195,7 +195,7 @@ fn command_of(file: &'static str) -> &'static str {
 }
 
 /// The variables every template may use. Values come from the inventory, the plan and the
-/// position in the schedule (see [`super::Inventory::vars`]).
+/// position in the schedule (see [`Inventory::vars`](crate::Inventory::vars)).
 pub const VARIABLES: &[&str] = &[
     "agent",
     "agent_backend",

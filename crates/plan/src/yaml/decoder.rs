@@ -1,14 +1,14 @@
 //! The decoder of a parsed YAML file: reads values of the expected types and ranges, collects
 //! every problem with its position, and reports keys never asked for.
 //!
-//! The same decoders describe the files they read: in a describe pass (see [`super::schema`]) every
+//! The same decoders describe the files they read: in a describe pass (see [`crate::schema`]) every
 //! value is a placeholder, and each key, type, range and choice asked for is noted instead of read.
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
-use super::schema::{Child, Kind, Recorder};
-use super::yaml::{Diagnostic, Node, Pos, Value};
+use super::describe::{Child, Kind, Recorder};
+use super::tree::{Diagnostic, Node, Pos, Value};
 
 /// Collects diagnostics while a file is decoded.
 pub struct Decoder {
@@ -26,15 +26,15 @@ impl Decoder {
     }
 
     /// A decoder for a describe pass, with the placeholder of the document's root.
-    pub(super) fn describing(file: &Path) -> (Self, Node) {
+    pub(crate) fn describing(file: &Path) -> (Self, Node) {
         let (recorder, root) = Recorder::new();
         let root = Node { pos: Pos::default(), value: Value::Slot(root) };
         (Decoder { file: file.to_path_buf(), diags: Vec::new(), schema: Some(recorder) }, root)
     }
 
-    /// What a describe pass noted.
-    pub(super) fn into_schema(self) -> Option<Recorder> {
-        self.schema
+    /// What a describe pass noted, as the JSON Schema of the document's root.
+    pub(crate) fn into_schema(self) -> Option<serde_json::Value> {
+        self.schema.map(|r| r.json(0))
     }
 
     /// In a describe pass, note that `node` takes `kind`: true when `node` is a placeholder (and
@@ -452,7 +452,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::parse;
+    use crate::yaml::tree::parse;
 
     fn doc(src: &str) -> Node {
         parse(Path::new("t.yaml"), src).unwrap()
