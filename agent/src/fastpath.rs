@@ -121,17 +121,25 @@ pub fn judge(
     interfaces: &[String],
     options: &CaptureOptions,
     setup: &CaptureSetup,
-) -> Result<FastPath, String> {
+) -> Result<FastPath, Refused> {
     let mut facts = read_back(root, cores, interfaces);
     facts.findings = evaluate(&facts, setup, options, backend);
-    let refused: Vec<String> =
-        facts.findings.iter().filter(|f| f.verdict == Verdict::Refuse).map(ToString::to_string).collect();
-    if refused.is_empty() {
-        Ok(facts)
-    } else {
-        Err(format!("the fast path is refused by its policy: {}", refused.join("; ")))
+    let refused: Vec<Finding> = facts.findings.iter().filter(|f| f.verdict == Verdict::Refuse).cloned().collect();
+    if refused.is_empty() { Ok(facts) } else { Err(Refused(refused)) }
+}
+
+/// The findings a fast-path policy refuses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refused(pub Vec<Finding>);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let each: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        write!(f, "the fast path is refused by its policy: {}", each.join("; "))
     }
 }
+
+impl std::error::Error for Refused {}
 
 /// Deep idle states: any but polling and C1 (with its enhanced variant).
 fn deep(state: &str) -> bool {

@@ -2,7 +2,8 @@
 //!
 //! `latencylab-csv` writes LatencyLab's TSC files, `data/tsc/{programs,null}/<TAG>_s<n>/
 //! f_run<NN>.csv`, with its header `pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,
-//! latency_rx2_ns,diff_latency_ns`: one row per probe seen on both ports, in probe-id order; `rx1`
+//! latency_rx2_ns,diff_latency_ns`: one row per probe seen on both ports, in probe-id order, paired
+//! as the analysis pairs them (`latency_results::pairs`: the first copy on each port); `rx1`
 //! (pipeline) and `rx2` (bypass) in whole ns from the run's first stamp, `diff_latency_ns` =
 //! `rx1 − rx2`, the `tx` and `latency_*` columns 0 as LatencyLab writes them. Only runs the journal
 //! records as complete and whose files match it are exported. Tags are LatencyLab's for its
@@ -11,10 +12,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{UInt8Type, UInt64Type};
-use latency_proto::schema::col;
-
 use latency_analysis::AnalysisError;
 use latency_analysis::load;
 use latency_results::ResultsDir;
@@ -22,6 +19,7 @@ use latency_results::SessionKind;
 use latency_results::index::Group;
 use latency_results::index::Index;
 use latency_results::journal;
+use latency_results::pairs;
 use latency_results::provenance::Provenance;
 
 /// Export formats.
@@ -64,7 +62,7 @@ pub fn latencylab_csv(dir: &ResultsDir, out: &Path) -> Result<Exported, Analysis
         let batches = match load::read_verified(f, g) {
             Ok(b) => b,
             Err(why) => {
-                written.skipped.push(why);
+                written.skipped.push(why.to_string());
                 continue;
             }
         };
@@ -81,39 +79,42 @@ pub fn latencylab_csv(dir: &ResultsDir, out: &Path) -> Result<Exported, Analysis
     Ok(written)
 }
 
-/// One run's CSV text and its number of rows.
+/// One run's CSV text and its number of rows: the run's pairs as the analysis pairs them (the
+/// first copy of each probe on each port), stamps from the run's first one.
 fn csv(batches: &[arrow_array::RecordBatch], ns_per_tick: f64) -> (String, u64) {
-    // First stamp of each probe on each port, and the run's first stamp.
-    let mut first: std::collections::BTreeMap<u64, [Option<u64>; 2]> = std::collections::BTreeMap::new();
-    let mut base = u64::MAX;
-    for b in batches {
-        let (Some(ids), Some(ports), Some(tscs)) =
-            (b.column_by_name(col::PROBE_ID), b.column_by_name(col::PORT), b.column_by_name(col::TSC))
-        else {
-            continue;
-        };
-        let (ids, ports, tscs) = (
-            ids.as_primitive::<UInt64Type>().values(),
-            ports.as_primitive::<UInt8Type>().values(),
-            tscs.as_primitive::<UInt64Type>().values(),
-        );
-        for k in 0..ids.len() {
-            let Some(slot) = first.entry(ids[k]).or_default().get_mut(usize::from(ports[k])) else { continue };
-            if slot.is_none_or(|t| tscs[k] < t) {
-                *slot = Some(tscs[k]);
-            }
-            base = base.min(tscs[k]);
-        }
-    }
+    let paired = pairs::pair(batches);
+    let base = paired.first_tsc.unwrap_or(0);
+    let ns = |tsc: u64| (tsc.saturating_sub(base) as f64 * ns_per_tick).round() as i64;
     let mut text = format!("{HEADER}\n");
-    let mut rows = 0;
-    let ns = |tsc: u64| ((tsc - base) as f64 * ns_per_tick).round() as i64;
-    for (id, stamps) in &first {
-        if let [Some(p), Some(b)] = stamps {
-            let (rx1, rx2) = (ns(*p), ns(*b));
-            let _ = writeln!(text, "{id},0,{rx1},{rx2},0,0,{}", rx1 - rx2);
-            rows += 1;
-        }
+    for (&(id, _), &(p, b)) in paired.diffs.iter().zip(&paired.stamps) {
+        let (rx1, rx2) = (ns(p), ns(b));
+        let _ = writeln!(text, "{id},0,{rx1},{rx2},0,0,{}", rx1 - rx2);
     }
-    (text, rows)
+    (text, paired.stamps.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latency_proto::{Port, RecordBuilder};
+
+    #[test]
+    fn rows_are_the_pairs_in_id_order_from_the_runs_first_stamp() {
+        // 2 GHz: a tick is 0.5 ns. Probe 3 arrives first (tick 1000, the base); probe 1 has a
+        // second bypass copy (the first counts) and probe 2 no pipeline copy; a record of port 2
+        // is neither copy.
+        let mut b = RecordBuilder::default();
+        b.push(3, Port::Bypass, 1000, 0, 64, None);
+        b.push(3, Port::Pipeline, 1301, 0, 64, None);
+        b.push(1, Port::Bypass, 2000, 1, 64, None);
+        b.push(1, Port::Pipeline, 2100, 1, 64, None);
+        b.push(1, Port::Bypass, 2500, 2, 64, None);
+        b.push(2, Port::Bypass, 3000, 3, 64, None);
+        b.push_index(4, 2, 10, 0, 64, None);
+        let (text, rows) = csv(&[b.finish().unwrap()], 0.5);
+        assert_eq!(rows, 2);
+        // Each stamp rounded on its own (150.5 → 151), the difference of the rounded stamps.
+        assert_eq!(text, format!("{HEADER}\n1,0,550,500,0,0,50\n3,0,151,0,0,0,151\n"));
+        assert_eq!(csv(&[], 1.0), (format!("{HEADER}\n"), 0));
+    }
 }

@@ -1,7 +1,10 @@
 //! Reading classic (libpcap) capture files record by record, with errors that say where a file
 //! is broken: a pcapng file by name, a truncated record with its byte offset and the records read
-//! before it. Hand-written rather than pcap-file's reader (which writes traces here), because
-//! that one reports every such file as a bare "Error reading bytes".
+//! before it. The workspace's one pcap reader: trace inspection, the schedule's trace extents,
+//! the agent's originated traces and the reflect join of the sender's capture all read with it.
+//! Hand-written rather than pcap-file's reader (which writes traces here), because that one
+//! reports every such file as a bare "Error reading bytes", and refuses every record longer than
+//! the capture's snapshot length (a frame larger than `tcpdump -s` cut short is a valid record).
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -75,6 +78,16 @@ impl From<PcapError> for io::Error {
     }
 }
 
+/// One record of a capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet<'a> {
+    /// Its time stamp, ns since the epoch (µs stamps scaled; at most about 4.3 × 10^18, so it also
+    /// fits an `i64`).
+    pub ns: u64,
+    /// The captured bytes (as many as the snapshot length kept).
+    pub data: &'a [u8],
+}
+
 /// Reads the records of a classic pcap (µs or ns time stamps, either byte order).
 pub struct Reader<R> {
     src: R,
@@ -143,6 +156,11 @@ impl<R: Read> Reader<R> {
 
     /// The captured bytes of the next record, `None` at the end of the file.
     pub fn next_record(&mut self) -> Result<Option<&[u8]>, PcapError> {
+        Ok(self.next_packet()?.map(|p| p.data))
+    }
+
+    /// The next record with its time stamp, `None` at the end of the file.
+    pub fn next_packet(&mut self) -> Result<Option<Packet<'_>>, PcapError> {
         let at = self.offset;
         let record = self.records + 1;
         let mut header = [0u8; RECORD_HEADER_LEN];
@@ -179,7 +197,7 @@ impl<R: Read> Reader<R> {
         self.offset += (RECORD_HEADER_LEN + len) as u64;
         self.records = record;
         self.stamps = Some(self.stamps.map_or((stamp, stamp), |(first, _)| (first, stamp)));
-        Ok(Some(&self.buf))
+        Ok(Some(Packet { ns: stamp, data: &self.buf }))
     }
 
     /// Complete records read so far.
@@ -312,7 +330,12 @@ mod tests {
                     bytes.extend(record(big, 7, k * 250 * unit));
                 }
                 let mut r = Reader::new(&bytes[..]).unwrap();
-                while r.next_record().unwrap().is_some() {}
+                let mut stamps = Vec::new();
+                while let Some(p) = r.next_packet().unwrap() {
+                    assert_eq!(p.data, [1, 2, 3, 4]);
+                    stamps.push(p.ns);
+                }
+                assert_eq!(stamps, [7_000_000_000, 7_000_250_000, 7_000_500_000], "{magic:x} big-endian {big}");
                 let e = Extent { packets: r.records(), span_ns: r.span_ns() };
                 assert_eq!((e.packets, e.span_ns), (3, 500_000), "{magic:x} big-endian {big}");
                 assert_eq!(e.rate_pps(), Some(4000.0));

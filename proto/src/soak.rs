@@ -180,7 +180,7 @@ pub fn read_log(bytes: &[u8]) -> Result<Vec<Interval>, LogError> {
         let start_s = h.start_timestamp().as_secs_f64();
         let tag = h.tag().map_or("", |t| t.as_str()).to_string();
         let decode = |e: String| LogError::Histogram { start_s, tag: tag.clone(), message: e };
-        let raw = base64_decode(h.encoded_histogram()).map_err(decode)?;
+        let raw = base64_decode(h.encoded_histogram()).map_err(|e| decode(e.to_string()))?;
         let hist: Histogram<u64> =
             deserializer.deserialize(&mut io::Cursor::new(raw)).map_err(|e| decode(format!("{e:?}")))?;
         if out.last().is_none_or(|i: &Interval| i.start_s != start_s) {
@@ -202,9 +202,9 @@ pub fn read_log(bytes: &[u8]) -> Result<Vec<Interval>, LogError> {
 }
 
 /// Standard base64 (with padding), as interval logs encode histograms.
-fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
+fn base64_decode(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(text.trim()).map_err(|e| e.to_string())
+    base64::engine::general_purpose::STANDARD.decode(text.trim())
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use latency_proto::fastpath::{Check, Verdict};
 use latency_proto::probe::{self, ProbeFormat};
 
 use crate::common::{
-    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, event, frame, have, is_root, pcap_frames, read_ports,
-    read_run, thread_affinities, write_trace_with_loops,
+    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, event, frame, pcap_frames, read_ports, read_run,
+    runs_as_root_with, runs_here, thread_affinities, write_trace_with_loops,
 };
 
 /// The agent capturing on r0,r1 of `ns` with `backend` into `out`, controlled over stdin.
@@ -36,9 +36,7 @@ fn af_xdp_capture_records_every_probe_once_per_port() {
 }
 
 fn capture_records_every_probe_once_per_port(backend: &str) {
-    if !(have("ip") && have("tcpreplay") && is_root()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
-        eprintln!("skipped: needs root, ip and tcpreplay");
+    if !runs_as_root_with(&["ip", "tcpreplay"]) {
         return;
     }
     let ns = Netns::new(&format!("agent-{backend}-{}", std::process::id()));
@@ -129,9 +127,7 @@ fn capture_records_every_probe_once_per_port(backend: &str) {
 /// paired across all three.
 #[test]
 fn a_three_port_capture_records_and_pairs_every_copy() {
-    if !(have("ip") && have("tcpreplay") && is_root()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip and tcpreplay");
-        eprintln!("skipped: needs root, ip and tcpreplay");
+    if !runs_as_root_with(&["ip", "tcpreplay"]) {
         return;
     }
     let ns = Netns::new(&format!("agent-3ports-{}", std::process::id()));
@@ -161,9 +157,7 @@ fn a_three_port_capture_records_and_pairs_every_copy() {
 
 #[test]
 fn a_detached_agent_is_controlled_through_a_named_pipe() {
-    if !have("ip") || !is_root() {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide root and ip");
-        eprintln!("skipped: needs root and ip");
+    if !runs_as_root_with(&["ip"]) {
         return;
     }
     let ns = Netns::new(&format!("agent-fifo-{}", std::process::id()));
@@ -215,9 +209,7 @@ fn af_xdp_reflect_sends_every_probe_back_tagged_by_port() {
 }
 
 fn reflect_sends_every_probe_back_tagged_by_port(backend: &str) {
-    if !(have("ip") && have("tcpreplay") && have("tcpdump") && is_root()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide root, ip, tcpreplay and tcpdump");
-        eprintln!("skipped: needs root, ip, tcpreplay and tcpdump");
+    if !runs_as_root_with(&["ip", "tcpreplay", "tcpdump"]) {
         return;
     }
     let ns = Netns::new(&format!("agent-reflect-{backend}-{}", std::process::id()));
@@ -307,14 +299,11 @@ fn reflect_sends_every_probe_back_tagged_by_port(backend: &str) {
 /// with the reason on stderr and, as an `error` event, on stdout where its controller waits.
 #[test]
 fn a_policy_requiring_isolated_poller_cores_refuses_to_start_on_cores_that_are_not() {
-    if !is_root() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run as root");
-        eprintln!("skipped: needs root");
+    if !runs_as_root_with(&[]) {
         return;
     }
     let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
-    if latency_agent::fastpath::cpu_list(&isolated).contains(&0) {
-        eprintln!("skipped: core 0 is isolated here");
+    if !runs_here(!latency_agent::fastpath::cpu_list(&isolated).contains(&0), "core 0 not isolated (isolcpus)") {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_latency-agent"))

@@ -10,6 +10,35 @@ use latency_proto::capture::CaptureSetup;
 use latency_proto::control::{AgentEvent, RunCounters};
 use latency_proto::probe::{self, ProbeFormat};
 
+/// Whether the calling test can run here, `available` saying whether what it `needs` is there.
+/// When it is not, the test fails under CI (the environment variable `CI` set: a CI machine must
+/// provide everything the tests use), and elsewhere prints one line `SKIPPED <test>: needs
+/// <needs>` on stderr and returns false, upon which the test returns at once. A test that can
+/// never run in CI is `#[ignore = "why"]` instead.
+#[track_caller]
+pub fn runs_here(available: bool, needs: &str) -> bool {
+    if available {
+        return true;
+    }
+    // libtest runs each test on a thread named after it (also under nextest).
+    let test = std::thread::current().name().unwrap_or("this test").to_owned();
+    assert!(std::env::var_os("CI").is_none(), "{test}: CI must provide {needs}");
+    eprintln!("SKIPPED {test}: needs {needs}");
+    false
+}
+
+/// Whether the tests run as root with every one of `tools` on the PATH ([`runs_here`]: if not,
+/// the test fails under CI and is skipped with a notice elsewhere).
+#[track_caller]
+pub fn runs_as_root_with(tools: &[&str]) -> bool {
+    let mut missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if !is_root() {
+        missing.insert(0, "root");
+    }
+    let all: Vec<&str> = std::iter::once("root").chain(tools.iter().copied()).collect();
+    runs_here(missing.is_empty(), &format!("{} (missing here: {})", all.join(", "), missing.join(", ")))
+}
+
 /// Whether `tool` is on the PATH.
 pub fn have(tool: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())

@@ -18,20 +18,9 @@ use latency_proto::probe::{self, ProbeFormat};
 use latency_sys::dpdk::eal_args;
 
 use crate::common::{
-    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, have, is_root, ok, pcap_frames, pcap_header,
-    pcap_records_with_loops, read_run, write_trace_with_loops,
+    Agent, Netns, SENDER_MAC, SENDER_MAC_BYTES, check_run, ok, pcap_frames, pcap_header, pcap_records_with_loops,
+    read_run, runs_as_root_with, write_trace_with_loops,
 };
-
-/// Whether the test can run here; panics under CI when it cannot.
-fn can_run(tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    if is_root() && missing.is_empty() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI must run this as root with {tools:?} (missing: {missing:?})");
-    eprintln!("skipped: needs root and {tools:?} (missing: {missing:?})");
-    false
-}
 
 fn s(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
@@ -108,7 +97,7 @@ fn write_all_nb(f: &mut File, mut buf: &[u8], deadline: Instant) {
 /// header) during EAL init, and the probes are written only after `begin 1` was acknowledged.
 #[test]
 fn net_pcap_capture_records_every_probe_once_per_port() {
-    if !can_run(&["mkfifo"]) {
+    if !runs_as_root_with(&["mkfifo"]) {
         return;
     }
     let dir = scratch("pcap");
@@ -163,7 +152,7 @@ fn net_pcap_capture_records_every_probe_once_per_port() {
 
 #[test]
 fn net_af_packet_capture_over_veth_records_every_probe_once_per_port() {
-    if !can_run(&["ip", "tcpreplay"]) {
+    if !runs_as_root_with(&["ip", "tcpreplay"]) {
         return;
     }
     let dir = scratch("afp");
@@ -299,7 +288,7 @@ fn in_child(name: &str) -> bool {
 #[test]
 fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
     use latency_sys::dpdk::{Eal, PortConfig, open_with_reflect};
-    if !can_run(&[]) || !in_child("net_pcap_reflect_tags_probes_and_sends_them_per_port_queue") {
+    if !runs_as_root_with(&[]) || !in_child("net_pcap_reflect_tags_probes_and_sends_them_per_port_queue") {
         return;
     }
     let dir = scratch("reflect");
@@ -369,7 +358,7 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
 #[ignore = "throughput measurement (2 s, both cores busy); run explicitly"]
 fn net_null_poller_throughput() {
     use latency_sys::dpdk::{Eal, PortConfig, PortStats, open_with_reflect};
-    if !can_run(&[]) || !in_child("net_null_poller_throughput") {
+    if !runs_as_root_with(&[]) || !in_child("net_null_poller_throughput") {
         return;
     }
     let prefix = format!("lat-null-{}", std::process::id());

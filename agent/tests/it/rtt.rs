@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use latency_proto::control::AgentEvent;
 use latency_proto::probe::ProbeFormat;
 
-use crate::common::{check_run, event, have, is_root, ok, read_run};
+use crate::common::{check_run, event, ok, read_run, runs_as_root_with};
 
 /// Two namespaces joined by a0 (in the first) – b0 (in the second), deleted on drop.
 struct Pair(String, String);
@@ -61,9 +61,7 @@ impl Drop for Pair {
 
 #[test]
 fn originate_and_reflect_account_for_every_probe_between_two_namespaces() {
-    if !(have("ip") && is_root()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide root and ip");
-        eprintln!("skipped: needs root and ip");
+    if !runs_as_root_with(&["ip"]) {
         return;
     }
     let pair = Pair::new(&std::process::id().to_string());
@@ -136,9 +134,7 @@ fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn a_trace_sent_out_of_one_port_comes_back_on_the_return_path_with_both_sides_sleeping() {
-    if !(have("ip") && is_root()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must provide root and ip");
-        eprintln!("skipped: needs root and ip");
+    if !runs_as_root_with(&["ip"]) {
         return;
     }
     let pair = Pair::new(&format!("{}r", std::process::id())).with_return_path();

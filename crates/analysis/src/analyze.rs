@@ -1,7 +1,7 @@
 //! The analysis of a results folder: runs loaded, paired and reduced per program into the summary.
 
 use crate::error::AnalysisError;
-use crate::runs::{RunPairs, pair_ports_of};
+use crate::runs::RunPairs;
 use crate::stats::summary_levels;
 use crate::summarize::{Unusable, summarize};
 use crate::{load, soak, soak_headline};
@@ -27,22 +27,11 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     }
     let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
     if !files.is_empty() && files.iter().all(|f| f.records == 0 && f.histogram) {
-        return soak_headline::summary(dir, &index, &entries, &prov, problems)
-            .map_err(|message| AnalysisError::Invalid { path: data, message });
+        return Ok(soak_headline::summary(dir, &index, &entries, &prov, problems)?);
     }
-    let exclude = index.analysis.exclude_first_after_gap;
     let port_pairs = &index.analysis.port_pairs;
-    // Each run read once: its headline pairs, then those of every declared port pair.
-    let paired = load::par_map(&files, |f| {
-        load::read_verified(f, &index.groups[f.group]).map(|batches| {
-            let of = |ports| RunPairs {
-                level: f.level.clone(),
-                ..pair_ports_of(f.group, f.session, &batches, index.tsc_hz, exclude, ports)
-            };
-            let headline = of(latency_plan::PortPair { from: 1, to: 0 });
-            (headline, port_pairs.values().map(|&p| of(p)).collect::<Vec<_>>())
-        })
-    });
+    let others: Vec<latency_plan::PortPair> = port_pairs.values().copied().collect();
+    let paired = load::paired_runs(&index, &files, &others);
     let mut runs = Vec::with_capacity(files.len());
     let mut by_pair: Vec<Vec<RunPairs>> = port_pairs.keys().map(|_| Vec::new()).collect();
     let mut failed = 0;
@@ -58,22 +47,17 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
                     by_pair[k].push(o);
                 }
             }
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     let mut soaks = soak::summarize(dir, &index, &entries, &summary_levels(&index), &mut problems);
     let mut hops = Vec::new();
     for (name, runs) in port_pairs.keys().zip(&by_pair) {
-        match summarize(&index, runs, &entries, None, Unusable::default()) {
-            Ok(s) => {
-                problems.extend(s.health.problems.iter().map(|p| format!("port pair `{name}`: {p}")));
-                hops.push((name, s.programs));
-            }
-            Err(e) => problems.push(format!("port pair `{name}`: {e}")),
-        }
+        let s = summarize(&index, runs, &entries, None, Unusable::default());
+        problems.extend(s.health.problems.iter().map(|p| format!("port pair `{name}`: {p}")));
+        hops.push((name, s.programs));
     }
-    let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems })
-        .map_err(|message| AnalysisError::Invalid { path: data, message })?;
+    let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems });
     for (name, p) in summary.programs.iter_mut() {
         p.soak = soaks.remove(name);
         for (pair, programs) in &mut hops {

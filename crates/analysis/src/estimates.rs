@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::error::AnalysisError;
 use crate::load;
-use crate::runs::{RunPairs, pair_batches, session_estimates};
+use crate::runs::{RunPairs, session_estimates};
 use latency_results::ResultsDir;
 use latency_results::SessionKind;
 use latency_results::index::Index;
@@ -35,15 +35,9 @@ pub fn probe_estimates(dir: &ResultsDir) -> Result<Vec<SessionEstimates>, Analys
     let index = Index::from(&prov);
     let entries = journal::read(&dir.journal_path())?;
     let (files, _) = load::run_files(dir, &index.groups, &entries)?;
-    let exclude = index.analysis.exclude_first_after_gap;
-    let paired = load::par_map(&files, |f| {
-        load::read_verified(f, &index.groups[f.group]).ok().map(|batches| RunPairs {
-            level: f.level.clone(),
-            ..pair_batches(f.group, f.session, &batches, index.tsc_hz, exclude)
-        })
-    });
+    let paired = load::paired_runs(&index, &files, &[]);
     let mut by_session: BTreeMap<(usize, Option<String>, u32), Vec<&RunPairs>> = BTreeMap::new();
-    for r in paired.iter().flatten().filter(|r| r.counts.matched > 0) {
+    for (r, _) in paired.iter().flatten().filter(|(r, _)| r.counts.matched > 0) {
         by_session.entry((r.group, r.level.clone(), r.session)).or_default().push(r);
     }
     Ok(by_session

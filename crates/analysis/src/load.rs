@@ -13,10 +13,12 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::error::AnalysisError;
+use crate::runs::{RunPairs, pair_ports_of};
+use latency_plan::PortPair;
 use latency_plan::digest;
 use latency_results::ResultsDir;
 use latency_results::event::Entry;
-use latency_results::index::Group;
+use latency_results::index::{Group, Index};
 use latency_results::journal;
 use latency_results::runfile::RunMetadata;
 
@@ -98,43 +100,171 @@ pub fn run_files(
     Ok((out, problems))
 }
 
+/// A run paired on the headline ports, and on each further pair asked for.
+pub type RunAndPairs = (RunPairs, Vec<RunPairs>);
+
+/// Every run file read once, in parallel, and paired on the headline ports (pipeline against
+/// bypass) and then on each of `others`: the one run loader of the analysis and of the history's
+/// per-probe estimates.
+pub fn paired_runs(index: &Index, files: &[RunFile], others: &[PortPair]) -> Vec<Result<RunAndPairs, Unreadable>> {
+    let exclude = index.analysis.exclude_first_after_gap;
+    par_map(files, |f| {
+        read_verified(f, &index.groups[f.group]).map(|batches| {
+            let of = |ports| RunPairs {
+                level: f.level.clone(),
+                ..pair_ports_of(f.group, f.session, &batches, index.tsc_hz, exclude, ports)
+            };
+            (of(PortPair { from: 1, to: 0 }), others.iter().map(|&p| of(p)).collect())
+        })
+    })
+}
+
+/// Why a run file is not analysed; each names the file as the journal does.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    /// The file cannot be read.
+    #[error("{rel}: {source}")]
+    Read {
+        /// The file, relative to the results folder.
+        rel: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Its checksum is not the journal's.
+    #[error(
+        "{rel}: checksum {} differs from the journal's {} (the file was changed after the run); not analysed",
+        .actual.get(..12).unwrap_or(.actual.as_str()),
+        .recorded.get(..12).unwrap_or(.recorded.as_str())
+    )]
+    Checksum {
+        /// The file.
+        rel: String,
+        /// Its sha256.
+        actual: String,
+        /// The journal's.
+        recorded: String,
+    },
+    /// The Parquet decoder panicked on it.
+    #[error("{rel}: corrupt Parquet file: {source}")]
+    Corrupt {
+        /// The file.
+        rel: String,
+        /// The panic's message.
+        source: latency_results::runfile::DecoderPanicked,
+    },
+    /// The Parquet decoder refused it.
+    #[error("{rel}: {source}")]
+    Parquet {
+        /// The file.
+        rel: String,
+        /// The error.
+        source: parquet::errors::ParquetError,
+    },
+    /// Its records cannot be read.
+    #[error("{rel}: {source}")]
+    Arrow {
+        /// The file.
+        rel: String,
+        /// The error.
+        source: arrow_schema::ArrowError,
+    },
+    /// Its metadata cannot be read.
+    #[error("{rel}: {source}")]
+    Metadata {
+        /// The file.
+        rel: String,
+        /// The error.
+        source: latency_results::runfile::MetadataError,
+    },
+    /// Its metadata names another run than its place in the tree.
+    #[error(
+        "{rel}: its metadata says program {} session {} run {}, its place says program {} session {} run {}",
+        .metadata.0, .metadata.1, .metadata.2, .place.0, .place.1, .place.2
+    )]
+    Misplaced {
+        /// The file.
+        rel: String,
+        /// (program, session, run) of its metadata.
+        metadata: (String, u32, u32),
+        /// (program, session, run) of its place.
+        place: (String, u32, u32),
+    },
+    /// Its metadata names another factor level than its place.
+    #[error(
+        "{rel}: its metadata says level {}, its place says level {}",
+        .metadata.as_deref().unwrap_or("none"),
+        .place.as_deref().unwrap_or("none")
+    )]
+    OtherLevel {
+        /// The file.
+        rel: String,
+        /// Its metadata's level.
+        metadata: Option<String>,
+        /// Its place's level.
+        place: Option<String>,
+    },
+    /// A column is not of the record schema's type.
+    #[error("{rel}: column `{column}` is {have}, the record schema says {want}")]
+    ColumnType {
+        /// The file.
+        rel: String,
+        /// The column.
+        column: &'static str,
+        /// Its type.
+        have: DataType,
+        /// The record schema's.
+        want: DataType,
+    },
+    /// A required column is missing.
+    #[error("{rel}: column `{column}` is missing: not a run file in the record schema")]
+    MissingColumn {
+        /// The file.
+        rel: String,
+        /// The column.
+        column: &'static str,
+    },
+    /// It holds another number of records than the journal recorded.
+    #[error("{rel}: {records} records, the journal recorded {recorded}")]
+    Records {
+        /// The file.
+        rel: String,
+        /// Records in the file.
+        records: u64,
+        /// Records the journal recorded.
+        recorded: u64,
+    },
+}
+
 /// Read a run file, check it against the journal (sha256, records) and its metadata against its
 /// place in the tree, and return the columns the analysis needs.
-pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, String> {
-    let bytes =
-        latency_results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file").map_err(|e| format!("{}: {e}", r.rel))?;
+pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, Unreadable> {
+    let rel = || r.rel.clone();
+    let bytes = latency_results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file")
+        .map_err(|source| Unreadable::Read { rel: rel(), source })?;
     let actual = digest::sha256_hex(&bytes);
     if actual != r.sha256 {
-        return Err(format!(
-            "{}: checksum {} differs from the journal's {} (the file was changed after the run); not analysed",
-            r.rel,
-            &actual[..12],
-            r.sha256.get(..12).unwrap_or(&r.sha256)
-        ));
+        return Err(Unreadable::Checksum { rel: rel(), actual, recorded: r.sha256.clone() });
     }
     latency_results::runfile::guarded(|| decode_checked(r, group, bytes))
-        .unwrap_or_else(|why| Err(format!("{}: corrupt Parquet file: {why}", r.rel)))
+        .unwrap_or_else(|source| Err(Unreadable::Corrupt { rel: rel(), source }))
 }
 
 /// Decode a run file's bytes (already checked against the journal's sha256).
-fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<RecordBatch>, String> {
-    let bad = |m: &dyn std::fmt::Display| format!("{}: {m}", r.rel);
-    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes)).map_err(|e| bad(&e))?;
+fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<RecordBatch>, Unreadable> {
+    let rel = || r.rel.clone();
+    let parquet = |source| Unreadable::Parquet { rel: rel(), source };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(bytes)).map_err(parquet)?;
     let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
-        .map_err(|e| bad(&e))?;
+        .map_err(|source| Unreadable::Metadata { rel: rel(), source })?;
     if (meta.program.as_str(), meta.session, meta.run) != (group.program.as_str(), r.session, r.run) {
-        return Err(bad(&format!(
-            "its metadata says program {} session {} run {}, its place says program {} session {} run {}",
-            meta.program, meta.session, meta.run, group.program, r.session, r.run
-        )));
+        return Err(Unreadable::Misplaced {
+            rel: rel(),
+            metadata: (meta.program, meta.session, meta.run),
+            place: (group.program.clone(), r.session, r.run),
+        });
     }
     if meta.level != r.level {
-        let say = |l: &Option<String>| l.clone().unwrap_or_else(|| "none".into());
-        return Err(bad(&format!(
-            "its metadata says level {}, its place says level {}",
-            say(&meta.level),
-            say(&r.level)
-        )));
+        return Err(Unreadable::OtherLevel { rel: rel(), metadata: meta.level, place: r.level.clone() });
     }
     let schema = builder.schema().clone();
     let fields = latency_proto::record_schema();
@@ -153,23 +283,26 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
             Ok(i) => {
                 let have: &DataType = schema.field(i).data_type();
                 if have != want.data_type() {
-                    return Err(bad(&format!(
-                        "column `{name}` is {have}, the record schema says {}",
-                        want.data_type()
-                    )));
+                    return Err(Unreadable::ColumnType {
+                        rel: rel(),
+                        column: name,
+                        have: have.clone(),
+                        want: want.data_type().clone(),
+                    });
                 }
                 indices.push(i);
             }
             Err(_) if want.is_nullable() => {}
-            Err(_) => return Err(bad(&format!("column `{name}` is missing: not a run file in the record schema"))),
+            Err(_) => return Err(Unreadable::MissingColumn { rel: rel(), column: name }),
         }
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| bad(&e))?;
-    let batches: Vec<RecordBatch> = reader.collect::<Result<_, _>>().map_err(|e| bad(&e))?;
+    let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(parquet)?;
+    let batches: Vec<RecordBatch> =
+        reader.collect::<Result<_, _>>().map_err(|source| Unreadable::Arrow { rel: rel(), source })?;
     let records: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
     if records != r.records {
-        return Err(bad(&format!("{records} records, the journal recorded {}", r.records)));
+        return Err(Unreadable::Records { rel: rel(), records, recorded: r.records });
     }
     Ok(batches)
 }
@@ -262,7 +395,7 @@ mod tests {
             records: 2,
             histogram: false,
         };
-        let e = read_verified(&run, &group()).unwrap_err();
+        let e = read_verified(&run, &group()).unwrap_err().to_string();
         assert_eq!(e, "data/program=p/session=1/run=1.parquet: column `tsc` is Utf8, the record schema says UInt64");
         let e = latency_results::runfile::read(&path).unwrap_err().to_string();
         assert!(e.contains("unexpected schema"), "{e}");

@@ -12,7 +12,6 @@
 use std::collections::BTreeMap;
 
 use super::uncertainty::{interval, session_variance};
-use latency_results::ResultsDir;
 use latency_results::SessionKind;
 use latency_results::event::Entry;
 use latency_results::event::Event;
@@ -21,6 +20,7 @@ use latency_results::index::Index;
 use latency_results::provenance::Provenance;
 use latency_results::summary::SoakSummary;
 use latency_results::summary::{Evidence, Mode, ProgramSummary, SessionSummary, Summary};
+use latency_results::{ResultsDir, ResultsError};
 
 /// Program `g`'s headline from its soak summary `k`; none without a null calibration median.
 pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {
@@ -100,7 +100,7 @@ pub(super) fn summary(
     entries: &[Entry],
     prov: &Provenance,
     mut problems: Vec<String>,
-) -> Result<Summary, String> {
+) -> Result<Summary, ResultsError> {
     let mut soaks = crate::soak::summarize(dir, index, entries, &crate::stats::summary_levels(index), &mut problems);
     let programs: Vec<_> = index.groups.iter().filter(|g| g.kind == SessionKind::Program).collect();
     let mut headlines = BTreeMap::new();
@@ -123,7 +123,7 @@ pub(super) fn summary(
         entries,
         Some(prov),
         crate::summarize::Unusable { failed_runs: 0, problems },
-    )?;
+    );
     let finished = entries.iter().filter_map(|e| match &e.event {
         Event::RunFinished { counts, pacing, .. } => Some((counts, pacing)),
         _ => None,
@@ -143,6 +143,6 @@ pub(super) fn summary(
         summary.health.pacing_pps = [*lo, super::stats::quantile_sorted(&pacing, 0.5), *hi];
     }
     summary.programs = headlines;
-    summary.inputs_sha256 = latency_results::summary::inputs_sha256(dir).map_err(|e| e.to_string())?;
+    summary.inputs_sha256 = latency_results::summary::inputs_sha256(dir)?;
     Ok(summary)
 }

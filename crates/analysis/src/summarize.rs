@@ -27,7 +27,7 @@ pub fn summarize(
     journal: &[Entry],
     prov: Option<&Provenance>,
     unusable: Unusable,
-) -> Result<Summary, String> {
+) -> Summary {
     let Unusable { failed_runs, mut problems } = unusable;
     let a = &index.analysis;
     let report_levels = a.quantile_levels_or_default();
@@ -68,7 +68,7 @@ pub fn summarize(
         },
         pacing_inferred_runs: runs.iter().filter(|r| r.pacing_inferred).count() as u64,
     };
-    Ok(Summary {
+    Summary {
         study: index.study.clone(),
         title: if index.report.title.is_empty() {
             latency_plan::defaults::report_title(&index.study)
@@ -84,5 +84,5 @@ pub fn summarize(
         health: Health { problems, ..health },
         provenance: prov.cloned(),
         inputs_sha256: String::new(),
-    })
+    }
 }

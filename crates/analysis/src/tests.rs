@@ -67,7 +67,7 @@ fn hand_computed_study() {
     // Program: probe 2: (150, 152, 151) → 151, probe 3: (160, 158, 170) → 160,
     // probe 4: (140, 141, 139) → 140; raw session median 151; L̂ = 139, 148, 128.
     let runs = hand_runs();
-    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default());
     let null = &s.nulls["t"];
     assert_eq!(null.offset_ns, 12.0);
     assert_eq!(null.sessions, vec![(1, 12.0)]);
@@ -118,7 +118,7 @@ fn round_trips_give_rtt_quantiles_and_the_one_way_estimate_over_the_crossings() 
     let runs = hand_runs();
     let mut idx = index(Analysis::default());
     idx.sender = latency_plan::Sender::Agent { crossings: 2 };
-    let s = summarize(&idx, &runs, &[], None, Unusable::default()).unwrap();
+    let s = summarize(&idx, &runs, &[], None, Unusable::default());
     let rt = s.programs["p"].round_trip.as_ref().expect("round trips");
     assert_eq!(rt.crossings, 2);
     for (k, want) in [("p5", 141.1), ("p50", 151.0), ("p99", 159.82)] {
@@ -131,7 +131,7 @@ fn round_trips_give_rtt_quantiles_and_the_one_way_estimate_over_the_crossings() 
     let ci = s.programs["p"].median_ci95_ns;
     assert_eq!(rt.one_way_median_ci95_ns, [ci[0] / 2.0, ci[1] / 2.0]);
     // tcpreplay studies have none.
-    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default());
     assert_eq!(s.programs["p"].round_trip, None);
 }
 
@@ -139,7 +139,7 @@ fn round_trips_give_rtt_quantiles_and_the_one_way_estimate_over_the_crossings() 
 fn violations_count_probes_above_the_bound() {
     // Bound 55 cycles = 220 ns; calibrated estimates 230 and 200 → one violation.
     let runs = vec![run(1, 1, &[Some(0), Some(0), Some(0)]), run(0, 1, &[Some(0), Some(230), Some(200)])];
-    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default());
     assert_eq!(s.programs["p"].vendor_bound.as_ref().unwrap().violations, 1);
 }
 
@@ -150,7 +150,7 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     for (s, base) in [(1, 107), (2, 138), (3, 108)] {
         runs.push(run(0, s, &[Some(0), Some(base - 1), Some(base), Some(base + 1), Some(base), Some(base + 2)]));
     }
-    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap();
+    let s = summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default());
     let p = &s.programs["p"];
     assert_eq!(p.modes.len(), 2);
     assert_eq!(p.modes[0].sessions, vec![1, 3]);
@@ -181,7 +181,7 @@ fn sessions_in_separate_clusters_are_modes_and_never_averaged() {
     // Disabling mode detection gives one mode.
     let mut a = Analysis::default();
     a.modes.enabled = false;
-    let s = summarize(&index(a), &runs, &[], None, Unusable::default()).unwrap();
+    let s = summarize(&index(a), &runs, &[], None, Unusable::default());
     assert_eq!(s.programs["p"].modes.len(), 1);
 }
 
@@ -201,7 +201,7 @@ fn synthetic(lat: &[i64], delta: i64, noise: &[i64], shift: i64, shift_null: boo
             runs.push(run(1, s as u32 + 1, &null));
         }
     }
-    summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default()).unwrap()
+    summarize(&index(Analysis::default()), &runs, &[], None, Unusable::default())
 }
 
 proptest! {

@@ -29,7 +29,7 @@ use latency_analysis::AnalysisError;
 use latency_results::ResultsDir;
 use latency_results::SessionKind;
 use latency_results::history::row::{self, Estimate, Row};
-use latency_results::history::table::Micros;
+use latency_results::history::table::{ColumnError, Micros};
 use latency_results::provenance::Provenance;
 
 /// Why the history could not be read or written.
@@ -266,7 +266,7 @@ impl Store {
     async fn read_table<T>(
         &self,
         path: &ObjectPath,
-        decode: fn(&arrow_array::RecordBatch) -> Result<Vec<T>, String>,
+        decode: fn(&arrow_array::RecordBatch) -> Result<Vec<T>, ColumnError>,
     ) -> Result<Vec<T>, StoreError> {
         let get = self.inner.get(path).await.map_err(self.object_err(path))?;
         let bytes: Bytes = get.bytes().await.map_err(self.object_err(path))?;
@@ -276,7 +276,7 @@ impl Store {
         let mut out = Vec::new();
         for batch in reader {
             let batch = batch.map_err(|e| self.invalid(path, e.to_string()))?;
-            out.extend(decode(&batch).map_err(|e| self.invalid(path, e))?);
+            out.extend(decode(&batch).map_err(|e| self.invalid(path, e.to_string()))?);
         }
         Ok(out)
     }

@@ -358,7 +358,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     for a in Action::ALL {
         let t = match actions.as_ref().and_then(|o| o.get(&a)) {
             Some(t) => t.clone(),
-            None => Template::parse(a.default_template()).ok()?,
+            None => Template::parse(a.name(), a.default_template()).ok()?,
         };
         all_actions.insert(a, t);
     }
@@ -392,7 +392,7 @@ fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template
             ok = false;
             continue;
         };
-        match Template::parse(&src) {
+        match Template::parse(key, &src) {
             Ok(t) => {
                 for var in t.variables() {
                     if !VARIABLES.contains(&var) {
@@ -440,7 +440,7 @@ mod tests {
     #[test]
     fn every_builtin_template_parses_uses_known_variables_and_whole_words() {
         for a in Action::ALL {
-            let t = Template::parse(a.default_template()).unwrap();
+            let t = Template::parse(a.name(), a.default_template()).unwrap();
             for v in t.variables() {
                 assert!(VARIABLES.contains(&v), "{}: {v}", a.name());
             }
@@ -459,6 +459,31 @@ mod tests {
         let actions = decode_actions(&mut d, node).unwrap();
         assert!(d.diags.is_empty(), "{:?}", d.diags);
         assert!(actions.len() > 10);
+    }
+
+    /// An inventory's template is plain `{{ variable }}` output: minijinja's other syntax, which
+    /// could compute a value or take it around the shell-quoting, is refused at its position.
+    #[test]
+    fn inventory_templates_with_engine_syntax_are_refused_where_they_stand() {
+        let path = std::path::Path::new("inv.yaml");
+        let src = "actions:\n  replay: tcpreplay -i {{ sender_iface|safe }} {{ trace }}\n  boot: \"{% if run %}reboot{% endif %}\"\n  readback: echo ${#x} {{ agent }}\n";
+        let root = yaml::parse(path, src).unwrap();
+        let mut d = Decoder::new(path);
+        let mut m = d.map(&root, "inventory").unwrap();
+        let node = m.get(&mut d, "actions").unwrap();
+        assert!(decode_actions(&mut d, node).is_none());
+        let got: Vec<String> = d.diags.iter().map(|e| format!("{}:{}: {}", e.pos.line, e.pos.col, e.message)).collect();
+        assert_eq!(
+            got,
+            [
+                "2:11: template of `replay`: `{{ sender_iface|safe }}` is not a valid placeholder (it names one \
+                 variable: no filters, expressions or whitespace control)",
+                "3:9: template of `boot`: `{%` opens a template statement, which command templates do not have \
+                 (only `{{ variable }}` placeholders) at `{% if run %}reboot{% endif %}`",
+                "4:13: template of `readback`: `{#` opens a template comment, which command templates do not have \
+                 (only `{{ variable }}` placeholders) at `{#x} {{ agent }}`",
+            ]
+        );
     }
 
     #[test]

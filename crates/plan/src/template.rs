@@ -1,17 +1,26 @@
-//! Command templates of host actions: shell text with `{{ variable }}` placeholders.
+//! Command templates of host actions: shell text with `{{ variable }}` placeholders, rendered by
+//! minijinja (the workspace's one template engine).
 //!
 //! Every value substituted into a template is shell-quoted, so that nothing taken from a plan or
-//! an inventory can change the meaning of the command on the remote host. A list value expands to
-//! one quoted word per element. Quoting only protects a value where the shell starts a new word:
-//! [`Template::misplaced`] finds the placeholders that are not whole words (inside quotes, after a
-//! backslash or `$`, glued to other text).
+//! an inventory can change the meaning of the command on the remote host: the engine's formatter,
+//! which every `{{ … }}` output passes through, quotes each value (a list becomes one quoted word
+//! per element) and ignores minijinja's "safe" marking. A template is plain output of variables
+//! and nothing else — no statements, comments, filters or expressions, so nothing in a template
+//! can compute or unquote a value — and a variable without a value is an error (strict undefined).
+//! Quoting only protects a value where the shell starts a new word: [`Template::misplaced`] finds
+//! the placeholders that are not whole words (inside quotes, after a backslash or `$`, glued to
+//! other text).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+use minijinja::value::{Value, ValueKind};
+use minijinja::{AutoEscape, Environment, ErrorKind, Output, State, UndefinedBehavior};
 
 /// A parsed template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Template {
+    name: String,
     source: String,
     parts: Vec<Part>,
 }
@@ -43,10 +52,26 @@ impl From<String> for TemplateValue {
     }
 }
 
+impl TemplateValue {
+    fn to_value(&self) -> Value {
+        match self {
+            TemplateValue::Word(w) => Value::from(w.as_str()),
+            TemplateValue::List(items) => Value::from_iter(items.iter().map(String::as_str)),
+        }
+    }
+
+    fn contains(&self, c: char) -> bool {
+        match self {
+            TemplateValue::Word(w) => w.contains(c),
+            TemplateValue::List(items) => items.iter().any(|w| w.contains(c)),
+        }
+    }
+}
+
 /// Variables available to a template.
 pub type Vars = BTreeMap<&'static str, TemplateValue>;
 
-/// A template that does not parse.
+/// A template that does not parse, or does not render.
 #[derive(Debug, PartialEq, Eq)]
 pub struct TemplateError(pub String);
 
@@ -56,12 +81,102 @@ impl fmt::Display for TemplateError {
     }
 }
 
+/// What an empty list renders as before [`take_empty_lists`] removes it with the space before
+/// it. A NUL can be in no shell command, so none comes from a template's text or a value: both
+/// are refused.
+const EMPTY_LIST: char = '\0';
+
+/// Where the engine's next tag starts in `text`: a `{` followed by `{`, `%` or `#` (as minijinja's
+/// lexer finds them), with that second character.
+fn next_tag(text: &str) -> Option<(usize, u8)> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(i) = bytes[from..].iter().position(|&b| b == b'{') {
+        let at = from + i;
+        match bytes.get(at + 1) {
+            Some(&c @ (b'{' | b'%' | b'#')) => return Some((at, c)),
+            _ => from = at + 1,
+        }
+    }
+    None
+}
+
+/// Whether `name` is what the engine reads as a variable (not a constant such as `none`).
+fn is_variable(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !matches!(name, "true" | "false" | "none" | "True" | "False" | "None")
+}
+
+/// The engine host commands are rendered with: nothing but variables (no filters, tests or
+/// functions), every output shell-quoted by [`shell_words`], undefined variables refused, and the
+/// text kept to its last byte (minijinja would otherwise drop a final line break).
+fn engine<'s>() -> Environment<'s> {
+    let mut env = Environment::empty();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_keep_trailing_newline(true);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_formatter(shell_words);
+    env
+}
+
+/// The engine's formatter: a word shell-quoted, a list as its words shell-quoted and separated by
+/// spaces (an empty one as [`EMPTY_LIST`]). A value marked safe is quoted all the same.
+fn shell_words(out: &mut Output, _: &State, value: &Value) -> Result<(), minijinja::Error> {
+    let word = |v: &Value| match v.as_str() {
+        Some(w) if !w.contains(EMPTY_LIST) => Ok(shell_quote(w)),
+        Some(_) => Err(minijinja::Error::new(ErrorKind::InvalidOperation, "a value contains a NUL character")),
+        None => Err(minijinja::Error::new(
+            ErrorKind::InvalidOperation,
+            format!("a {} value cannot be substituted into a command", v.kind()),
+        )),
+    };
+    let text = match value.kind() {
+        ValueKind::Seq => {
+            let words = value.try_iter()?.map(|v| word(&v)).collect::<Result<Vec<_>, _>>()?;
+            if words.is_empty() { EMPTY_LIST.to_string() } else { words.join(" ") }
+        }
+        _ => word(value)?,
+    };
+    out.write_str(&text).map_err(|_| minijinja::Error::from(ErrorKind::WriteFailure))
+}
+
+/// The rendered command without the marks of empty lists, each of which also takes the space
+/// before it, so that no double space is left.
+fn take_empty_lists(marked: &str) -> String {
+    let mut out = String::with_capacity(marked.len());
+    for c in marked.chars() {
+        if c == EMPTY_LIST {
+            if out.ends_with(' ') {
+                out.pop();
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl Template {
-    /// Parse `{{ name }}` placeholders out of `source`.
-    pub fn parse(source: &str) -> Result<Template, TemplateError> {
+    /// Parse the template `source`, called `name` in messages. Only `{{ variable }}`
+    /// placeholders are allowed: anything else the engine would read as template syntax (`{%`,
+    /// `{#`, a filter or an expression) is refused.
+    pub fn parse(name: &str, source: &str) -> Result<Template, TemplateError> {
+        if source.contains(EMPTY_LIST) {
+            return Err(TemplateError("a template cannot contain a NUL character".into()));
+        }
         let mut parts = Vec::new();
         let mut rest = source;
-        while let Some(start) = rest.find("{{") {
+        while let Some((start, tag)) = next_tag(rest) {
+            if tag != b'{' {
+                let what = if tag == b'%' { "a template statement" } else { "a template comment" };
+                let at: String = rest[start..].chars().take_while(|&c| c != '\n').take(40).collect();
+                return Err(TemplateError(format!(
+                    "`{}` opens {what}, which command templates do not have (only `{{{{ variable }}}}` \
+                     placeholders) at `{at}`",
+                    &rest[start..start + 2]
+                )));
+            }
             if start > 0 {
                 parts.push(Part::Text(rest[..start].to_string()));
             }
@@ -69,17 +184,30 @@ impl Template {
             let end = after
                 .find("}}")
                 .ok_or_else(|| TemplateError(format!("unclosed `{{{{` in template at `{}`", &rest[start..])))?;
-            let name = after[..end].trim();
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(TemplateError(format!("`{{{{{}}}}}` is not a valid placeholder", &after[..end])));
+            let var = after[..end].trim();
+            if !is_variable(var) {
+                return Err(TemplateError(format!(
+                    "`{{{{{}}}}}` is not a valid placeholder (it names one variable: no filters, expressions \
+                     or whitespace control)",
+                    &after[..end]
+                )));
             }
-            parts.push(Part::Var(name.to_string()));
+            parts.push(Part::Var(var.to_string()));
             rest = &after[end + 2..];
         }
         if !rest.is_empty() {
             parts.push(Part::Text(rest.to_string()));
         }
-        Ok(Template { source: source.to_string(), parts })
+        let t = Template { name: name.to_string(), source: source.to_string(), parts };
+        // The engine reads the same variables out of the text, and nothing else.
+        let env = engine();
+        let compiled = env.template_from_named_str(name, source).map_err(|e| TemplateError(engine_message(&e)))?;
+        let ours: BTreeSet<String> = t.variables().map(str::to_owned).collect();
+        let theirs: BTreeSet<String> = compiled.undeclared_variables(false).into_iter().collect();
+        if ours != theirs {
+            return Err(TemplateError(format!("the template engine reads the variables {theirs:?}, not {ours:?}")));
+        }
+        Ok(t)
     }
 
     /// The text as written.
@@ -98,27 +226,29 @@ impl Template {
     /// The command with every variable substituted and quoted. Fails on the first variable that
     /// has no value.
     pub fn render(&self, vars: &Vars) -> Result<String, TemplateError> {
-        let mut out = String::with_capacity(self.source.len() + 32);
-        for p in &self.parts {
-            match p {
-                Part::Text(t) => out.push_str(t),
-                Part::Var(name) => match vars.get(name.as_str()) {
-                    Some(TemplateValue::Word(w)) => out.push_str(&shell_quote(w)),
-                    // An empty list also takes the space before it, so that no double space is left.
-                    Some(TemplateValue::List(items)) if items.is_empty() => {
-                        if out.ends_with(' ') {
-                            out.pop();
-                        }
-                    }
-                    Some(TemplateValue::List(items)) => {
-                        let quoted: Vec<String> = items.iter().map(|i| shell_quote(i)).collect();
-                        out.push_str(&quoted.join(" "));
-                    }
-                    None => return Err(TemplateError(format!("no value for `{name}`"))),
-                },
-            }
+        let fail = |what: String| TemplateError(format!("template `{}`: {what}", self.name));
+        if let Some(var) = self.variables().find(|v| vars.get(v).is_some_and(|v| v.contains(EMPTY_LIST))) {
+            return Err(fail(format!("the value of `{var}` contains a NUL character")));
         }
-        Ok(out)
+        let ctx = Value::from_iter(vars.iter().map(|(k, v)| (*k, v.to_value())));
+        match engine().render_named_str(&self.name, &self.source, ctx) {
+            Ok(marked) => Ok(take_empty_lists(&marked)),
+            // Strict undefined: the first variable without a value stops the rendering.
+            Err(e) if e.kind() == ErrorKind::UndefinedError => {
+                let var = self.variables().find(|v| !vars.contains_key(v)).unwrap_or_default();
+                Err(fail(format!("no value for `{var}`")))
+            }
+            Err(e) => Err(fail(engine_message(&e))),
+        }
+    }
+}
+
+/// An engine error without the location minijinja appends (templates are one command; the caller
+/// names the template).
+fn engine_message(e: &minijinja::Error) -> String {
+    match e.detail() {
+        Some(d) => format!("{}: {d}", e.kind()),
+        None => e.kind().to_string(),
     }
 }
 
@@ -300,7 +430,7 @@ mod tests {
 
     #[test]
     fn renders_and_quotes_values() {
-        let t = Template::parse("xbflash2 program --spi --image {{ image }} -d {{bdf}}").unwrap();
+        let t = Template::parse("t", "xbflash2 program --spi --image {{ image }} -d {{bdf}}").unwrap();
         assert_eq!(t.variables().collect::<Vec<_>>(), ["image", "bdf"]);
         let v = vars(&[("image", "/opt/bit streams/fwd.mcs".into()), ("bdf", "0000:d8:00.0".into())]);
         assert_eq!(t.render(&v).unwrap(), "xbflash2 program --spi --image '/opt/bit streams/fwd.mcs' -d 0000:d8:00.0");
@@ -308,13 +438,13 @@ mod tests {
 
     #[test]
     fn lists_expand_to_quoted_words() {
-        let t = Template::parse("for d in {{ devs }}; do echo 1 > /sys/bus/pci/devices/$d/remove; done").unwrap();
+        let t = Template::parse("t", "for d in {{ devs }}; do echo 1 > /sys/bus/pci/devices/$d/remove; done").unwrap();
         let v = vars(&[("devs", TemplateValue::List(vec!["0000:d8:00.0".into(), "a b".into()]))]);
         assert_eq!(
             t.render(&v).unwrap(),
             "for d in 0000:d8:00.0 'a b'; do echo 1 > /sys/bus/pci/devices/$d/remove; done"
         );
-        let t = Template::parse("agent capture {{ extra }} -- {{ eal }}").unwrap();
+        let t = Template::parse("t", "agent capture {{ extra }} -- {{ eal }}").unwrap();
         let v = vars(&[
             ("extra", TemplateValue::List(vec![])),
             ("eal", TemplateValue::List(vec!["-l".into(), "2".into()])),
@@ -348,22 +478,138 @@ mod tests {
 
     #[test]
     fn shell_style_braces_are_left_alone() {
-        let t = Template::parse("echo ${HOME} {x}").unwrap();
+        let t = Template::parse("t", "echo ${HOME} {x}").unwrap();
         assert_eq!(t.variables().count(), 0);
         assert_eq!(t.render(&Vars::new()).unwrap(), "echo ${HOME} {x}");
     }
 
     #[test]
     fn malformed_placeholders_are_errors() {
-        assert!(Template::parse("a {{ b").is_err());
-        assert!(Template::parse("a {{ b c }}").is_err());
-        assert!(Template::parse("a {{}}").is_err());
-        let t = Template::parse("{{ missing }}").unwrap();
-        assert_eq!(t.render(&Vars::new()).unwrap_err().0, "no value for `missing`");
+        let err = |src: &str| Template::parse("t", src).unwrap_err().0;
+        assert_eq!(err("a {{ b"), "unclosed `{{` in template at `{{ b`");
+        let not_one_variable = "is not a valid placeholder (it names one variable: no filters, expressions or \
+                                whitespace control)";
+        assert_eq!(err("a {{ b c }}"), format!("`{{{{ b c }}}}` {not_one_variable}"));
+        assert_eq!(err("a {{}}"), format!("`{{{{}}}}` {not_one_variable}"));
+        let t = Template::parse("t", "{{ missing }}").unwrap();
+        assert_eq!(t.render(&Vars::new()).unwrap_err().0, "template `t`: no value for `missing`");
+    }
+
+    /// Nothing but plain variable output: whatever else minijinja would read as template syntax
+    /// could compute a value or take it around the quoting (`|safe`), so it is refused.
+    #[test]
+    fn template_syntax_beyond_plain_variables_is_refused() {
+        for (src, want) in [
+            ("{{ v|safe }}", "`{{ v|safe }}` is not a valid placeholder"),
+            ("{{ v | upper }}", "`{{ v | upper }}` is not a valid placeholder"),
+            ("a {{- v }}", "`{{- v }}` is not a valid placeholder"),
+            ("{{ v -}} b", "`{{ v -}}` is not a valid placeholder"),
+            ("{{ v.x }}", "`{{ v.x }}` is not a valid placeholder"),
+            ("{{ v[0] }}", "`{{ v[0] }}` is not a valid placeholder"),
+            ("{{ v ~ w }}", "`{{ v ~ w }}` is not a valid placeholder"),
+            ("{{ 'x' }}", "`{{ 'x' }}` is not a valid placeholder"),
+            ("{{ 1 }}", "`{{ 1 }}` is not a valid placeholder"),
+            ("{{ none }}", "`{{ none }}` is not a valid placeholder"),
+            ("{{ range(3) }}", "`{{ range(3) }}` is not a valid placeholder"),
+            (
+                "x {% if v %}{{ v }}{% endif %}",
+                "`{%` opens a template statement, which command templates do not have (only `{{ variable }}` \
+                 placeholders) at `{% if v %}{{ v }}{% endif %}`",
+            ),
+            ("{% raw %}{{ v }}{% endraw %}", "`{%` opens a template statement"),
+            (
+                "n=${#v} {{ v }}",
+                "`{#` opens a template comment, which command templates do not have (only `{{ variable }}` \
+                 placeholders) at `{#v} {{ v }}`",
+            ),
+        ] {
+            let e = Template::parse("t", src).unwrap_err().0;
+            assert!(e.starts_with(want), "{src}: {e}");
+        }
+        assert_eq!(Template::parse("t", "echo \0 {{ v }}").unwrap_err().0, "a template cannot contain a NUL character");
+    }
+
+    /// The engine's formatter quotes a value however it is marked; an inventory cannot reach it
+    /// with anything but a plain variable, and no filter or function exists to call.
+    #[test]
+    fn the_engine_quotes_even_safe_values_and_has_nothing_to_call() {
+        let env = engine();
+        let safe = Value::from_safe_string("$(id) x".into());
+        let ctx = Value::from_iter([("v", safe), ("l", Value::from_iter(["a b", "c"]))]);
+        assert_eq!(env.render_str("{{ v }} {{ v|safe }} {{ l }}", &ctx).unwrap_err().kind(), ErrorKind::UnknownFilter);
+        assert_eq!(env.render_str("{{ v }} {{ l }}", &ctx).unwrap(), "'$(id) x' 'a b' c");
+        assert_eq!(env.render_str("{{ range(2) }}", &ctx).unwrap_err().kind(), ErrorKind::UnknownFunction);
+        assert_eq!(env.render_str("{{ x }}", &ctx).unwrap_err().kind(), ErrorKind::UndefinedError);
+        assert_eq!(env.render_str("{{ 3 }}", &ctx).unwrap_err().kind(), ErrorKind::InvalidOperation);
+    }
+
+    #[test]
+    fn values_with_a_nul_are_refused_and_the_text_is_kept_to_its_last_byte() {
+        let t = Template::parse("t", "echo {{ v }}\n").unwrap();
+        assert_eq!(t.render(&vars(&[("v", "a".into())])).unwrap(), "echo a\n");
+        let nul = TemplateValue::List(vec!["a".into(), "b\0".into()]);
+        assert_eq!(
+            t.render(&vars(&[("v", nul)])).unwrap_err().0,
+            "template `t`: the value of `v` contains a NUL character"
+        );
+    }
+
+    /// The rendering the engine replaced, kept as the reference every template renders like.
+    fn reference_render(t: &Template, vars: &Vars) -> String {
+        let mut out = String::new();
+        for p in &t.parts {
+            match p {
+                Part::Text(text) => out.push_str(text),
+                Part::Var(name) => match &vars[name.as_str()] {
+                    TemplateValue::Word(w) => out.push_str(&shell_quote(w)),
+                    TemplateValue::List(items) if items.is_empty() => {
+                        if out.ends_with(' ') {
+                            out.pop();
+                        }
+                    }
+                    TemplateValue::List(items) => {
+                        out.push_str(&items.iter().map(|i| shell_quote(i)).collect::<Vec<_>>().join(" "))
+                    }
+                },
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Any text with placeholders, any values: the engine renders what the hand-made
+        /// substitution did, byte for byte (lists empty or not, spaces before them or not).
+        #[test]
+        fn the_engine_renders_like_the_reference(
+            pieces in proptest::collection::vec(("[ a{}$'\"\\\\\n%#-]{0,4}", 0usize..4), 0..8),
+            words in proptest::collection::vec(proptest::collection::vec("[ a'$`{}\n-]{0,3}", 0..3), 4),
+        ) {
+            let names = ["w", "x", "l", "m"];
+            let mut src = String::new();
+            for (text, var) in &pieces {
+                src.push_str(text);
+                src.push_str(&format!("{{{{ {} }}}}", names[*var]));
+            }
+            let t = match Template::parse("t", &src) {
+                Ok(t) => t,
+                // Only text with a `{` can run into template syntax (`{%`, `{#`, `{{{ w }}`).
+                Err(e) => {
+                    proptest::prop_assert!(pieces.iter().any(|(text, _)| text.contains('{')), "{src:?}: {e}");
+                    return Ok(());
+                }
+            };
+            let vars = vars(&[
+                ("w", TemplateValue::Word(words[0].concat())),
+                ("x", TemplateValue::Word(words[1].concat())),
+                ("l", TemplateValue::List(words[2].clone())),
+                ("m", TemplateValue::List(words[3].clone())),
+            ]);
+            proptest::prop_assert_eq!(t.render(&vars).unwrap(), reference_render(&t, &vars));
+        }
     }
 
     fn misplaced(src: &str) -> Vec<String> {
-        Template::parse(src).unwrap().misplaced(|v| v == "list").into_iter().map(|m| m.message).collect()
+        Template::parse("t", src).unwrap().misplaced(|v| v == "list").into_iter().map(|m| m.message).collect()
     }
 
     #[test]
@@ -423,7 +669,7 @@ mod tests {
             ("p={{ v }}; printf %s \"$p\"", hostile.to_owned()),
             ("printf %s \"$(printf %s {{ v }})\"", hostile.to_owned()),
         ] {
-            let t = Template::parse(src).unwrap();
+            let t = Template::parse("t", src).unwrap();
             assert!(t.misplaced(|_| false).is_empty(), "{src}");
             let cmd = t.render(&vars(&[("v", hostile.into())])).unwrap();
             let out = std::process::Command::new("sh").arg("-c").arg(&cmd).output().unwrap();

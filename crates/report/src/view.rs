@@ -507,8 +507,11 @@ fn provenance(s: &Summary) -> ProvenanceParts {
     let Some(p) = p else { return (items, Vec::new(), Vec::new(), Vec::new()) };
     items.push(Item::new("Sessions / runs planned", format!("{} / {}", p.sessions, p.runs), false));
     let mut facts = Vec::new();
-    for (k, v) in &p.testbed.facts {
-        flatten(k, v, &mut facts);
+    // Shown as the provenance writes them: every fact, flattened in key order.
+    if let Ok(serde_json::Value::Object(written)) = serde_json::to_value(&p.testbed.facts) {
+        for (k, v) in &written {
+            flatten(k, v, &mut facts);
+        }
     }
     let bitstreams = p
         .bitstreams

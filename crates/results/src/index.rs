@@ -155,13 +155,18 @@ impl std::fmt::Display for SessionKind {
     }
 }
 
+/// A session kind's name that is not one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown session kind `{0}` (program, null)")]
+pub struct UnknownSessionKind(pub String);
+
 impl std::str::FromStr for SessionKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownSessionKind;
+    fn from_str(s: &str) -> Result<Self, UnknownSessionKind> {
         match s {
             "program" => Ok(SessionKind::Program),
             "null" => Ok(SessionKind::Null),
-            other => Err(format!("unknown session kind `{other}` (program, null)")),
+            other => Err(UnknownSessionKind(other.to_string())),
         }
     }
 }

@@ -19,6 +19,9 @@ pub struct Paired {
     /// the order of `diffs`; `None` where a reflected copy was not captured (empty without
     /// hardware stamps).
     pub hw_diffs: Vec<Option<i64>>,
+    /// TSC of each matched probe's first `to` (pipeline) and first `from` (bypass) copy, in the
+    /// order of `diffs` (their difference is its `D`).
+    pub stamps: Vec<(u64, u64)>,
     /// Frame length of each matched probe's bypass copy (the probe as sent), in the order of
     /// `diffs` (empty when the records have no frame lengths).
     pub lens: Vec<u16>,
@@ -26,6 +29,8 @@ pub struct Paired {
     pub counts: Counts,
     /// Probe of the earliest record of the run: the first probe after the idle gap.
     pub first_id: Option<u64>,
+    /// TSC of the earliest record of the run on the two ports (duplicates included).
+    pub first_tsc: Option<u64>,
     /// Bypass copies and the TSC span between the first and last of them (pacing check).
     pub bypass_span: (u64, u64),
     /// Probe ids of the first and the last bypass copy (in time).
@@ -147,12 +152,14 @@ pub fn pair_ports(batches: &[RecordBatch], ports_of: PortPair) -> Paired {
         }
     }
     let mut diffs = Vec::new();
+    let mut stamps = Vec::new();
     let mut hw_diffs = Vec::new();
     let mut lens = Vec::new();
     let mut visit = |id: u64, p: u64, b: u64| match (p != NONE, b != NONE) {
         (true, true) => {
             counts.matched += 1;
             diffs.push((id, p as i64 - b as i64));
+            stamps.push((p, b));
             if has_len {
                 lens.push(if dense { len_dense[id as usize] } else { len_sparse.get(&id).copied().unwrap_or(0) });
             }
@@ -185,10 +192,12 @@ pub fn pair_ports(batches: &[RecordBatch], ports_of: PortPair) -> Paired {
     let span = if b_count > 1 { b_max - b_min } else { 0 };
     Paired {
         diffs,
+        stamps,
         hw_diffs,
         lens,
         counts,
         first_id: earliest.map(|(_, id)| id),
+        first_tsc: earliest.map(|(tsc, _)| tsc),
         bypass_span: (b_count, span),
         bypass_ids: b_ids,
     }
@@ -281,7 +290,8 @@ mod tests {
         b.push(5, Port::Bypass, 5040, 4, 64, None);
         let p = pair(&[b.finish().unwrap()]);
         assert_eq!(p.diffs, vec![(1, 300), (4, 250), (5, -40)]);
-        assert_eq!(p.first_id, Some(1));
+        assert_eq!(p.stamps, vec![(1300, 1000), (4250, 4000), (5000, 5040)]);
+        assert_eq!((p.first_id, p.first_tsc), (Some(1), Some(1000)));
         assert_eq!(p.bypass_span, (5, 5040 - 1000));
         assert_eq!(p.bypass_ids, (1, 5));
         assert!(!p.pacing_inferred(), "4 bypass copies for 4 ids");
@@ -310,5 +320,6 @@ mod tests {
         b.push(1 << 40, Port::Pipeline, 15, 0, 64, None);
         let p = pair(&[b.finish().unwrap()]);
         assert_eq!(p.diffs, vec![(1 << 40, 5)]);
+        assert_eq!((p.stamps, p.first_tsc), (vec![(15, 10)], Some(10)));
     }
 }

@@ -21,9 +21,111 @@ pub const MAX_PROVENANCE_BYTES: u64 = 64 << 20;
 /// File name inside a results folder.
 pub const FILE: &str = "provenance.json";
 
-/// Free-form facts of a testbed (host facts of a real one, model parameters of the simulator),
-/// kept as they were reported and shown as they are.
-pub type Facts = BTreeMap<String, serde_json::Value>;
+/// What a testbed reported about itself (`testbed.facts`): the simulator's kind, model and seed; a
+/// real testbed's inventory, hosts, TSC rates, card read-backs and agents; an import's source; the
+/// slices of a study on several testbeds. Each fact the tool writes has its type here; a fact
+/// written by another version is kept, as it was, in `extra`. Fields are in key order, so the JSON
+/// reads as a sorted object.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Facts {
+    /// Per session, what its agent set up and read back of the fast path (`ready`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<BTreeMap<String, AgentSetup>>,
+    /// Run files imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<u64>,
+    /// The sender's and receiver's kernel, CPU, TSC flags, DPDK and PCI functions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<TestbedHosts>,
+    /// The inventory file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inventory: Option<String>,
+    /// What kind of testbed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<TestbedKind>,
+    /// The simulator's model, as the simulator writes it (`latency_testbed::model::SimModel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<serde_json::Value>,
+    /// Per session, what its `readback` step printed (parsed when it printed JSON): the card's own
+    /// words, free-form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readback: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The simulator's seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Each slice of a study on several testbeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slices: Option<Vec<SliceFacts>>,
+    /// The imported folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The receiver's TSC rate, Hz (measured by its agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsc_hz: Option<f64>,
+    /// Per session, the TSC rate its agent measured, Hz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsc_hz_by_session: Option<BTreeMap<String, f64>>,
+    /// Facts this version does not know, kept as they were read.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// The kind of a testbed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestbedKind {
+    /// The built-in simulator.
+    Simulated,
+    /// Hosts reached over SSH (the emulated testbed or a real one).
+    Ssh,
+}
+
+/// What one host reported (a field is absent when its probe printed nothing for it); fields in key
+/// order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// CPU model.
+    pub cpu: Option<String>,
+    /// DPDK version, or `none`.
+    pub dpdk: Option<String>,
+    /// How the orchestrator names the host: `role (destination)`.
+    pub host: String,
+    /// Kernel release.
+    pub kernel: Option<String>,
+    /// Xilinx and Mellanox PCI functions, `; `-separated.
+    pub pci: Option<String>,
+    /// `constant_tsc` and `nonstop_tsc`, those present.
+    pub tsc_flags: Option<String>,
+}
+
+/// The facts of both hosts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestbedHosts {
+    /// The receiver.
+    pub receiver: HostFacts,
+    /// The sender.
+    pub sender: HostFacts,
+}
+
+/// What a started agent reported in its `ready` event.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentSetup {
+    /// Its ports, pipeline first.
+    pub ports: Vec<String>,
+    /// What it set up, and the fast path it read back.
+    pub setup: Option<latency_proto::CaptureSetup>,
+}
+
+/// One slice of a study on several testbeds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SliceFacts {
+    /// Its facts.
+    pub facts: Facts,
+    /// The slice's testbed name.
+    pub name: String,
+    /// Its TSC rate, Hz (null until the slice's agent has measured it).
+    pub tsc_hz: Option<f64>,
+}
 
 /// The testbed a study ran on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -311,8 +413,7 @@ mod tests {
     use latency_plan::TraceTemplate;
 
     pub(crate) fn sample() -> Provenance {
-        let mut facts = Facts::new();
-        facts.insert("kind".into(), serde_json::Value::String("simulated".into()));
+        let facts = Facts { kind: Some(TestbedKind::Simulated), ..Facts::default() };
         Provenance {
             study: "s".into(),
             plan_hash: "ab".repeat(32),

@@ -18,6 +18,32 @@ use crate::SessionKind;
 use latency_proto::meta;
 pub use latency_proto::meta::META_PREFIX;
 
+/// Why a run file's metadata cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    /// A key is not there.
+    #[error("metadata key `{key}` is missing")]
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// A key's value is not of its type.
+    #[error("metadata key `{key}`: `{value}`: {source}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: String,
+        /// Why the value does not parse.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// A decoder of an untrusted file panicked (see [`guarded`]): the panic's message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecoderPanicked(pub String);
+
 /// Declares [`RunMetadata`] with each field stated once, beside its key in
 /// [`latency_proto::meta`]; the value is the field's text form (`Display` / `FromStr`).
 macro_rules! run_metadata {
@@ -40,12 +66,13 @@ macro_rules! run_metadata {
             }
 
             /// Read the pairs back; a missing or malformed key is an error naming it.
-            pub fn from_kv(kv: &[KeyValue]) -> Result<RunMetadata, String> {
+            pub fn from_kv(kv: &[KeyValue]) -> Result<RunMetadata, MetadataError> {
                 let get = |k: &str| kv.iter().find(|e| e.key == k).and_then(|e| e.value.clone());
                 Ok(RunMetadata {
                     $($field: {
-                        let v = get($key).ok_or_else(|| format!("metadata key `{}` is missing", $key))?;
-                        v.parse::<$ty>().map_err(|e| format!("metadata key `{}`: `{v}`: {e}", $key))?
+                        let v = get($key).ok_or(MetadataError::Missing { key: $key })?;
+                        v.parse::<$ty>()
+                            .map_err(|e| MetadataError::Invalid { key: $key, value: v.clone(), source: Box::new(e) })?
                     },)*
                     $($opt: get($okey),)*
                 })
@@ -162,7 +189,7 @@ thread_local! {
 /// error (its message). The Parquet decoder asserts on some corrupt metadata instead of returning
 /// an error; such a file must be reported, not crash the analysis. The panic message of a decoder
 /// guarded here is not printed (every other panic still is).
-pub fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
+pub fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, DecoderPanicked> {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -176,11 +203,13 @@ pub fn guarded<T>(decode: impl FnOnce() -> T) -> Result<T, String> {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode));
     DECODING.with(|d| d.set(was));
     result.map_err(|panic| {
-        panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "the decoder failed".into())
+        DecoderPanicked(
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the decoder failed".into()),
+        )
     })
 }
 
@@ -256,14 +285,14 @@ pub(crate) mod tests {
         assert!(!kv.iter().any(|k| k.key == "latency.source"));
         let mut bad = kv.clone();
         bad.retain(|k| k.key != "latency.session");
-        assert_eq!(RunMetadata::from_kv(&bad).unwrap_err(), "metadata key `latency.session` is missing");
+        assert_eq!(RunMetadata::from_kv(&bad).unwrap_err().to_string(), "metadata key `latency.session` is missing");
         for k in &mut bad {
             if k.key == "latency.run" {
                 k.value = Some("x".into());
             }
         }
         bad.push(KeyValue::new("latency.session".into(), "1".to_string()));
-        assert!(RunMetadata::from_kv(&bad).unwrap_err().starts_with("metadata key `latency.run`: `x`"));
+        assert!(RunMetadata::from_kv(&bad).unwrap_err().to_string().starts_with("metadata key `latency.run`: `x`"));
     }
 
     /// Files written by pyarrow and DuckDB are Snappy-compressed by default: readable.

@@ -37,9 +37,31 @@ struct Group<'a> {
     table: Option<String>,
 }
 
+/// Why a plan cannot be expanded into a schedule.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpandError {
+    /// A pcap trace's probes cannot be counted.
+    #[error("{path}: cannot count probes: {source}")]
+    Probes {
+        /// The trace file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A trace replayed at its own timing has none.
+    #[error(
+        "trace `{trace}` has no timing to replay (`timing: trace`): fewer than two packets, or all stamped at one \
+         instant"
+    )]
+    NoTiming {
+        /// The trace.
+        trace: String,
+    },
+}
+
 /// Expand `plan` for `inventory` (`None` = simulated testbed). Fails only if a pcap trace cannot be
 /// read to count its probes.
-pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, String> {
+pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, ExpandError> {
     let mut groups: Vec<Group<'_>> = plan
         .programs
         .iter()
@@ -70,7 +92,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
             .iter()
             .map(|t| match &t.source {
                 TraceSource::Pcap { path, .. } => latency_proto::pcap::extent(path)
-                    .map_err(|e| format!("{}: cannot count probes: {e}", path.display())),
+                    .map_err(|source| ExpandError::Probes { path: path.clone(), source }),
                 TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => {
                     let spacing = latency_plan::trace::SPACING.as_nanos() as u64;
                     Ok(latency_proto::pcap::Extent {
@@ -181,13 +203,9 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, St
                         .unwrap_or(proto.pacing_pps),
                     // The rate the run checks expect: the trace's mean rate, `multiplier` times.
                     Timing::Trace { multiplier } => {
-                        let rate = extents[run_index].rate_pps().ok_or_else(|| {
-                            format!(
-                                "trace `{}` has no timing to replay (`timing: trace`): fewer than two packets, or all \
-                                 stamped at one instant",
-                                run_trace.name
-                            )
-                        })?;
+                        let rate = extents[run_index]
+                            .rate_pps()
+                            .ok_or_else(|| ExpandError::NoTiming { trace: run_trace.name.clone() })?;
                         (rate * multiplier).round().clamp(1.0, f64::from(u32::MAX)) as u32
                     }
                 };

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::RecordBatch;
+use latency_plan::Action;
 
 use latency_schedule::Run;
 use latency_schedule::Session;
@@ -47,6 +48,58 @@ impl Cancel {
     }
 }
 
+/// What a testbed was doing when it failed: one of the schedule's host actions, or its own work
+/// around them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doing {
+    /// A host action of the schedule.
+    Action(Action),
+    /// Connecting to a host.
+    Connect,
+    /// Reading the hosts' facts.
+    Facts,
+    /// Taking, renewing or releasing the testbed's lease.
+    Lease,
+    /// Staging traces, bitstreams and the agent on the hosts.
+    Stage,
+    /// Uploading a file.
+    Upload,
+    /// Downloading a file.
+    Download,
+    /// Collecting a run's files.
+    Collect,
+    /// Talking to a running agent.
+    Agent,
+    /// Waiting for a running agent's event (`ready`, `started`, …).
+    AwaitAgent(&'static str),
+    /// Removing what a study left on a host.
+    Cleanup,
+}
+
+impl From<Action> for Doing {
+    fn from(action: Action) -> Doing {
+        Doing::Action(action)
+    }
+}
+
+impl std::fmt::Display for Doing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Doing::Action(a) => a.name(),
+            Doing::Connect => "connect",
+            Doing::Facts => "facts",
+            Doing::Lease => "lease",
+            Doing::Stage => "stage",
+            Doing::Upload => "upload",
+            Doing::Download => "download",
+            Doing::Collect => "collect",
+            Doing::Agent => "agent",
+            Doing::AwaitAgent(event) => return write!(f, "agent {event}"),
+            Doing::Cleanup => "cleanup",
+        })
+    }
+}
+
 /// A step or run that did not succeed.
 #[derive(Debug, thiserror::Error)]
 pub enum TestbedError {
@@ -55,8 +108,8 @@ pub enum TestbedError {
     Failed {
         /// Host the step ran on.
         host: String,
-        /// Action name.
-        action: String,
+        /// What the testbed was doing.
+        action: Doing,
         /// What went wrong.
         message: String,
     },
@@ -65,8 +118,8 @@ pub enum TestbedError {
     Timeout {
         /// Host the step ran on.
         host: String,
-        /// Action name.
-        action: String,
+        /// What the testbed was doing.
+        action: Doing,
         /// The timeout.
         seconds: f64,
     },

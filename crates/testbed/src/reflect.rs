@@ -9,10 +9,25 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::ArrowError;
+use latency_proto::pcap::{PcapError, Reader};
 use latency_proto::probe::{self, ProbeFormat, TAG_BYPASS, TAG_PIPELINE};
 use latency_proto::schema::col;
-use pcap_file::pcap::PcapReader;
 use serde::Serialize;
+
+/// Why a capture cannot be joined to the records.
+#[derive(Debug, thiserror::Error)]
+pub enum ReflectError {
+    /// The capture is not a readable classic pcap (its header; a cut last record is not an error).
+    #[error(transparent)]
+    Pcap(#[from] PcapError),
+    /// The records lack a column the join reads or writes.
+    #[error("records without probe_id, port or hw_ns columns")]
+    Columns,
+    /// The joined records cannot be built.
+    #[error(transparent)]
+    Arrow(#[from] ArrowError),
+}
 
 /// What the join found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -32,17 +47,23 @@ pub struct JoinCounts {
 /// Sender stamps (ns) by (port, probe id).
 pub type Stamps = HashMap<(u8, u64), i64>;
 
-/// Sender stamps of the reflected copies in a capture (classic pcap, µs or ns resolution); the
-/// first reflection of each copy counts.
-pub fn stamps(pcap: &[u8]) -> Result<(Stamps, JoinCounts), String> {
-    let mut reader = PcapReader::new(pcap).map_err(|e| e.to_string())?;
+/// Sender stamps of the reflected copies in a capture (classic pcap, µs or ns resolution, either
+/// byte order); the first reflection of each copy counts.
+pub fn stamps(pcap: &[u8]) -> Result<(Stamps, JoinCounts), ReflectError> {
+    let mut reader = Reader::new(pcap)?;
     let mut out = HashMap::new();
     let mut counts = JoinCounts::default();
-    while let Some(packet) = reader.next_packet() {
-        // A capture stopped by a signal may end in a partial record: keep what is complete.
-        let Ok(packet) = packet else { break };
+    loop {
+        let packet = match reader.next_packet() {
+            Ok(Some(packet)) => packet,
+            Ok(None) => break,
+            // A capture stopped by a signal may end in a partial record, and a corrupt record
+            // ends what can be read: keep what is complete before it.
+            Err(PcapError::Truncated { .. } | PcapError::Oversized { .. }) => break,
+            Err(e) => return Err(e.into()),
+        };
         counts.captured += 1;
-        let data: &[u8] = &packet.data;
+        let data = packet.data;
         let found = probe::parse(data, ProbeFormat::Latencylab).or_else(|| probe::parse(data, ProbeFormat::Compact));
         let port = match found.and_then(|p| p.tag) {
             Some(TAG_PIPELINE) => 0,
@@ -53,7 +74,8 @@ pub fn stamps(pcap: &[u8]) -> Result<(Stamps, JoinCounts), String> {
             }
         };
         let id = found.map_or(0, |p| p.id);
-        let ns = i64::try_from(packet.timestamp.as_nanos()).map_err(|e| e.to_string())?;
+        // At most about 4.3 × 10^18 (a u32 of seconds in ns), within an i64.
+        let ns = i64::try_from(packet.ns).unwrap_or(i64::MAX);
         match out.entry((port, id)) {
             Entry::Vacant(e) => {
                 e.insert(ns);
@@ -71,7 +93,7 @@ pub fn stamps(pcap: &[u8]) -> Result<(Stamps, JoinCounts), String> {
 
 /// The agent's records with `hw_ns` set from the sender's capture `pcap` (null where a copy's
 /// reflection was not captured).
-pub fn join(batches: &[RecordBatch], pcap: &[u8]) -> Result<(Vec<RecordBatch>, JoinCounts), String> {
+pub fn join(batches: &[RecordBatch], pcap: &[u8]) -> Result<(Vec<RecordBatch>, JoinCounts), ReflectError> {
     let (stamps, mut counts) = stamps(pcap)?;
     let mut out = Vec::with_capacity(batches.len());
     for b in batches {
@@ -80,7 +102,7 @@ pub fn join(batches: &[RecordBatch], pcap: &[u8]) -> Result<(Vec<RecordBatch>, J
             b.column_by_name(col::PORT).and_then(|c| c.as_primitive_opt::<UInt8Type>()),
             b.schema().index_of(col::HW_NS).ok(),
         ) else {
-            return Err("records without probe_id, port or hw_ns columns".into());
+            return Err(ReflectError::Columns);
         };
         let hw: Int64Array = ids
             .values()
@@ -98,7 +120,7 @@ pub fn join(batches: &[RecordBatch], pcap: &[u8]) -> Result<(Vec<RecordBatch>, J
             .collect();
         let mut columns: Vec<ArrayRef> = b.columns().to_vec();
         columns[at] = Arc::new(hw);
-        out.push(RecordBatch::try_new(b.schema(), columns).map_err(|e| e.to_string())?);
+        out.push(RecordBatch::try_new(b.schema(), columns)?);
     }
     Ok((out, counts))
 }
@@ -107,9 +129,6 @@ pub fn join(batches: &[RecordBatch], pcap: &[u8]) -> Result<(Vec<RecordBatch>, J
 mod tests {
     use super::*;
     use latency_proto::{Port, RecordBuilder};
-    use pcap_file::TsResolution;
-    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-    use std::time::Duration;
 
     fn frame(id: u64, tag: u8) -> Vec<u8> {
         let mut f = vec![0u8; 42];
@@ -118,13 +137,23 @@ mod tests {
         f
     }
 
+    /// A capture as `tcpdump --time-stamp-precision=nano -s 512` writes it (little-endian, ns
+    /// magic, Ethernet): each packet `(frame, stamp in ns)` keeps its first 512 bytes.
     fn capture(packets: &[(Vec<u8>, u64)]) -> Vec<u8> {
-        let header = PcapHeader { ts_resolution: TsResolution::NanoSecond, ..Default::default() };
-        let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+        const SNAPLEN: usize = 512;
+        let mut out = [0xa1b2_3c4du32.to_le_bytes(), [2, 0, 4, 0], [0; 4], [0; 4]].concat();
+        out.extend((SNAPLEN as u32).to_le_bytes());
+        out.extend(1u32.to_le_bytes());
         for (data, ns) in packets {
-            w.write_packet(&PcapPacket::new(Duration::from_nanos(*ns), data.len() as u32, data)).unwrap();
+            let kept = &data[..data.len().min(SNAPLEN)];
+            let secs = u32::try_from(ns / 1_000_000_000).unwrap();
+            let frac = (ns % 1_000_000_000) as u32;
+            for word in [secs, frac, kept.len() as u32, data.len() as u32] {
+                out.extend(word.to_le_bytes());
+            }
+            out.extend(kept);
         }
-        w.into_writer()
+        out
     }
 
     #[test]
@@ -170,6 +199,63 @@ mod tests {
         let pcap = capture(&[(frame(1, TAG_BYPASS), 10), (frame(1, TAG_PIPELINE), 20)]);
         let (s, c) = stamps(&pcap[..pcap.len() - 5]).unwrap();
         assert_eq!((s.len(), c.captured), (1, 1));
-        assert!(stamps(b"not a pcap").is_err());
+        assert_eq!(stamps(b"not a pcap").unwrap_err().to_string(), "not a pcap file (magic number 0x20746f6e)");
+        assert_eq!(stamps(b"").unwrap_err().to_string(), "the file is empty (0 bytes), not a pcap");
+    }
+
+    #[test]
+    fn frames_longer_than_the_snapshot_do_not_end_the_capture() {
+        // Regression: pcap-file's reader refused any record whose original length exceeds the
+        // snapshot length (tcpdump -s 512), so one jumbo frame ended the join and every later
+        // reflection went missing.
+        let mut jumbo = frame(1, TAG_BYPASS);
+        jumbo.resize(1500, 0);
+        let pcap =
+            capture(&[(jumbo, 10), (vec![0; 9000], 15), (frame(1, TAG_PIPELINE), 20), (frame(2, TAG_BYPASS), 30)]);
+        let (s, c) = stamps(&pcap).unwrap();
+        assert_eq!(c, JoinCounts { captured: 4, untagged: 1, duplicates: 0, stamped: 0, missing: 0 });
+        assert_eq!((s[&(1, 1)], s[&(0, 1)], s[&(1, 2)]), (10, 20, 30));
+    }
+
+    #[test]
+    fn microsecond_and_big_endian_captures_give_ns_stamps() {
+        // The same two reflections at 5.000001 s and 5.000003 s, as µs and as big-endian ns.
+        let header = |magic: [u8; 4], word: fn(u32) -> [u8; 4]| {
+            [magic.to_vec(), vec![0; 12], word(512).to_vec(), word(1).to_vec()].concat()
+        };
+        let record = |word: fn(u32) -> [u8; 4], frac: u32, data: &[u8]| {
+            let len = data.len() as u32;
+            [word(5), word(frac), word(len), word(len)]
+                .concat()
+                .into_iter()
+                .chain(data.iter().copied())
+                .collect::<Vec<u8>>()
+        };
+        let (p, b) = (frame(7, TAG_PIPELINE), frame(7, TAG_BYPASS));
+        let micro = [
+            header(0xa1b2_c3d4u32.to_le_bytes(), u32::to_le_bytes),
+            record(u32::to_le_bytes, 1, &b),
+            record(u32::to_le_bytes, 3, &p),
+        ]
+        .concat();
+        let big = [
+            header(0xa1b2_3c4du32.to_be_bytes(), u32::to_be_bytes),
+            record(u32::to_be_bytes, 1_000, &b),
+            record(u32::to_be_bytes, 3_000, &p),
+        ]
+        .concat();
+        for pcap in [micro, big] {
+            let (s, c) = stamps(&pcap).unwrap();
+            assert_eq!(c.captured, 2);
+            assert_eq!((s[&(1, 7)], s[&(0, 7)]), (5_000_001_000, 5_000_003_000));
+        }
+    }
+
+    #[test]
+    fn records_without_the_columns_are_an_error() {
+        let batch = RecordBatch::try_from_iter([("x", Arc::new(Int64Array::from(vec![1])) as ArrayRef)]).unwrap();
+        let e = join(&[batch], &capture(&[])).unwrap_err();
+        assert!(matches!(e, ReflectError::Columns));
+        assert_eq!(e.to_string(), "records without probe_id, port or hw_ns columns");
     }
 }

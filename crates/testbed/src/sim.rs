@@ -20,7 +20,7 @@ use latency_plan::Plan;
 use latency_plan::digest::key;
 use latency_plan::probes;
 use latency_results::SessionKind;
-use latency_results::provenance::Facts;
+use latency_results::provenance::{Facts, TestbedKind};
 use latency_schedule::Run;
 use latency_schedule::Session;
 use latency_schedule::Step;
@@ -355,11 +355,12 @@ impl Testbed for SimTestbed {
     }
 
     fn facts(&self) -> Facts {
-        Facts::from([
-            ("kind".into(), "simulated".into()),
-            ("model".into(), serde_json::to_value(&self.model).expect("the model is plain data with string keys")),
-            ("seed".into(), self.seed.into()),
-        ])
+        Facts {
+            kind: Some(TestbedKind::Simulated),
+            model: Some(serde_json::to_value(&self.model).expect("the model is plain data with string keys")),
+            seed: Some(self.seed),
+            ..Facts::default()
+        }
     }
 
     fn tsc_hz(&self) -> f64 {
@@ -375,7 +376,7 @@ impl Testbed for SimTestbed {
         if self.step_fails(session, step.action.name(), attempt) {
             return Err(TestbedError::Failed {
                 host: "sim".into(),
-                action: step.action.name().into(),
+                action: step.action.into(),
                 message: "simulated fault".into(),
             });
         }

@@ -8,7 +8,7 @@ use latency_results::ResultsDir;
 use latency_results::ResultsError;
 use latency_results::now_secs;
 use latency_results::provenance::Provenance;
-use latency_results::provenance::TestbedFacts;
+use latency_results::provenance::{SliceFacts, TestbedFacts};
 use latency_results::utc;
 use latency_schedule::Schedule;
 use latency_schedule::groups;
@@ -75,24 +75,21 @@ pub fn write_end(dir: &ResultsDir, slices: &[Box<dyn Testbed>]) -> Result<(), Re
     p.write(dir)
 }
 
-/// One slice of a study on several testbeds, in the testbed's facts.
-#[derive(serde::Serialize)]
-struct SliceFacts {
-    name: String,
-    /// NaN (null) until the slice's agent has measured it.
-    tsc_hz: f64,
-    facts: latency_results::provenance::Facts,
-}
-
 /// The testbed's facts; on several slices, the first slice's, its name the slices' names joined
 /// by commas, and fact `slices`: each slice's name, TSC rate and facts.
 fn testbed_facts(slices: &[Box<dyn Testbed>]) -> TestbedFacts {
     let Some(first) = slices.first() else { return TestbedFacts { name: String::new(), facts: Default::default() } };
     let mut facts = first.facts();
     if slices.len() > 1 {
-        let each: Vec<SliceFacts> =
-            slices.iter().map(|tb| SliceFacts { name: tb.name(), tsc_hz: tb.tsc_hz(), facts: tb.facts() }).collect();
-        facts.insert("slices".into(), serde_json::to_value(each).unwrap_or_default());
+        let each = slices
+            .iter()
+            .map(|tb| SliceFacts {
+                name: tb.name(),
+                tsc_hz: Some(tb.tsc_hz()).filter(|hz| hz.is_finite()),
+                facts: tb.facts(),
+            })
+            .collect();
+        facts.slices = Some(each);
     }
     let names: Vec<String> = slices.iter().map(|tb| tb.name()).collect();
     TestbedFacts { name: names.join(","), facts }

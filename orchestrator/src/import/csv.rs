@@ -13,6 +13,126 @@ use super::{ImportError, Quirks};
 pub const HEADER: [&str; 7] =
     ["pkt_id", "tx_ts_ns", "rx1_ts_ns", "rx2_ts_ns", "latency_rx1_ns", "latency_rx2_ns", "diff_latency_ns"];
 
+/// Why a line of a LatencyLab CSV (a run's or a hardware-clock file's) is refused; the import
+/// names the file and the line ([`ImportError::Csv`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CsvFault {
+    /// Bytes that are not UTF-8.
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    /// A Git LFS pointer checked out in place of the data.
+    #[error("a Git LFS pointer, not the data (run `git lfs pull` in the LatencyLab checkout)")]
+    LfsPointer,
+    /// A first line other than the expected header.
+    #[error("expected the header `{}`, found `{found}`", .expected.join(","))]
+    Header {
+        /// The header's columns.
+        expected: &'static [&'static str],
+        /// The first line as written.
+        found: String,
+    },
+    /// A line with another number of fields than the header.
+    #[error("expected {expected} comma-separated fields, found {found}")]
+    Fields {
+        /// The header's.
+        expected: usize,
+        /// The line's.
+        found: usize,
+    },
+    /// A field that must be a whole number ≥ 0.
+    #[error("{column}: `{value}` is not a whole number ≥ 0")]
+    NotUnsigned {
+        /// Its column.
+        column: &'static str,
+        /// The field, trimmed.
+        value: String,
+    },
+    /// A field that must be a whole number.
+    #[error("{column}: `{value}` is not a whole number")]
+    NotWhole {
+        /// Its column.
+        column: &'static str,
+        /// The field, trimmed.
+        value: String,
+    },
+    /// A hardware-clock file's run number beyond any run's.
+    #[error("run: {0} is out of range")]
+    RunOutOfRange(i64),
+    /// The csv reader failed (not expected of text already checked as UTF-8, read unquoted).
+    #[error(transparent)]
+    Read(::csv::Error),
+}
+
+/// The [`ImportError`] of the csv reader's error `e` while reading `path`.
+pub(super) fn read_error(path: &Path) -> impl Fn(::csv::Error) -> ImportError + '_ {
+    move |e| {
+        let line = e.position().map_or(1, |p| usize::try_from(p.line()).unwrap_or(usize::MAX));
+        ImportError::Csv { path: path.to_path_buf(), line, fault: CsvFault::Read(e) }
+    }
+}
+
+/// The lines of a LatencyLab CSV as the import reads them, split into fields by the csv crate.
+///
+/// LatencyLab writes plain numbers: a `"` is data, not a quote (a quoted number is refused by
+/// the number's check, as it always was), and a line is one record. Lines end at `\n` (a `\r`
+/// before it is trimmed with the field's white space), and a byte-order mark before the first
+/// line is not part of it. The csv reader skips an empty line, which the import refuses as a
+/// line of one empty field: so the table ends at its first empty line, returned as such.
+pub(super) struct Lines<'a> {
+    text: &'a str,
+    reader: ::csv::Reader<&'a [u8]>,
+    record: ::csv::StringRecord,
+    /// The number of the first empty line (0 once returned: the end).
+    blank: Option<u64>,
+}
+
+impl<'a> Lines<'a> {
+    /// The lines of `text`.
+    pub(super) fn new(text: &'a str) -> Self {
+        let text = text.trim_start_matches('\u{feff}');
+        let blank = if text.starts_with('\n') {
+            Some(1)
+        } else {
+            text.find("\n\n").map(|at| text[..at].matches('\n').count() as u64 + 2)
+        };
+        let reader = ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .quoting(false)
+            .terminator(::csv::Terminator::Any(b'\n'))
+            .from_reader(text.as_bytes());
+        Lines { text, reader, record: ::csv::StringRecord::new(), blank }
+    }
+
+    /// The first line as written (without its line break; empty when there is none): read
+    /// before [`Lines::next`].
+    pub(super) fn header(&mut self) -> Result<String, ::csv::Error> {
+        let Some((_, record)) = self.next()? else { return Ok(String::new()) };
+        let mut line = record.iter().collect::<Vec<&str>>().join(",");
+        // `\r\n` ends a line, a last `\r` without `\n` is data.
+        if self.text.contains('\n') && line.ends_with('\r') {
+            line.pop();
+        }
+        Ok(line)
+    }
+
+    /// The next line: its number (from 1) and its fields, untrimmed; `None` at the end.
+    pub(super) fn next(&mut self) -> Result<Option<(usize, &::csv::StringRecord)>, ::csv::Error> {
+        if self.blank == Some(0) {
+            return Ok(None);
+        }
+        let more = self.reader.read_record(&mut self.record)?;
+        // Where the record starts, before any empty lines the reader skipped.
+        let line = self.record.position().map_or(1, ::csv::Position::line);
+        if let Some(blank) = self.blank.filter(|&b| !more || line >= b) {
+            self.blank = Some(0);
+            self.record = ::csv::StringRecord::from(vec![""]);
+            return Ok(Some((usize::try_from(blank).unwrap_or(usize::MAX), &self.record)));
+        }
+        Ok(more.then_some((usize::try_from(line).unwrap_or(usize::MAX), &self.record)))
+    }
+}
+
 /// One CSV data row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {
@@ -30,35 +150,36 @@ pub struct Row {
 
 /// Parse a LatencyLab run CSV (`path` only names it in errors).
 pub fn parse_csv(path: &Path, bytes: &[u8]) -> Result<Vec<Row>, ImportError> {
-    let err = |line: usize, message: String| ImportError::Csv { path: path.to_path_buf(), line, message };
+    let err = |line: usize, fault: CsvFault| ImportError::Csv { path: path.to_path_buf(), line, fault };
+    // The whole file first, so that a bad byte is reported at its line before any other fault.
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
-        err(line, "not UTF-8 text".into())
+        err(line, CsvFault::NotUtf8)
     })?;
-    let mut lines = text.lines();
-    let header = lines.next().unwrap_or("").trim_start_matches('\u{feff}');
+    let read = read_error(path);
+    let mut lines = Lines::new(text);
+    let header = lines.header().map_err(&read)?;
     if header.starts_with("version https://git-lfs") {
-        return Err(err(1, "a Git LFS pointer, not the data (run `git lfs pull` in the LatencyLab checkout)".into()));
+        return Err(err(1, CsvFault::LfsPointer));
     }
     if !header.split(',').map(str::trim).eq(HEADER) {
-        return Err(err(1, format!("expected the header `{}`, found `{header}`", HEADER.join(","))));
+        return Err(err(1, CsvFault::Header { expected: &HEADER, found: header }));
     }
     let mut rows = Vec::new();
-    for (i, line) in lines.enumerate() {
-        let n = i + 2;
-        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    while let Some((n, record)) = lines.next().map_err(&read)? {
+        let fields: Vec<&str> = record.iter().map(str::trim).collect();
         if fields.len() != HEADER.len() {
-            return Err(err(n, format!("expected {} comma-separated fields, found {}", HEADER.len(), fields.len())));
+            return Err(err(n, CsvFault::Fields { expected: HEADER.len(), found: fields.len() }));
         }
         let unsigned = |k: usize| {
             fields[k]
                 .parse::<u64>()
-                .map_err(|_| err(n, format!("{}: `{}` is not a whole number ≥ 0", HEADER[k], fields[k])))
+                .map_err(|_| err(n, CsvFault::NotUnsigned { column: HEADER[k], value: fields[k].into() }))
         };
         let signed = |k: usize| {
             fields[k]
                 .parse::<i64>()
-                .map_err(|_| err(n, format!("{}: `{}` is not a whole number", HEADER[k], fields[k])))
+                .map_err(|_| err(n, CsvFault::NotWhole { column: HEADER[k], value: fields[k].into() }))
         };
         let row = Row { id: unsigned(0)?, rx1: unsigned(2)?, rx2: unsigned(3)?, diff: signed(6)?, line: n };
         // The unused columns are checked too: a shifted or garbled line must not pass.
@@ -153,8 +274,133 @@ pub fn records(rows: &[Row], hw: Option<&BTreeMap<u64, i64>>) -> Result<RecordBa
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The hand parser the csv crate replaced, kept to show the diagnostics did not change.
+    fn hand_parsed(path: &Path, bytes: &[u8]) -> Result<Vec<Row>, String> {
+        let err = |line: usize, message: String| format!("{}:{line}: {message}", path.display());
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+            err(line, "not UTF-8 text".into())
+        })?;
+        let mut lines = text.lines();
+        let header = lines.next().unwrap_or("").trim_start_matches('\u{feff}');
+        if header.starts_with("version https://git-lfs") {
+            return Err(err(
+                1,
+                "a Git LFS pointer, not the data (run `git lfs pull` in the LatencyLab checkout)".into(),
+            ));
+        }
+        if !header.split(',').map(str::trim).eq(HEADER) {
+            return Err(err(1, format!("expected the header `{}`, found `{header}`", HEADER.join(","))));
+        }
+        let mut rows = Vec::new();
+        for (i, line) in lines.enumerate() {
+            let n = i + 2;
+            let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+            if fields.len() != HEADER.len() {
+                return Err(err(
+                    n,
+                    format!("expected {} comma-separated fields, found {}", HEADER.len(), fields.len()),
+                ));
+            }
+            let unsigned = |k: usize| {
+                fields[k]
+                    .parse::<u64>()
+                    .map_err(|_| err(n, format!("{}: `{}` is not a whole number ≥ 0", HEADER[k], fields[k])))
+            };
+            let signed = |k: usize| {
+                fields[k]
+                    .parse::<i64>()
+                    .map_err(|_| err(n, format!("{}: `{}` is not a whole number", HEADER[k], fields[k])))
+            };
+            let row = Row { id: unsigned(0)?, rx1: unsigned(2)?, rx2: unsigned(3)?, diff: signed(6)?, line: n };
+            for k in [1, 4, 5] {
+                signed(k)?;
+            }
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+
+    /// Text made of the pieces that matter to splitting CSV lines (line breaks, white space,
+    /// quotes, byte-order marks, empty lines), valid rows and headers, and bad bytes.
+    pub(in crate::import) fn tricky_csv(header: &'static str, row: &'static str) -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop::sample::select(vec![
+            header,
+            row,
+            "\n",
+            "\n",
+            "\n",
+            "\r\n",
+            "\r",
+            ",",
+            " ",
+            "\t",
+            "\u{feff}",
+            "\u{a0}",
+            "\u{3000}",
+            "\"",
+            "\"1\"",
+            "0",
+            "-7",
+            "x",
+            "18446744073709551616",
+            "version https://git-lfs.github.com/spec/v1",
+            "\u{ff}",
+        ]);
+        (prop::collection::vec(piece, 0..24), any::<bool>(), 0usize..64).prop_map(|(pieces, bad_byte, at)| {
+            let mut bytes = pieces.concat().into_bytes();
+            if bad_byte {
+                bytes.insert(at.min(bytes.len()), 0xff);
+            }
+            bytes
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_csv_crate_reads_what_the_hand_parser_read(
+            lead in prop::sample::select(vec!["", "pkt_id,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency_rx2_ns,diff_latency_ns\n"]),
+            body in tricky_csv(" pkt_id ,tx_ts_ns,rx1_ts_ns,rx2_ts_ns,latency_rx1_ns,latency_rx2_ns,diff_latency_ns\r", "3,0,150, 2 ,0,-1,148\t"),
+        ) {
+            let bytes = [lead.as_bytes(), &body].concat();
+            let p = Path::new("d/f_run01.csv");
+            prop_assert_eq!(parse_csv(p, &bytes).map_err(|e| e.to_string()), hand_parsed(p, &bytes));
+        }
+    }
+
+    #[test]
+    fn empty_lines_line_breaks_and_byte_order_marks_as_the_hand_parser_read_them() {
+        let h = HEADER.join(",");
+        let p = Path::new("f.csv");
+        for text in [
+            String::new(),
+            "\n".into(),
+            "\r".into(),
+            "\u{feff}\u{feff}\n".into(),
+            format!("\n{h}\n"),
+            format!("\u{feff}{h}\r\n1,0,2,1,0,0,1\r\n"),
+            format!("{h}\r"),
+            format!("{h}\r\r\n"),
+            format!("{h}\n1,0,2,1,0,0,1\n\n"),
+            format!("{h}\n1,0,2,1,0,0,1\n\n2,0,2,1,0,0,1\n"),
+            format!("{h}\n1,0,2,1,0,0,1\n\r\n2,0,2,1,0,0,1"),
+            format!("{h}\n1,0,2,1,0,0,1\n\"2\",0,2,1,0,0,1\n"),
+            format!("{h}\n1,0,2\r,1,0,0,1\n"),
+            format!("{h}\n1,0,2,1,0,0,1,\n"),
+        ] {
+            assert_eq!(
+                parse_csv(p, text.as_bytes()).map_err(|e| e.to_string()),
+                hand_parsed(p, text.as_bytes()),
+                "{text:?}"
+            );
+        }
+    }
 
     const MS: u64 = 2_000_000;
 

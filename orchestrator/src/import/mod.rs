@@ -41,7 +41,7 @@ use silicon::Silicon;
 
 use crate::tool::GIT_COMMIT;
 use crate::tool::TOOL_VERSION;
-pub use csv::{Filtered, Row, filter, monotonic_chain, parse_csv, records};
+pub use csv::{CsvFault, Filtered, Row, filter, monotonic_chain, parse_csv, records};
 use latency_plan::Analysis;
 use latency_plan::ReportSpec;
 use latency_plan::digest;
@@ -85,14 +85,14 @@ pub enum ImportError {
         source: io::Error,
     },
     /// A CSV line is malformed.
-    #[error("{path}:{line}: {message}")]
+    #[error("{path}:{line}: {fault}")]
     Csv {
         /// The CSV file.
         path: PathBuf,
         /// Line number, from 1 (the header is line 1).
         line: usize,
         /// What is wrong.
-        message: String,
+        fault: CsvFault,
     },
     /// The folder does not have the LatencyLab layout (unknown tag, bad name, no data).
     #[error("{path}: {message}")]
@@ -458,9 +458,8 @@ fn write_provenance(
         ("first_after_gap", "kept row holding the run's first stamp (0): first probe after the idle gap (kept)"),
         ("diff_mismatch", "diff_latency_ns differs from rx1_ts_ns - rx2_ts_ns (the stamps are imported)"),
     ];
-    let mut facts = Facts::new();
-    facts.insert("source".into(), source.display().to_string().into());
-    facts.insert("files".into(), inputs.len().into());
+    let facts =
+        Facts { source: Some(source.display().to_string()), files: Some(inputs.len() as u64), ..Facts::default() };
     Provenance {
         study: STUDY.into(),
         plan_hash: plan_hash.into(),

@@ -161,6 +161,7 @@ fn analyze_and_report_rerun_on_an_existing_folder() {
 
 #[test]
 fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_medians() {
+    let Some(python) = test_python() else { return };
     let out = tmp("readers");
     let o = orchestrate(&["run", "../plans/smoke.yaml", "--out", out.to_str().unwrap(), "--quiet"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -180,7 +181,7 @@ fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_media
             expected.insert(format!("{name}:{sessions}"), m.latency_raw_ns.at(50.0).unwrap());
         }
     }
-    let o = Command::new(test_python()).args(&args).output().unwrap();
+    let o = Command::new(python).args(&args).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let got: std::collections::BTreeMap<String, std::collections::BTreeMap<String, f64>> =
         serde_json::from_slice(&o.stdout).unwrap();
@@ -233,7 +234,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
         seed,
         sender: Default::default(),
     };
-    let summary = latency_analysis::summarize(&index, &runs, &[], None, latency_analysis::Unusable::default()).unwrap();
+    let summary = latency_analysis::summarize(&index, &runs, &[], None, latency_analysis::Unusable::default());
     let mut out = Vec::new();
     for (name, p) in &summary.programs {
         let truth = sim.program_model(&p.bitstream);

@@ -1,5 +1,7 @@
 //! Helpers shared by the integration tests: the `orchestrate` binary, run from the crate's folder
-//! (where the fixtures' relative paths start), and fresh temporary paths.
+//! (where the fixtures' relative paths start), fresh temporary paths, and what a test needs of
+//! the machine ([`runs_here`]: a test that cannot run here fails under CI and is skipped with a
+//! `SKIPPED` line elsewhere, never passed in silence).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -30,18 +32,61 @@ pub fn tmp(name: &str) -> PathBuf {
     path
 }
 
+/// Whether the calling test can run here, `available` saying whether what it `needs` is there.
+/// When it is not, the test fails under CI (the environment variable `CI` set: a CI machine must
+/// provide everything the tests use), and elsewhere prints one line `SKIPPED <test>: needs
+/// <needs>` on stderr and returns false, upon which the test returns at once. A test that can
+/// never run in CI is `#[ignore = "why"]` instead.
+#[track_caller]
+pub fn runs_here(available: bool, needs: &str) -> bool {
+    requirement(None, available, needs)
+}
+
+/// [`runs_here`] for a `part` of the calling test, which goes on without it: fails under CI,
+/// elsewhere prints `SKIPPED <test> (<part>): needs <needs>`.
+#[track_caller]
+pub fn part_runs_here(part: &str, available: bool, needs: &str) -> bool {
+    requirement(Some(part), available, needs)
+}
+
+#[track_caller]
+fn requirement(part: Option<&str>, available: bool, needs: &str) -> bool {
+    if available {
+        return true;
+    }
+    // libtest runs each test on a thread named after it (also under nextest).
+    let mut test = std::thread::current().name().unwrap_or("this test").to_owned();
+    if let Some(part) = part {
+        test = format!("{test} ({part})");
+    }
+    assert!(std::env::var_os("CI").is_none(), "{test}: CI must provide {needs}");
+    eprintln!("SKIPPED {test}: needs {needs}");
+    false
+}
+
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
 /// The Python with the other tools that read our files (DuckDB, pyarrow, pandas,
-/// check-jsonschema, scapy), which `scripts/test.sh` installs.
-pub fn test_python() -> PathBuf {
+/// check-jsonschema, scapy, jumpavg, pyspark), which `scripts/test.sh` installs; none when it is
+/// missing ([`runs_here`]: the calling test fails under CI, else is skipped with a notice).
+#[track_caller]
+pub fn test_python() -> Option<PathBuf> {
     let python = std::env::var_os("LATENCY_TEST_PYTHON")
         .map_or_else(|| PathBuf::from("/opt/latency-test-venv/bin/python"), PathBuf::from);
-    assert!(
-        python.is_file(),
-        "{} not found: scripts/test.sh installs DuckDB, pyarrow, pandas, check-jsonschema and scapy there (or set \
-         LATENCY_TEST_PYTHON)",
+    let needs = format!(
+        "{} (scripts/test.sh installs DuckDB, pyarrow, pandas, check-jsonschema, scapy, jumpavg and pyspark there; or \
+         set LATENCY_TEST_PYTHON)",
         python.display()
     );
-    python
+    runs_here(python.is_file(), &needs).then_some(python)
 }
 
 /// A fresh, empty folder in the temporary folder (kept after the test, for inspection).

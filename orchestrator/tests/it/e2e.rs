@@ -1,13 +1,29 @@
 //! End to end on the emulated testbed (testbeds/emulated: network namespaces, real sshd with
 //! strict host keys, tcpreplay, fpga-emu, the agent on AF_PACKET), driven by `orchestrate` over
-//! SSH only. Needs root, iproute2, openssh-server and tcpreplay (installed by .ci/run); skipped
-//! with a notice elsewhere, unless CI is set.
+//! SSH only, one test per scenario. Needs root, iproute2, openssh-server and tcpreplay (installed
+//! by .ci/run); elsewhere each test is skipped with a `SKIPPED` line, and under CI it fails.
+//!
+//! The testbed is brought up once for all of them and taken down when the run ends, by
+//! `testbeds/emulated/test-session.sh`:
+//! - under nextest, as the setup script `emulated-testbed` of `.config/nextest.toml`, run before
+//!   any test when the run holds one of these; it tells the tests the outcome in their
+//!   environment (`LATENCY_EMU_TESTBED`), and a watcher takes the testbed down when nextest exits.
+//!   The tests share one testbed and are timing-sensitive: nextest runs them one at a time (test
+//!   group `emulated-testbed`, max-threads 1) with the whole machine (threads-required).
+//! - without it (plain `cargo test`, or a nextest profile without the script), the first of these
+//!   tests in a process runs the script itself, watching the test process; the others of that
+//!   process wait on a lock, so they run one at a time, and the testbed is taken down when the
+//!   process exits.
+//!
+//! Each test makes what it needs itself (its own results folders, a fresh trace folder on the
+//! sender where an upload must happen), so that any of them runs alone, in any order.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::common::{bin, tmp};
+use crate::common::{bin, have, is_root, runs_here, tmp};
 use latency_proto::AgentEvent;
 use latency_results::event::Entry;
 use latency_results::event::Event;
@@ -16,45 +32,100 @@ use latency_results::summary::Summary;
 
 const PLAN: &str = "../plans/emulated.yaml";
 
+/// The sender's trace folder.
+const TRACES: &str = "/var/tmp/latency-emu/sender/traces";
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
-fn available() -> bool {
-    let ok = |c: &str| Command::new("sh").arg("-c").arg(c).output().is_ok_and(|o| o.status.success());
-    let have = ok("[ \"$(id -u)\" = 0 ]") && ok("command -v ip && command -v tcpreplay && test -x /usr/sbin/sshd");
-    assert!(have || std::env::var_os("CI").is_none(), "CI must provide root, ip, tcpreplay and sshd");
-    have
+/// The folder of the binaries of the build under test (orchestrate, fpga-emu, latency-agent).
+fn bin_dir() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_orchestrate")).parent().unwrap()
 }
 
-/// The emulated testbed, brought up for the test and torn down afterwards (also on failure), so
-/// that no daemon outlives the test run.
-struct Testbed;
+/// The emulated testbed for the calling test: none when the test cannot run here (then skipped
+/// with a notice, or failed under CI), else a guard that keeps the other e2e tests of this process
+/// waiting while it is held. Panics, in every test that asks, when the testbed did not come up.
+fn testbed() -> Option<MutexGuard<'static, ()>> {
+    let available = is_root() && have("ip") && have("tcpreplay") && Path::new("/usr/sbin/sshd").is_file();
+    if !runs_here(available, "root, ip, tcpreplay and sshd (apt-get install iproute2 tcpreplay openssh-server)") {
+        return None;
+    }
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    static UP: OnceLock<Result<(), String>> = OnceLock::new();
+    // A test that failed while holding the lock leaves the testbed as usable as any other failure.
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Err(why) = UP.get_or_init(bring_up) {
+        panic!("{why}");
+    }
+    Some(guard)
+}
 
-impl Testbed {
-    fn up() -> Testbed {
-        // The emulator of the build under test, beside the orchestrator this test runs (which
-        // uploads the agent from the same folder).
-        let bin_dir = Path::new(env!("CARGO_BIN_EXE_orchestrate")).parent().unwrap();
-        let o = Command::new(root().join("testbeds/emulated/up.sh"))
-            .current_dir(root())
-            .env("BIN_DIR", bin_dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "up.sh: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Testbed
+/// The testbed as nextest's setup script left it, or brought up by this process.
+fn bring_up() -> Result<(), String> {
+    let script = root().join("testbeds/emulated/test-session.sh");
+    match std::env::var("LATENCY_EMU_TESTBED") {
+        Ok(state) if state == "up" => {
+            let theirs = std::env::var("LATENCY_EMU_BIN_DIR").unwrap_or_default();
+            if Path::new(&theirs) == bin_dir() {
+                return Ok(());
+            }
+            let theirs = if theirs.is_empty() { "up.sh's default folder".to_string() } else { theirs };
+            Err(format!(
+                "the setup script brought the emulated testbed up with the fpga-emu of {theirs}, but these tests are \
+                 built in {}: build the workspace's binaries there (cargo build --workspace --bins --all-features)",
+                bin_dir().display()
+            ))
+        }
+        Ok(state) => Err(format!("the emulated testbed is not up ({}): {state}", script.display())),
+        Err(_) => {
+            eprintln!(
+                "no setup script of nextest brought the emulated testbed up: {} for this process (taken down when it \
+                 exits)",
+                script.display()
+            );
+            let o = Command::new(&script)
+                .arg("--watch")
+                .arg(std::process::id().to_string())
+                .env("BIN_DIR", bin_dir())
+                .current_dir(root())
+                .output()
+                .map_err(|e| format!("{}: {e}", script.display()))?;
+            if o.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the emulated testbed did not come up ({}, {}):\n{}{}",
+                    script.display(),
+                    o.status,
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                ))
+            }
+        }
     }
 }
 
-impl Drop for Testbed {
+/// A child process killed (if still running) when dropped: a failed test leaves no orchestrator
+/// holding the testbed for the next one.
+struct Killed(Child);
+
+impl Drop for Killed {
     fn drop(&mut self) {
-        let _ = Command::new(root().join("testbeds/emulated/down.sh")).current_dir(root()).output();
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
     }
+}
+
+/// An empty trace folder on the sender, so that the study's uploads happen (an upload is skipped
+/// when the host already has the same bytes).
+fn no_traces_on_the_sender() -> &'static Path {
+    let traces = Path::new(TRACES);
+    let _ = std::fs::remove_dir_all(traces);
+    traces
 }
 
 fn run(out: &Path, extra: &[&str]) -> Output {
@@ -69,6 +140,17 @@ fn run_with(out: &Path, extra: &[&str], failpoints: &str) -> Output {
         .env("ORCHESTRATE_FAILPOINTS", failpoints)
         .output()
         .unwrap()
+}
+
+/// `orchestrate run PLAN --out OUT` in the background, its output discarded unless `stderr`.
+fn spawn_study(out: &Path, stderr: bool) -> Killed {
+    let child = bin()
+        .args(["run", PLAN, "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(if stderr { Stdio::piped() } else { Stdio::null() })
+        .spawn()
+        .unwrap();
+    Killed(child)
 }
 
 fn journal(dir: &Path) -> Vec<Entry> {
@@ -109,18 +191,31 @@ fn wait_for_runs(dir: &Path, count: usize) {
     }
 }
 
-#[test]
-fn emulated_study_end_to_end() {
-    if !available() {
-        eprintln!("skipped: needs root, ip, tcpreplay and sshd");
-        return;
-    }
-    let _testbed = Testbed::up();
-    let traces = Path::new("/var/tmp/latency-emu/sender/traces");
-    let _ = std::fs::remove_dir_all(traces);
+/// The emulated inventory with `edit` applied, its ssh_config named by absolute path, in a fresh
+/// folder (removed by the caller): the inventory's file.
+fn inventory(name: &str, edit: impl Fn(String) -> String) -> (PathBuf, PathBuf) {
+    let inv = std::fs::read_to_string(root().join("testbeds/emulated.yaml")).unwrap();
+    let config = root().join("testbeds/emulated/state/ssh_config");
+    let dir = tmp(&format!("{name}-inventory"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}.yaml"));
+    let text = edit(inv).replace("config: emulated/state/ssh_config", &format!("config: {}", config.display()));
+    std::fs::write(&file, text).unwrap();
+    (dir, file)
+}
 
-    // 0. Uploads corrupted on their way to the host: the checksum mismatch is detected, the bad
-    //    file never takes the trace's name, and the study stops before any run with a clear error.
+fn remove(dirs: &[&Path]) {
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Uploads corrupted on their way to the host: the checksum mismatch is detected, the bad file
+/// never takes the trace's name, and the study stops before any run with a clear error.
+#[test]
+fn an_upload_corrupted_every_time_stops_the_study_before_any_run() {
+    let Some(_testbed) = testbed() else { return };
+    let traces = no_traces_on_the_sender();
     let corrupt_dir = tmp("corrupt");
     let o = run_with(&corrupt_dir, &[], "corrupt-upload");
     assert_eq!(o.status.code(), Some(3));
@@ -132,9 +227,16 @@ fn emulated_study_end_to_end() {
     );
     assert!(!traces.join("forward_500.pcap").exists() && !traces.join("forward_500.pcap.part").exists());
     assert!(corrupt_dir.join("plan.yaml").is_file(), "the results folder is kept: {err}");
+    remove(&[&corrupt_dir]);
+}
 
-    // 1. A whole study: every probe accounted for, delays recovered within 5 %. Its first upload is
-    //    corrupted once: detected and sent again.
+/// A whole study: every probe accounted for, delays recovered within 5 %, the pacing and the idle
+/// gaps held, the TSC rate and what each session read back from the card in the provenance. Its
+/// first upload is corrupted once: detected and sent again.
+#[test]
+fn a_study_accounts_for_every_probe_and_recovers_the_delays() {
+    let Some(_testbed) = testbed() else { return };
+    no_traces_on_the_sender();
     let dir = tmp("study");
     let o = run_with(&dir, &[], "corrupt-upload=1");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -188,8 +290,7 @@ fn emulated_study_end_to_end() {
     let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
     assert!(prov.tsc_hz > 1e8, "TSC rate reported by the agent: {prov:?}");
     // The rate the agent measured at each session's start, every session.
-    let by_session: std::collections::BTreeMap<String, f64> =
-        serde_json::from_value(prov.testbed.facts["tsc_hz_by_session"].clone()).unwrap();
+    let by_session = prov.testbed.facts.tsc_hz_by_session.clone().unwrap();
     assert_eq!(by_session.len(), 8, "{by_session:?}");
     assert!(by_session.values().all(|hz| (hz / prov.tsc_hz - 1.0).abs() < 0.01), "{by_session:?}");
     assert!(dir.join("logs/forward_s1/flash.log").is_file(), "per-step logs");
@@ -205,31 +306,47 @@ fn emulated_study_end_to_end() {
         }
     }
     let readback: std::collections::BTreeMap<String, Readback> =
-        serde_json::from_value(prov.testbed.facts["readback"].clone()).unwrap();
+        serde_json::from_value(prov.testbed.facts.readback.clone().map(serde_json::Value::Object).unwrap()).unwrap();
     for (session, behaviour) in
         [("forward_s2", "forward"), ("remove_header_s1", "remove_header"), ("null-forward_500_s1", "null")]
     {
         assert_eq!(readback[session].bitstream.behaviour, behaviour, "{session}");
     }
+    remove(&[&dir]);
+}
 
-    // 2. The lease: a second orchestrator is refused while the first runs.
+/// The lease: a second orchestrator is refused while the first runs.
+#[test]
+fn a_second_orchestrator_is_refused_the_lease_while_a_study_runs() {
+    let Some(_testbed) = testbed() else { return };
     let first_dir = tmp("first");
-    let mut first = bin()
-        .args(["run", PLAN, "--out", first_dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = spawn_study(&first_dir, false);
     wait_for_runs(&first_dir, 1);
     let second_dir = tmp("second");
     let refused = run(&second_dir, &[]);
     assert_eq!(refused.status.code(), Some(3));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(err.contains("lease") && err.contains("in use by"), "{err}");
+    // Stopped as by Ctrl-C: it ends its run, stops the agent and releases its lease.
+    let stopped = Command::new("kill").args(["-TERM", &first.0.id().to_string()]).status().unwrap();
+    assert!(stopped.success(), "the first orchestrator was running");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while first.0.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(first);
+    remove(&[&first_dir, &second_dir]);
+}
 
-    // 3. kill -9 the orchestrator mid-study, then resume: nothing duplicated, results complete.
-    first.kill().unwrap();
-    first.wait().unwrap();
+/// kill -9 the orchestrator mid-study, then resume: nothing duplicated, results complete.
+#[test]
+fn a_study_killed_mid_run_resumes_with_every_run_once() {
+    let Some(_testbed) = testbed() else { return };
+    let first_dir = tmp("killed");
+    let mut first = spawn_study(&first_dir, false);
+    wait_for_runs(&first_dir, 1);
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
     let o = run(&first_dir, &["--resume"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut runs: Vec<(String, u32, u32)> = runs_finished(&first_dir)
@@ -243,16 +360,23 @@ fn emulated_study_end_to_end() {
     runs.sort();
     runs.dedup();
     assert_eq!((n, runs.len()), (24, 24), "no run lost or recorded twice");
+    remove(&[&first_dir]);
+}
 
-    // 4. Faults during a study: the agent killed mid-run (the run is retried on a restarted agent)
-    //    and the SSH masters killed (reconnected); the study still completes with every run once.
+/// Faults during a study: the agent killed mid-run (the run is retried on a restarted agent) and
+/// the SSH masters killed (reconnected); the study still completes with every run once.
+#[test]
+fn a_study_survives_a_killed_agent_and_killed_ssh_masters() {
+    let Some(_testbed) = testbed() else { return };
     let faults_dir = tmp("faults");
-    let faulty = bin()
-        .args(["run", PLAN, "--out", faults_dir.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut faulty = spawn_study(&faults_dir, true);
+    // Its standard error, read to the end on the side (as wait_with_output does).
+    let mut pipe = faulty.0.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut s);
+        s
+    });
     wait_for_runs(&faults_dir, 2);
     let agent_pid = std::fs::read_to_string("/var/tmp/latency-emu/receiver/agent.pid").unwrap();
     assert!(
@@ -261,39 +385,42 @@ fn emulated_study_end_to_end() {
     );
     wait_for_runs(&faults_dir, 4);
     assert!(kill_ssh_masters() > 0, "ssh masters were running");
-    let out = faulty.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let status = faulty.0.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert!(status.success(), "{err}");
     assert!(err.contains("restarting it") && err.contains("reconnecting"), "{err}");
     let j = journal(&faults_dir);
     assert!(j.iter().any(|e| matches!(e.event, Event::RunRetried { .. })), "the interrupted run was retried");
     assert_eq!(j.iter().filter(|e| matches!(e.event, Event::RunFinished { .. })).count(), 24);
+    remove(&[&faults_dir]);
+}
 
-    // 5. A host that never answers: a clear error naming the host and the step, within the timeout.
-    let inv = std::fs::read_to_string(root().join("testbeds/emulated.yaml")).unwrap();
-    let dead_dir = tmp("dead-inventory");
-    std::fs::create_dir_all(&dead_dir).unwrap();
-    let dead = dead_dir.join("dead-host.yaml");
-    let config = root().join("testbeds/emulated/state/ssh_config");
-    std::fs::write(
-        &dead,
-        inv.replace("alias: emu-sender", "alias: emu-nowhere")
-            .replace("name: emulated", "name: dead")
-            .replace("config: emulated/state/ssh_config", &format!("config: {}", config.display())),
-    )
-    .unwrap();
+/// A host that never answers: a clear error naming the host and the step, within the timeout.
+#[test]
+fn a_host_that_never_answers_fails_naming_it_within_the_connect_timeout() {
+    let Some(_testbed) = testbed() else { return };
+    let (dead_dir, dead) = inventory("dead-host", |inv| {
+        inv.replace("alias: emu-sender", "alias: emu-nowhere").replace("name: emulated", "name: dead")
+    });
     let cfg = std::fs::read_to_string(root().join("testbeds/emulated/state/ssh_config")).unwrap();
     assert!(cfg.contains("Host emu-sender"));
     let start = Instant::now();
-    let o = run(&tmp("dead"), &["--testbed", dead.to_str().unwrap()]);
+    let out = tmp("dead");
+    let o = run(&out, &["--testbed", dead.to_str().unwrap()]);
     let _ = std::fs::remove_dir_all(&dead_dir);
     assert_eq!(o.status.code(), Some(3));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("sender (emu-nowhere)") && err.contains("connect"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(45), "connect timeout honoured");
+    remove(&[&out]);
+}
 
-    // 6. Reflect mode: every stamped copy goes back to the sender, whose capture (tcpdump, another
-    //    clock) is joined to the records by probe id and tag; that clock agrees with the TSC.
+/// Reflect mode: every stamped copy goes back to the sender, whose capture (tcpdump, another
+/// clock) is joined to the records by probe id and tag; that clock agrees with the TSC, and no
+/// reflection loops back to the agent.
+#[test]
+fn reflect_mode_joins_the_senders_capture_and_agrees_with_the_tsc() {
+    let Some(_testbed) = testbed() else { return };
     let reflect_dir = tmp("reflect");
     let o =
         bin().args(["run", "../plans/emulated-reflect.yaml", "--out", reflect_dir.to_str().unwrap()]).output().unwrap();
@@ -336,11 +463,16 @@ fn emulated_study_end_to_end() {
     for (log, c) in &ends {
         assert_eq!(c.reflected_loops, 0, "reflections looped back to the agent: {}: {c:?}", log.display());
     }
+    remove(&[&reflect_dir]);
+}
 
-    // 7. INT (plans/int.yaml): INT-MD probes through Forward and through the emulated INT transit
-    //    hop, which pushes 12 bytes onto every probe's stack and delays it 200 µs + 200 ns per
-    //    byte of the entering frame. Each frame size's delay is recovered within 5 %; Forward's
-    //    does not depend on it; the pipeline copies came back 12 bytes longer.
+/// INT (plans/int.yaml): INT-MD probes through Forward and through the emulated INT transit hop,
+/// which pushes 12 bytes onto every probe's stack and delays it 200 µs + 200 ns per byte of the
+/// entering frame. Each frame size's delay is recovered within 5 %; Forward's does not depend on
+/// it; the pipeline copies came back 12 bytes longer.
+#[test]
+fn an_int_transit_hops_frame_size_dependent_delay_is_recovered() {
+    let Some(_testbed) = testbed() else { return };
     let int_dir = tmp("int");
     let o = bin()
         .args(["run", "../plans/int.yaml", "--testbed", "../testbeds/emulated.yaml", "--out"])
@@ -373,10 +505,15 @@ fn emulated_study_end_to_end() {
         lens.extend(port.iter().zip(len.iter()).map(|(p, l)| (p.unwrap(), l.unwrap())));
     }
     assert_eq!(lens, [(0, 524), (1, 512)].into(), "the pipeline copy carries the pushed hop");
+    remove(&[&int_dir]);
+}
 
-    // 8. The receive path as a factor (plans/backends.yaml): the same study captured through
-    //    AF_PACKET and through AF_XDP recovers Forward's 300 µs at both levels; each session's
-    //    provenance holds what its agent set up and the fast path it read back.
+/// The receive path as a factor (plans/backends.yaml): the same study captured through AF_PACKET
+/// and through AF_XDP recovers Forward's 300 µs at both levels; each session's provenance holds
+/// what its agent set up and the fast path it read back.
+#[test]
+fn af_packet_and_af_xdp_receive_paths_both_recover_forward() {
+    let Some(_testbed) = testbed() else { return };
     let backends_dir = tmp("backends");
     let o = bin().args(["run", "../plans/backends.yaml", "--out"]).arg(&backends_dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -399,18 +536,17 @@ fn emulated_study_end_to_end() {
     }
     let xdp_sessions = agents.values().filter(|a| a["ports"][0].as_str().unwrap().starts_with("af_xdp:")).count();
     assert_eq!(xdp_sessions, 2, "the af-xdp level's program and null sessions");
+    remove(&[&backends_dir]);
+}
 
-    // 9. A fast-path policy that requires isolated poller cores refuses the run, with the reason
-    //    (no core is isolated here), before any run starts.
-    let strict_dir = tmp("strict-inventory");
-    std::fs::create_dir_all(&strict_dir).unwrap();
-    let strict = strict_dir.join("strict.yaml");
-    std::fs::write(
-        &strict,
+/// A fast-path policy that requires isolated poller cores refuses the run, with the reason (no
+/// core is isolated here), before any run starts.
+#[test]
+fn a_policy_requiring_isolated_poller_cores_refuses_the_study_before_any_run() {
+    let Some(_testbed) = testbed() else { return };
+    let (strict_dir, strict) = inventory("strict", |inv| {
         inv.replace("  backend: af-packet", "  fast_path: { isolated_cores: refuse }\n  backend: af-packet")
-            .replace("config: emulated/state/ssh_config", &format!("config: {}", config.display())),
-    )
-    .unwrap();
+    });
     let refused_dir = tmp("refused");
     let o = run(&refused_dir, &["--testbed", strict.to_str().unwrap()]);
     let _ = std::fs::remove_dir_all(&strict_dir);
@@ -422,9 +558,14 @@ fn emulated_study_end_to_end() {
         "{err}"
     );
     assert!(runs_finished(&refused_dir).is_empty(), "no run started");
+    remove(&[&refused_dir]);
+}
 
-    // 10. Soak mode (plans/soak.yaml): the agent's histogram logs, appended every 0.25 s of each
-    //     1 s run, are collected beside the records and recover the 300 µs.
+/// Soak mode (plans/soak.yaml): the agent's histogram logs, appended every 0.25 s of each 1 s
+/// run, are collected beside the records and recover the 300 µs.
+#[test]
+fn soak_mode_collects_histogram_logs_beside_the_records_and_recovers_forward() {
+    let Some(_testbed) = testbed() else { return };
     let soak_dir = tmp("soak");
     let o = bin().args(["run", "../plans/soak.yaml", "--out"]).arg(&soak_dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -438,10 +579,15 @@ fn emulated_study_end_to_end() {
     let p50 = k.latency_ns.at(50.0).unwrap();
     assert!((p50 - 300_000.0).abs() <= 0.05 * 300_000.0, "soak: Forward {p50} ns vs 300 µs");
     assert!(soak_dir.join("data/program=forward/session=1/run=2.hlog").is_file());
+    remove(&[&soak_dir]);
+}
 
-    //     The same soak with histograms only (`records: false`, the agent's --no-records): the run
-    //     checks hold on the agent's counts, nothing per packet is stored, and the headline comes
-    //     from the histograms.
+/// The same soak with histograms only (`records: false`, the agent's --no-records): the run
+/// checks hold on the agent's counts, nothing per packet is stored, and the headline comes from
+/// the histograms.
+#[test]
+fn soak_mode_with_histograms_only_stores_no_records_and_recovers_forward() {
+    let Some(_testbed) = testbed() else { return };
     let plan_dir = tmp("soak-histograms-plan");
     std::fs::create_dir_all(&plan_dir).unwrap();
     let text = std::fs::read_to_string(root().join("plans/soak.yaml")).unwrap();
@@ -464,11 +610,16 @@ fn emulated_study_end_to_end() {
             assert_eq!(records, 0, "no per-packet record is stored");
         }
     }
+    remove(&[&histograms_dir]);
+}
 
-    // 11. The agent as the sender (plans/rtt.yaml): the originator sends each run's trace out of
-    //     snd0 and stamps the echoes the reflector sends back through rfl0 and the switch to cap0.
-    //     The round trip calibrated by the null path's recovers Forward's 300 µs one way, every
-    //     forwarded probe is echoed once, and the records come from the sender.
+/// The agent as the sender (plans/rtt.yaml): the originator sends each run's trace out of snd0
+/// and stamps the echoes the reflector sends back through rfl0 and the switch to cap0. The round
+/// trip calibrated by the null path's recovers Forward's 300 µs one way, every forwarded probe is
+/// echoed once, and the records come from the sender.
+#[test]
+fn the_agent_as_sender_recovers_forward_one_way_from_round_trips() {
+    let Some(_testbed) = testbed() else { return };
     let rtt_dir = tmp("rtt");
     let o = bin().args(["run", "../plans/rtt.yaml", "--out"]).arg(&rtt_dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -485,11 +636,16 @@ fn emulated_study_end_to_end() {
     assert_eq!(s.provenance.as_ref().unwrap().sender, latency_plan::Sender::Agent { crossings: 1 });
     let log = std::fs::read_to_string(rtt_dir.join("logs/forward_s1/originate.log")).unwrap();
     assert!(log.contains("\"event\":\"rtt\",\"sent\":500,\"received\":350"), "{log}");
+    remove(&[&rtt_dir]);
+}
 
-    // 12. A two-hop path (plans/two-hop.yaml): the second emulated card takes a mirror of the first
-    //     one's output; each probe is captured on r1 (before the first card), r0 (after it) and r2
-    //     (after the second). Each hop recovers fpga-emu's 300 µs, the path 600 µs, each calibrated
-    //     by the null sessions' same pair.
+/// A two-hop path (plans/two-hop.yaml): the second emulated card takes a mirror of the first
+/// one's output; each probe is captured on r1 (before the first card), r0 (after it) and r2 (after
+/// the second). Each hop recovers fpga-emu's 300 µs, the path 600 µs, each calibrated by the null
+/// sessions' same pair.
+#[test]
+fn a_two_hop_path_recovers_each_hop_and_the_whole_path() {
+    let Some(_testbed) = testbed() else { return };
     let hops_dir = tmp("two-hop");
     let o = bin().args(["run", "../plans/two-hop.yaml", "--out"]).arg(&hops_dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -508,22 +664,5 @@ fn emulated_study_end_to_end() {
     assert_eq!(p.port_pairs["hop2"].sessions[0].matched, 3 * 350, "every forwarded probe on all three ports");
     let start = std::fs::read_to_string(hops_dir.join("logs/forward_s1/agent_start.log")).unwrap();
     assert!(start.contains("--ports r0,r1,r2") && start.contains("--sleep-unpinned"), "{start}");
-
-    for d in [
-        histograms_dir,
-        hops_dir,
-        corrupt_dir,
-        dir,
-        first_dir,
-        second_dir,
-        faults_dir,
-        reflect_dir,
-        int_dir,
-        backends_dir,
-        refused_dir,
-        soak_dir,
-        rtt_dir,
-    ] {
-        let _ = std::fs::remove_dir_all(d);
-    }
+    remove(&[&hops_dir]);
 }

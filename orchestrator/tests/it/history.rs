@@ -9,7 +9,7 @@ use latency_history::trend::Trend;
 use latency_results::summary::Summary;
 use serde_json::Value;
 
-use crate::common::{orchestrate, stderr, tmp, tmp_dir};
+use crate::common::{orchestrate, runs_here, stderr, tmp, tmp_dir};
 
 /// The S3-compatible server of the tests (`LATENCY_TEST_S3`, e.g. `http://127.0.0.1:5055`), with a
 /// fresh bucket: the store's URL and the environment to reach it.
@@ -92,6 +92,11 @@ pub fn series_values(trend: &Trend, program: &str, statistic: &str) -> Vec<f64> 
 /// the estimates and the rows leaves no study visible.
 #[test]
 fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
+    let needs =
+        "an S3-compatible server named by LATENCY_TEST_S3 (scripts/test.sh starts moto on 127.0.0.1 and sets it)";
+    if !runs_here(std::env::var_os("LATENCY_TEST_S3").is_some(), needs) {
+        return;
+    }
     let nights: Vec<PathBuf> = (1..=3).map(|k| night(k, u64::from(k), None)).collect();
     let folder = tmp_dir("store").display().to_string();
     for (store, env) in [(folder, Vec::new()), s3_store("store")] {

@@ -219,7 +219,7 @@ fn latencylab_sample_imports_with_every_quirk_counted() {
     );
     assert_eq!(&index.plan_hash, plan_hash);
     assert_eq!(index.testbed.name, "latencylab-import");
-    assert_eq!(index.testbed.facts["files"], 2);
+    assert_eq!(index.testbed.facts.files, Some(2));
     assert!(!index.git_commit.is_empty() && !index.started.is_empty() && index.ended.is_some());
     let import = index.import.as_ref().unwrap();
     assert_eq!(import.totals.misparsed, 200);

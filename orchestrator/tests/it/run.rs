@@ -104,7 +104,8 @@ fn a_study_leaves_a_complete_results_folder() {
     assert!(prov.tsc_hz > 0.0 && prov.traces.len() == 2, "{prov:?}");
     assert_eq!(prov.seed, 11);
     assert_eq!(prov.bitstreams["forward"].sha256, "de453f948b7e0ea6e3deb86421683a9644bed11764983f26061cc9d1d141a3cf");
-    let model: latency_testbed::model::SimModel = serde_json::from_value(prov.testbed.facts["model"].clone()).unwrap();
+    let model: latency_testbed::model::SimModel =
+        serde_json::from_value(prov.testbed.facts.model.clone().unwrap()).unwrap();
     assert_eq!(model.tsc_hz, 2.89e9);
     // Every run file carries its provenance and reads back in the record schema.
     let (batches, meta) =

@@ -25,7 +25,7 @@ fn two_simulated_slices_store_the_same_runs_as_one_and_the_journal_names_each_se
     assert_eq!(slices, [Some(1), Some(2)].into(), "both slices ran sessions");
     let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
     assert_eq!(prov.testbed.name, "sim,sim");
-    assert_eq!(prov.testbed.facts["slices"].as_array().map(Vec::len), Some(2));
+    assert_eq!(prov.testbed.facts.slices.as_ref().map(Vec::len), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::{orchestrate, test_python, tmp_dir};
+use crate::common::{orchestrate, runs_here, test_python, tmp_dir};
 use etherparse::{LinkExtSlice, NetSlice, SlicedPacket, TransportSlice};
 use latency_plan::Generated;
 use latency_plan::ProbeFormat;
@@ -342,7 +342,7 @@ fn inspection_errors_name_the_file() {
 #[test]
 fn tcpdump_reads_generated_traces() {
     let Some(tcpdump) = ["/usr/bin/tcpdump", "/usr/sbin/tcpdump"].into_iter().find(|p| Path::new(p).exists()) else {
-        eprintln!("tcpdump not installed: skipped");
+        runs_here(false, "tcpdump (apt-get install tcpdump)");
         return;
     };
     let dir = tmp_dir("tcpdump");
@@ -439,6 +439,7 @@ for path in sys.argv[1:]:
 
 #[test]
 fn scapy_reads_the_asked_frame_sizes_with_valid_checksums_and_int_stacks() {
+    let Some(python) = test_python() else { return };
     let dir = tmp_dir("frame-sizes");
     let mut cases = Vec::new();
     let plain =
@@ -477,7 +478,7 @@ fn scapy_reads_the_asked_frame_sizes_with_valid_checksums_and_int_stacks() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         cases.push((out, size, if template.starts_with("int") { 300 } else { 0 }));
     }
-    let o = std::process::Command::new(test_python())
+    let o = std::process::Command::new(python)
         .arg("-c")
         .arg(SCAPY_CHECK)
         .args(cases.iter().map(|(p, ..)| p))

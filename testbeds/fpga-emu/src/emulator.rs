@@ -78,19 +78,30 @@ pub enum Control {
     Quit,
 }
 
+/// A control line that is not a command.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadCommand {
+    /// `flash`'s delay is not a number of µs.
+    #[error("`{0}` is not a delay in µs")]
+    Delay(String),
+    /// No command of the emulator.
+    #[error("unknown command `{0}` (expected `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`)")]
+    Unknown(String),
+}
+
 /// Parse a control line: `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`.
-pub fn parse_command(line: &str) -> Result<Control, String> {
+pub fn parse_command(line: &str) -> Result<Control, BadCommand> {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
         ["flash", image] => Ok(Control::Flash { image: (*image).to_string(), delay: None }),
         ["flash", image, us] => {
-            let us: u64 = us.parse().map_err(|_| format!("`{us}` is not a delay in µs"))?;
+            let us: u64 = us.parse().map_err(|_| BadCommand::Delay((*us).to_string()))?;
             Ok(Control::Flash { image: (*image).to_string(), delay: Some(Duration::from_micros(us)) })
         }
         ["reset"] => Ok(Control::Reset),
         ["status"] => Ok(Control::Status),
         ["quit"] => Ok(Control::Quit),
-        _ => Err(format!("unknown command `{line}` (expected `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`)")),
+        _ => Err(BadCommand::Unknown(line.to_string())),
     }
 }
 
@@ -158,13 +169,23 @@ fn lower_timer_slack() {
 }
 
 /// `ip link set DEV up|down`.
-fn link_set(dev: &str, up: bool) -> Result<(), String> {
+fn link_set(dev: &str, up: bool) -> Result<(), LinkError> {
     let state = if up { "up" } else { "down" };
+    let failed = |why: String| LinkError { dev: dev.to_string(), state, why };
     match Command::new("ip").args(["link", "set", "dev", dev, state]).output() {
         Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!("ip link set {dev} {state}: {}", String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => Err(format!("ip link set {dev} {state}: {e}")),
+        Ok(o) => Err(failed(String::from_utf8_lossy(&o.stderr).trim().to_string())),
+        Err(e) => Err(failed(e.to_string())),
     }
+}
+
+/// `ip link set` failed: its words, or why it could not run.
+#[derive(Debug, thiserror::Error)]
+#[error("ip link set {dev} {state}: {why}")]
+struct LinkError {
+    dev: String,
+    state: &'static str,
+    why: String,
 }
 
 impl Emu {
@@ -270,7 +291,7 @@ impl Emu {
         self.queue.clear();
         let mut problems: Vec<String> = Vec::new();
         for dev in [&self.cfg.host_p, &self.cfg.host_b] {
-            problems.extend(link_set(dev, false).err());
+            problems.extend(link_set(dev, false).err().map(|e| e.to_string()));
         }
         let until = Instant::now() + self.cfg.flash_down;
         while Instant::now() < until {
@@ -280,7 +301,7 @@ impl Emu {
         self.bitstream = next;
         self.delay_override = delay;
         for dev in [&self.cfg.host_p, &self.cfg.host_b] {
-            problems.extend(link_set(dev, true).err());
+            problems.extend(link_set(dev, true).err().map(|e| e.to_string()));
         }
         self.discard();
         let _ = self.bar.set_links_up(true);

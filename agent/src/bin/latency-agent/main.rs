@@ -204,7 +204,7 @@ fn main() -> ExitCode {
         // A capture that cannot start says why on stdout too, where its controller waits for
         // `ready`.
         Command::Capture(args) => {
-            capture(&args).inspect_err(|(_, error)| emit(&AgentEvent::Error { command: None, error: error.clone() }))
+            capture(&args).inspect_err(|e| emit(&AgentEvent::Error { command: None, error: e.to_string() }))
         }
         Command::Originate(args) => rtt::originate(&args),
         Command::Reflect(args) => rtt::reflect(&args),
@@ -230,18 +230,54 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err((code, msg)) => {
-            eprintln!("latency-agent: {msg}");
-            ExitCode::from(code)
+        Err(failure) => {
+            eprintln!("latency-agent: {failure}");
+            ExitCode::from(failure.status() as u8)
         }
     }
 }
 
-type Failure = (u8, String);
+/// The agent's exit statuses (`docs/agent.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Status {
+    /// A device, a file, the capture or the hardware failed.
+    Failed = 1,
+    /// The command line asks for something this agent cannot do.
+    Usage = 2,
+}
+
+/// Why a command of the agent failed; the variant is its exit status.
+#[derive(Debug)]
+enum Failure {
+    /// The command line asks for something this agent cannot do (exit 2).
+    Usage(String),
+    /// A device, a file, the capture or the hardware failed (exit 1).
+    Failed(String),
+}
+
+impl Failure {
+    /// The exit status.
+    fn status(&self) -> Status {
+        match self {
+            Failure::Usage(_) => Status::Usage,
+            Failure::Failed(_) => Status::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Usage(m) | Failure::Failed(m) => f.write_str(m),
+        }
+    }
+}
 
 fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
-    let io = |e: std::io::Error| (1, e.to_string());
-    let map = |bar: &PathBuf| Bar::map(bar, regs::WINDOW).map_err(|e| (1, format!("{}: {e}", bar.display())));
+    let io = |e: std::io::Error| Failure::Failed(e.to_string());
+    let map =
+        |bar: &PathBuf| Bar::map(bar, regs::WINDOW).map_err(|e| Failure::Failed(format!("{}: {e}", bar.display())));
     match op {
         RegsOp::Init { bar, dry_run, pf0_queues, pf1_queues, indirection_entries } => {
             let writes = regs::init_writes(&regs::Config { pf0_queues, pf1_queues, indirection_entries });
@@ -261,7 +297,7 @@ fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
                 println!("ok: BAR alive, both CMAC RX status 0x00000003");
                 Ok(())
             } else {
-                Err((1, problems.join("; ")))
+                Err(Failure::Failed(problems.join("; ")))
             }
         }
         RegsOp::Read { bar, offset } => {
@@ -294,7 +330,9 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         (*backend, *probe_format, *force_tsc, *queue, *tsc_window_ms);
     let k = ports.len();
     if !(2..=MAX_PORTS).contains(&k) {
-        return Err((2, format!("2 to {MAX_PORTS} ports are needed (pipeline, bypass, further ports), got {k}")));
+        return Err(Failure::Usage(format!(
+            "2 to {MAX_PORTS} ports are needed (pipeline, bypass, further ports), got {k}"
+        )));
     }
     if k > 2 {
         let two_only = [
@@ -303,22 +341,20 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             (matches!(backend, Backend::Dpdk), "--backend dpdk"),
         ];
         if let Some((_, what)) = two_only.iter().find(|(used, _)| *used) {
-            return Err((2, format!("{what} takes two ports (pipeline, bypass), not {k}")));
+            return Err(Failure::Usage(format!("{what} takes two ports (pipeline, bypass), not {k}")));
         }
     }
     let reflect = match (reflect_port, options.reflect_dst_mac) {
         (Some(port), Some(mac)) => Some((port, mac)),
         (None, None) => None,
         (Some(_), None) => {
-            return Err((
-                2,
-                "--reflect-port needs --reflect-dst-mac (the MAC of the sender's timestamping NIC, which every reflection is addressed to)".into(),
+            return Err(Failure::Usage("--reflect-port needs --reflect-dst-mac (the MAC of the sender's timestamping NIC, which every reflection is addressed to)".into(),
             ));
         }
-        (None, Some(_)) => return Err((2, "--reflect-dst-mac is only used with --reflect-port".into())),
+        (None, Some(_)) => return Err(Failure::Usage("--reflect-dst-mac is only used with --reflect-port".into())),
     };
     if options.rx_ring == 0 || options.tx_ring == 0 {
-        return Err((2, "--rx-ring and --tx-ring must be at least 1".into()));
+        return Err(Failure::Usage("--rx-ring and --tx-ring must be at least 1".into()));
     }
     let service_core = options.service_core.map(|c| c as usize);
     // The control thread (this one) runs on the service core, pinned before any other thread is
@@ -327,17 +363,14 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
     if let Some(c) = service_core
         && let Err(e) = pin_current_thread(c)
     {
-        return Err((2, format!("--service-core {c}: cannot pin to it: {e}")));
+        return Err(Failure::Usage(format!("--service-core {c}: cannot pin to it: {e}")));
     }
     let info = tsc::probe(tsc_window_ms * 1_000_000);
     if !info.invariant && !force_tsc {
-        return Err((
-            2,
-            format!(
-                "the TSC is not invariant (flags found: {:?}); refusing to stamp with it (--force-tsc overrides)",
-                info.flags
-            ),
-        ));
+        return Err(Failure::Usage(format!(
+            "the TSC is not invariant (flags found: {:?}); refusing to stamp with it (--force-tsc overrides)",
+            info.flags
+        )));
     }
     let mut xdp = Vec::new();
     let (rx, rings): (Vec<Box<dyn RxPort>>, Vec<PortRings>) = match backend {
@@ -358,13 +391,13 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
                     Ok(Box::new(port) as Box<dyn RxPort>)
                 })
                 .collect::<Result<_, std::io::Error>>()
-                .map_err(|e| (1, e.to_string()))?,
+                .map_err(|e| Failure::Failed(e.to_string()))?,
             Vec::new(),
         ),
         Backend::Dpdk => {
             let reflect_port = match reflect {
                 Some((r, _)) => Some(r.parse::<u16>().map_err(|_| {
-                    (2, format!("--reflect-port {r}: the dpdk backend takes a DPDK port id (0, 1, 2, ...)"))
+                    Failure::Usage(format!("--reflect-port {r}: the dpdk backend takes a DPDK port id (0, 1, 2, ...)"))
                 })?),
                 None => None,
             };
@@ -375,7 +408,9 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         Some(s) if s.is_finite() && s > 0.0 => {
             Some(SoakOptions { interval: Duration::from_secs_f64(s), records: !no_records, tsc_hz: info.hz })
         }
-        Some(s) => return Err((2, format!("--histogram-interval-s {s}: needs a number of seconds above 0"))),
+        Some(s) => {
+            return Err(Failure::Usage(format!("--histogram-interval-s {s}: needs a number of seconds above 0")));
+        }
         None => None,
     };
     let names: Vec<String> = rx.iter().map(|p| p.name()).collect();
@@ -393,9 +428,10 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         Backend::AfXdp => (fastpath::Backend::AfXdp, &ports[..]),
     };
     let facts = latency_agent::fastpath::judge(std::path::Path::new("/"), kind, cores, interfaces, options, &setup);
-    setup.fast_path = Some(facts.map_err(|refused| (2, refused))?);
+    setup.fast_path = Some(facts.map_err(|refused| Failure::Usage(refused.to_string()))?);
     if let Some(p) = &pidfile {
-        std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| Failure::Failed(format!("{}: {e}", p.display())))?;
     }
     let mut recorder = Recorder::start(
         rx,
@@ -409,13 +445,13 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             sleep_unpinned: options.sleep_unpinned,
         },
     )
-    .map_err(|e| (1, format!("cannot start: {e}")))?;
+    .map_err(|e| Failure::Failed(format!("cannot start: {e}")))?;
     // Again after the backend: DPDK's EAL pins the thread that initialises it to its main lcore.
     if let Some(c) = service_core
         && let Err(e) = pin_current_thread(c)
     {
         recorder.stop();
-        return Err((2, format!("--service-core {c}: cannot pin to it: {e}")));
+        return Err(Failure::Usage(format!("--service-core {c}: cannot pin to it: {e}")));
     }
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -423,7 +459,9 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
     let lines = match control {
-        Some(fifo) => latency_sys::fifo::listen(fifo).map_err(|e| (1, format!("{}: {e}", fifo.display())))?,
+        Some(fifo) => {
+            latency_sys::fifo::listen(fifo).map_err(|e| Failure::Failed(format!("{}: {e}", fifo.display())))?
+        }
         None => {
             let (tx, lines) = std::sync::mpsc::channel::<String>();
             let reader = std::thread::Builder::new().name("control".into());
@@ -436,7 +474,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
                         }
                     }
                 })
-                .map_err(|e| (1, format!("cannot start the control thread: {e}")))?;
+                .map_err(|e| Failure::Failed(format!("cannot start the control thread: {e}")))?;
             lines
         }
     };
@@ -486,7 +524,9 @@ fn open_dpdk(
     _: &CaptureOptions,
     _: &[String],
 ) -> Result<Opened, Failure> {
-    Err((2, "this build has no DPDK backend (build with `--features dpdk`); use `--backend af-packet`".into()))
+    Err(Failure::Usage(
+        "this build has no DPDK backend (build with `--features dpdk`); use `--backend af-packet`".into(),
+    ))
 }
 
 #[cfg(feature = "dpdk")]
@@ -506,6 +546,6 @@ fn open_dpdk(
         tx_ring: options.tx_ring,
         promiscuous: options.promiscuous,
     };
-    let (ports, rings) = open_ports(ports, &config, eal).map_err(|e| (1, e.to_string()))?;
+    let (ports, rings) = open_ports(ports, &config, eal).map_err(|e| Failure::Failed(e.to_string()))?;
     Ok((ports.into_iter().map(|p| Box::new(p) as Box<dyn RxPort>).collect(), rings))
 }

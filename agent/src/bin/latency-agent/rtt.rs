@@ -92,27 +92,27 @@ fn rtt_port(p: &RttPort, interface: &str) -> Result<Box<dyn RxPort>, Failure> {
     let port = match p.backend {
         Backend::AfPacket => KernelPort::af_packet(interface, false),
         Backend::AfXdp => KernelPort::af_xdp(interface, false, None),
-        Backend::Dpdk => return Err((2, "originate and reflect take --backend af-packet or af-xdp".into())),
+        Backend::Dpdk => return Err(Failure::Usage("originate and reflect take --backend af-packet or af-xdp".into())),
     };
-    port.map(|p| Box::new(p) as Box<dyn RxPort>).map_err(|e| (1, e.to_string()))
+    port.map(|p| Box::new(p) as Box<dyn RxPort>).map_err(|e| Failure::Failed(e.to_string()))
 }
 
 fn packet_sender(interface: &str) -> Result<PacketSender, Failure> {
-    PacketSender::open(interface).map_err(|e| (1, format!("{interface}: {e}")))
+    PacketSender::open(interface).map_err(|e| Failure::Failed(format!("{interface}: {e}")))
 }
 
 pub fn originate(a: &OriginateArgs) -> Result<(), Failure> {
     if !(a.pps.is_finite() && a.pps > 0.0) || a.burst == 0 || a.count == Some(0) {
-        return Err((2, "--count, --pps and --burst must be above 0".into()));
+        return Err(Failure::Usage("--count, --pps and --burst must be above 0".into()));
     }
     let format = a.port.probe_format;
     let probes = match (&a.trace, a.count, a.dst_mac) {
-        (Some(trace), _, _) => Originate::from_trace(trace, format).map_err(|e| (2, e.to_string()))?,
+        (Some(trace), _, _) => Originate::from_trace(trace, format).map_err(|e| Failure::Usage(e.to_string()))?,
         (None, Some(count), Some(mac)) => Originate::generated(count, format, a.frame_size.unwrap_or(128), mac.0),
-        _ => return Err((2, "give --trace, or --count with --dst-mac".into())),
+        _ => return Err(Failure::Usage("give --trace, or --count with --dst-mac".into())),
     };
     if probes.is_empty() {
-        return Err((2, "the trace holds no probe to send".into()));
+        return Err(Failure::Usage("the trace holds no probe to send".into()));
     }
     let rx = rtt_port(&a.port, a.rx_port.as_deref().unwrap_or(&a.port.port))?;
     let tx = packet_sender(&a.port.port)?;
@@ -126,7 +126,7 @@ pub fn originate(a: &OriginateArgs) -> Result<(), Failure> {
         cores: (a.tx_core, a.port.core),
         wait: a.port.wait,
     };
-    let c = latency_agent::rtt::originate(rx, &tx, &o, info.hz, &a.out).map_err(|e| (1, e.to_string()))?;
+    let c = latency_agent::rtt::originate(rx, &tx, &o, info.hz, &a.out).map_err(|e| Failure::Failed(e.to_string()))?;
     emit(&AgentEvent::Rtt {
         sent: c.sent,
         received: c.received,
@@ -142,10 +142,11 @@ pub fn reflect(a: &ReflectArgs) -> Result<(), Failure> {
     let mut rx = rtt_port(&a.port, &a.port.port)?;
     let tx = packet_sender(a.tx_port.as_deref().unwrap_or(&a.port.port))?;
     if let Some(c) = a.port.core {
-        latency_sys::pin_current_thread(c).map_err(|e| (2, format!("--core {c}: {e}")))?;
+        latency_sys::pin_current_thread(c).map_err(|e| Failure::Usage(format!("--core {c}: {e}")))?;
     }
     if let Some(p) = &a.pidfile {
-        std::fs::write(p, format!("{}\n", std::process::id())).map_err(|e| (1, format!("{}: {e}", p.display())))?;
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .map_err(|e| Failure::Failed(format!("{}: {e}", p.display())))?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {

@@ -128,7 +128,7 @@ fn list<T>(d: &mut Decoder, n: &Node, mut item: impl FnMut(&mut Decoder, &Node) 
 
 fn bdf(d: &mut Decoder, n: &Node, domain_optional: bool) -> Option<Bdf> {
     let s = d.string(n)?;
-    Bdf::parse(&s, domain_optional).map_err(|e| d.error(n.pos, e)).ok()
+    Bdf::parse(&s, domain_optional).map_err(|e| d.error(n.pos, e.to_string())).ok()
 }
 
 /// A non-empty list of full PCI addresses, each problem at its element.

@@ -19,13 +19,41 @@ pub struct Bdf {
     pub function: u8,
 }
 
+/// Why a text is not a PCI address.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BdfError {
+    /// Not of the form asked for.
+    #[error("`{text}` is not a PCI address ({form})")]
+    Form {
+        /// The text.
+        text: String,
+        /// The form expected (`DDDD:BB:DD.F` or `[DDDD:]BB:DD.F`).
+        form: &'static str,
+    },
+    /// A device number above 0x1f.
+    #[error("`{text}`: device 0x{device:02x} is out of range (00..=1f)")]
+    Device {
+        /// The text.
+        text: String,
+        /// The device number.
+        device: u16,
+    },
+    /// A function number above 7.
+    #[error("`{text}`: function {function} is out of range (0..=7)")]
+    Function {
+        /// The text.
+        text: String,
+        /// The function number.
+        function: u16,
+    },
+}
+
 impl Bdf {
     /// Parse `DDDD:BB:DD.F` or, when `domain_optional`, `BB:DD.F` (hexadecimal digits; a
-    /// four-digit domain, two-digit bus and device, one-digit function). The error is a whole
-    /// diagnostic message.
-    pub fn parse(s: &str, domain_optional: bool) -> Result<Bdf, String> {
+    /// four-digit domain, two-digit bus and device, one-digit function).
+    pub fn parse(s: &str, domain_optional: bool) -> Result<Bdf, BdfError> {
         let form = if domain_optional { "[DDDD:]BB:DD.F" } else { "DDDD:BB:DD.F" };
-        let bad = || format!("`{s}` is not a PCI address ({form})");
+        let bad = || BdfError::Form { text: s.to_string(), form };
         let hex = |t: &str, len: usize| -> Option<u16> {
             (t.len() == len && t.bytes().all(|b| b.is_ascii_hexdigit())).then(|| u16::from_str_radix(t, 16).ok())?
         };
@@ -39,10 +67,10 @@ impl Bdf {
         let (bus, device, function) =
             (hex(bus, 2).ok_or_else(bad)?, hex(device, 2).ok_or_else(bad)?, hex(function, 1).ok_or_else(bad)?);
         if device > 0x1f {
-            return Err(format!("`{s}`: device 0x{device:02x} is out of range (00..=1f)"));
+            return Err(BdfError::Device { text: s.to_string(), device });
         }
         if function > 7 {
-            return Err(format!("`{s}`: function {function} is out of range (0..=7)"));
+            return Err(BdfError::Function { text: s.to_string(), function });
         }
         // In range by construction: two hexadecimal digits, or checked above.
         let byte = |v: u16| u8::try_from(v).unwrap_or(u8::MAX);
@@ -89,15 +117,24 @@ mod tests {
         for bad in
             ["", "3b:00.0", "0000:3b:00", "000:3b:00.0", "0000:3b:00.0; reboot", "0000:3b:00.0 ", "x0000:3b:00.0"]
         {
-            assert_eq!(Bdf::parse(bad, false).unwrap_err(), format!("`{bad}` is not a PCI address (DDDD:BB:DD.F)"));
+            assert_eq!(
+                Bdf::parse(bad, false).unwrap_err().to_string(),
+                format!("`{bad}` is not a PCI address (DDDD:BB:DD.F)")
+            );
         }
         for bad in ["3b:00.0 && reboot", "3b:0.0", "-3b:00.0", "3b:00.0\n"] {
-            assert_eq!(Bdf::parse(bad, true).unwrap_err(), format!("`{bad}` is not a PCI address ([DDDD:]BB:DD.F)"));
+            assert_eq!(
+                Bdf::parse(bad, true).unwrap_err().to_string(),
+                format!("`{bad}` is not a PCI address ([DDDD:]BB:DD.F)")
+            );
         }
         assert_eq!(
-            Bdf::parse("0000:3b:20.0", false).unwrap_err(),
+            Bdf::parse("0000:3b:20.0", false).unwrap_err().to_string(),
             "`0000:3b:20.0`: device 0x20 is out of range (00..=1f)"
         );
-        assert_eq!(Bdf::parse("3b:00.8", true).unwrap_err(), "`3b:00.8`: function 8 is out of range (0..=7)");
+        assert_eq!(
+            Bdf::parse("3b:00.8", true).unwrap_err().to_string(),
+            "`3b:00.8`: function 8 is out of range (0..=7)"
+        );
     }
 }

@@ -59,11 +59,25 @@ pub fn flow(template: TraceTemplate, id: u64, vlan: Option<u16>) -> Flow {
     }
 }
 
+/// Why a probe's frame cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// A VLAN id above 4095.
+    #[error("VLAN id {0} does not fit 12 bits")]
+    Vlan(u16),
+    /// An encapsulated frame longer than an IPv4 packet can be.
+    #[error("frame too long for IPv4")]
+    TooLong,
+    /// A header the packet library refused (its own words).
+    #[error("{0}")]
+    Header(String),
+}
+
 /// The Ethernet frame of probe `id` of `spec`: `spec.frame_len` bytes (longer only if the id does
 /// not fit), checksums filled in, the payload from [`probe::payload`] padded with zeros. An INT
 /// probe carries the source's stack ([`int::source_stack`]) before its payload (`int`), or before
 /// the original IPv4 packet inside GRE (`int_gre`).
-pub fn frame(spec: &Generated, id: u64) -> Result<Vec<u8>, String> {
+pub fn frame(spec: &Generated, id: u64) -> Result<Vec<u8>, FrameError> {
     let f = flow(spec.template, id, spec.vlan);
     let pad = (spec.frame_len as usize).saturating_sub(spec.headers_len());
     let payload = probe::payload(id, spec.probe_id, pad);
@@ -72,7 +86,7 @@ pub fn frame(spec: &Generated, id: u64) -> Result<Vec<u8>, String> {
     out.extend_from_slice(&SRC_MAC);
     if let Some(vid) = f.vlan {
         if vid > 4095 {
-            return Err(format!("VLAN id {vid} does not fit 12 bits"));
+            return Err(FrameError::Vlan(vid));
         }
         out.extend_from_slice(&[0x81, 0x00]);
         out.extend_from_slice(&vid.to_be_bytes());
@@ -92,10 +106,11 @@ pub fn frame(spec: &Generated, id: u64) -> Result<Vec<u8>, String> {
             gre.extend_from_slice(&int::GRE_PROTOCOL.to_be_bytes());
             gre.extend(int::source_stack(int::Carrier::Gre(int::ETHERTYPE_IPV4)));
             packet(&mut gre, spec, &f, id, 0, &payload)?;
-            let len = u16::try_from(gre.len()).map_err(|_| "frame too long for IPv4".to_owned())?;
-            let mut outer = Ipv4Header::new(len, TTL, IpNumber::GRE, f.src, f.dst).map_err(|e| e.to_string())?;
+            let len = u16::try_from(gre.len()).map_err(|_| FrameError::TooLong)?;
+            let mut outer = Ipv4Header::new(len, TTL, IpNumber::GRE, f.src, f.dst)
+                .map_err(|e| FrameError::Header(e.to_string()))?;
             outer.header_checksum = outer.calc_header_checksum();
-            outer.write(&mut out).map_err(|e| e.to_string())?;
+            outer.write(&mut out).map_err(|e| FrameError::Header(e.to_string()))?;
             out.extend(gre);
         }
         _ => packet(&mut out, spec, &f, id, 0, &payload)?,
@@ -105,7 +120,7 @@ pub fn frame(spec: &Generated, id: u64) -> Result<Vec<u8>, String> {
 
 /// Append the IP packet of `f` carrying `payload` over the spec's IP version and transport, with
 /// `dscp` in its DSCP (traffic class) bits; TCP's sequence number is the probe id (mod 2³²).
-fn packet(out: &mut Vec<u8>, spec: &Generated, f: &Flow, id: u64, dscp: u8, payload: &[u8]) -> Result<(), String> {
+fn packet(out: &mut Vec<u8>, spec: &Generated, f: &Flow, id: u64, dscp: u8, payload: &[u8]) -> Result<(), FrameError> {
     let v6 = |a: [u8; 4]| {
         let mut b = [0u8; 16];
         b[..12].copy_from_slice(&IPV6_PREFIX);
@@ -118,7 +133,7 @@ fn packet(out: &mut Vec<u8>, spec: &Generated, f: &Flow, id: u64, dscp: u8, payl
                 source: f.src,
                 destination: f.dst,
                 time_to_live: TTL,
-                dscp: IpDscp::try_new(dscp).map_err(|e| e.to_string())?,
+                dscp: IpDscp::try_new(dscp).map_err(|e| FrameError::Header(e.to_string()))?,
                 ..Default::default()
             },
             Default::default(),
@@ -139,7 +154,7 @@ fn packet(out: &mut Vec<u8>, spec: &Generated, f: &Flow, id: u64, dscp: u8, payl
         Transport::Udp => b.udp(f.sport, f.dport).write(out, payload),
         Transport::Tcp => b.tcp(f.sport, f.dport, id as u32, TCP_WINDOW).psh().ack(1).write(out, payload),
     };
-    written.map_err(|e| e.to_string())
+    written.map_err(|e| FrameError::Header(e.to_string()))
 }
 
 #[cfg(test)]

@@ -64,14 +64,14 @@ pub enum TraceError {
         message: String,
     },
     /// A probe frame cannot be built.
-    #[error("{path}: probe {id}: {message}")]
+    #[error("{path}: probe {id}: {source}")]
     Build {
         /// The file being generated.
         path: PathBuf,
         /// The probe id.
         id: u64,
         /// What went wrong.
-        message: String,
+        source: frame::FrameError,
     },
     /// The file cannot be written (it exists, or the write failed); the error names the file.
     #[error(transparent)]
@@ -107,7 +107,7 @@ pub fn generate(spec: &Generated, path: &Path) -> Result<TraceInfo, TraceError> 
     let buf = Vec::with_capacity(24 + per_packet * spec.count as usize);
     let mut w = PcapWriter::with_header(buf, header).map_err(pcap_err)?;
     for id in probes::ids(u64::from(spec.count)) {
-        let data = frame(spec, id).map_err(|message| TraceError::Build { path: path.to_path_buf(), id, message })?;
+        let data = frame(spec, id).map_err(|source| TraceError::Build { path: path.to_path_buf(), id, source })?;
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let ts = SPACING.saturating_mul(u32::try_from(id).unwrap_or(u32::MAX));
         w.write_packet(&PcapPacket::new(ts, len, &data)).map_err(pcap_err)?;

@@ -125,27 +125,51 @@ macro_rules! table {
 
             /// The rows of `batch`, its columns found by name; a missing, mistyped or null
             /// column is an error naming it.
-            pub fn from_batch(batch: &arrow_array::RecordBatch) -> Result<Vec<Self>, String> {
+            pub fn from_batch(
+                batch: &arrow_array::RecordBatch,
+            ) -> Result<Vec<Self>, $crate::history::table::ColumnError> {
                 use $crate::history::table::Cell;
                 $(
                     let $f = batch
                         .column_by_name(stringify!($f))
                         .filter(|c| c.data_type() == &<$t as Cell>::data_type())
-                        .ok_or_else(|| format!(
-                            "column `{}` is missing or not {}", stringify!($f), <$t as Cell>::data_type()
-                        ))?;
+                        .ok_or_else(|| $crate::history::table::ColumnError::Missing {
+                            column: stringify!($f),
+                            data_type: <$t as Cell>::data_type(),
+                        })?;
                 )*
                 (0..batch.num_rows())
                     .map(|i| {
                         Ok(Self {
                             $($f: <$t as Cell>::get($f.as_ref(), i)
-                                .ok_or_else(|| format!("column `{}`: row {i} is null", stringify!($f)))?,)*
+                                .ok_or($crate::history::table::ColumnError::Null { column: stringify!($f), row: i })?,)*
                         })
                     })
                     .collect()
             }
         }
     };
+}
+
+/// Why a history table's batch cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnError {
+    /// A column is missing or of another type.
+    #[error("column `{column}` is missing or not {data_type}")]
+    Missing {
+        /// The column.
+        column: &'static str,
+        /// Its type in the table's definition.
+        data_type: arrow_schema::DataType,
+    },
+    /// A row has no value in a column that needs one.
+    #[error("column `{column}`: row {row} is null")]
+    Null {
+        /// The column.
+        column: &'static str,
+        /// The row.
+        row: usize,
+    },
 }
 
 pub(crate) use table;
@@ -192,7 +216,7 @@ mod tests {
         assert_eq!(T::from_batch(&batch).unwrap(), rows);
         assert_eq!(rows[0].t.utc(), "2026-11-30T00:53:20Z");
         let without = batch.project(&[0, 1, 2, 3, 4, 6]).unwrap();
-        let err = T::from_batch(&without).unwrap_err();
+        let err = T::from_batch(&without).unwrap_err().to_string();
         assert!(err.contains("column `t`"), "{err}");
     }
 }

@@ -3,14 +3,17 @@
 //! ([`AgentEvent`]) read from the JSON lines of its events file, both in the session folder.
 //! Each run's Arrow stream is decoded here once downloaded.
 
+use crate::Doing;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
-use latency_proto::{AgentCommand, AgentEvent, CaptureSetup, RunCounters, TscInfo};
+use latency_proto::{AgentCommand, AgentEvent, RunCounters, TscInfo};
+use latency_results::provenance::AgentSetup;
 
 use super::failed;
 use super::session::Hosts;
 use crate::TestbedError;
+use latency_plan::Action;
 use latency_plan::inventory::Role;
 use latency_plan::layout::RemoteLayout;
 use latency_plan::template::shell_quote;
@@ -63,22 +66,50 @@ impl Awaited {
     }
 }
 
+/// What went wrong in an agent's events before the one awaited.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentTrouble {
+    /// A line that is no event of the protocol.
+    #[error("not an agent event ({source}): {line}")]
+    NotEvent {
+        /// The line.
+        line: String,
+        /// Why it does not decode.
+        source: serde_json::Error,
+    },
+    /// The agent reported an error on a command.
+    #[error("the agent reported an error on `{command}`: {error}")]
+    ErrorOn {
+        /// The command.
+        command: String,
+        /// The agent's words.
+        error: String,
+    },
+    /// The agent reported an error.
+    #[error("the agent reported an error: {0}")]
+    Error(String),
+    /// The agent stopped.
+    #[error("the agent stopped")]
+    Stopped,
+}
+
 /// The awaited event among the complete lines of `text` (the agent may be writing the last one),
 /// if there. A line that is no event of the protocol, or an error or stop before the awaited
 /// event, is an error (its message).
-pub fn scan(text: &str, want: Awaited) -> Result<Option<AgentEvent>, String> {
+pub fn scan(text: &str, want: Awaited) -> Result<Option<AgentEvent>, AgentTrouble> {
     let complete = text.rfind('\n').map_or("", |i| &text[..i]);
     for line in complete.lines().filter(|l| !l.trim().is_empty()) {
-        let event: AgentEvent = serde_json::from_str(line).map_err(|e| format!("not an agent event ({e}): {line}"))?;
+        let event: AgentEvent =
+            serde_json::from_str(line).map_err(|source| AgentTrouble::NotEvent { line: line.to_string(), source })?;
         if want.is(&event) {
             return Ok(Some(event));
         }
         match event {
             AgentEvent::Error { command: Some(command), error } => {
-                return Err(format!("the agent reported an error on `{command}`: {error}"));
+                return Err(AgentTrouble::ErrorOn { command, error });
             }
-            AgentEvent::Error { command: None, error } => return Err(format!("the agent reported an error: {error}")),
-            AgentEvent::Stopped => return Err("the agent stopped".into()),
+            AgentEvent::Error { command: None, error } => return Err(AgentTrouble::Error(error)),
+            AgentEvent::Stopped => return Err(AgentTrouble::Stopped),
             _ => {}
         }
     }
@@ -93,14 +124,13 @@ pub fn write_command(command: AgentCommand, pipe: &str) -> String {
 }
 
 /// Decode an Arrow IPC stream (a crash-truncated stream keeps its complete batches).
-pub fn decode_stream(bytes: &[u8]) -> Result<Vec<RecordBatch>, String> {
-    let reader =
-        arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).map_err(|e| e.to_string())?;
+pub fn decode_stream(bytes: &[u8]) -> Result<Vec<RecordBatch>, arrow_schema::ArrowError> {
+    let reader = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)?;
     let mut out = Vec::new();
     for b in reader {
         match b {
             Ok(b) => out.push(b),
-            Err(e) if out.is_empty() => return Err(e.to_string()),
+            Err(e) if out.is_empty() => return Err(e),
             Err(_) => break,
         }
     }
@@ -113,20 +143,17 @@ pub fn stop_leftovers(hosts: &Hosts, layout: &RemoteLayout) {
     for (role, pidfile) in layout.pidfiles() {
         let p = shell_quote(&pidfile);
         let cmd = format!("p={p}; [ -f \"$p\" ] && kill $(cat \"$p\") 2>/dev/null; rm -f \"$p\"; true");
-        let _ = hosts.run(role, "cleanup", &cmd, Duration::from_secs(20));
+        let _ = hosts.run(role, Doing::Cleanup, &cmd, Duration::from_secs(20));
     }
 }
 
 /// What a started agent reported in its `ready` event.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct Started {
     /// The TSC it stamps with.
-    #[serde(skip)]
     pub tsc: TscInfo,
-    /// Its ports, pipeline first.
-    pub ports: Vec<String>,
-    /// What it set up, and the fast path it read back.
-    pub setup: Option<CaptureSetup>,
+    /// Its ports and what it set up, as provenance keeps them.
+    pub setup: AgentSetup,
 }
 
 /// The agent of one session on the receiver.
@@ -141,24 +168,26 @@ pub struct Agent<'a> {
 
 impl Agent<'_> {
     fn error(&self, message: String) -> TestbedError {
-        failed(self.hosts.name(Role::Receiver), "agent", message)
+        failed(self.hosts.name(Role::Receiver), Doing::Agent, message)
     }
 
     fn sh(&self, cmd: &str) -> Result<String, TestbedError> {
-        self.hosts.run(Role::Receiver, "agent", cmd, Duration::from_secs(10))
+        self.hosts.run(Role::Receiver, Doing::Agent, cmd, Duration::from_secs(10))
     }
 
     /// Make the session folder, before the agent is started in it.
     pub fn prepare(&self) -> Result<(), TestbedError> {
         let cmd = format!("mkdir -p {}", shell_quote(&self.layout.session_dir(self.session)));
-        self.hosts.run(Role::Receiver, "agent_start", &cmd, Duration::from_secs(10)).map(drop)
+        self.hosts.run(Role::Receiver, Doing::Action(Action::AgentStart), &cmd, Duration::from_secs(10)).map(drop)
     }
 
     /// Wait for the started agent's `ready`: the TSC it stamps with, its ports and what it set up
     /// (the fast path read back included).
     pub fn ready(&self, timeout: Duration) -> Result<Started, TestbedError> {
         match self.wait(0, Awaited::Ready, timeout)? {
-            AgentEvent::Ready { tsc, ports, setup, .. } => Ok(Started { tsc, ports, setup: setup.map(|s| *s) }),
+            AgentEvent::Ready { tsc, ports, setup, .. } => {
+                Ok(Started { tsc, setup: AgentSetup { ports, setup: setup.map(|s| *s) } })
+            }
             other => Err(self.error(format!("expected `ready`, got {other:?}"))),
         }
     }
@@ -185,7 +214,7 @@ impl Agent<'_> {
         let skip: usize = before.trim().parse().unwrap_or(0);
         self.hosts.run(
             Role::Receiver,
-            "agent",
+            Doing::Agent,
             &write_command(command, &self.layout.control_pipe(self.session)),
             Duration::from_secs(15),
         )?;
@@ -204,13 +233,13 @@ impl Agent<'_> {
         let start = Instant::now();
         loop {
             let text = self.sh(&format!("tail -n +{} {events} 2>/dev/null || true", skip + 1))?;
-            if let Some(event) = scan(&text, want).map_err(|m| self.error(m))? {
+            if let Some(event) = scan(&text, want).map_err(|m| self.error(m.to_string()))? {
                 return Ok(event);
             }
             if start.elapsed() > timeout {
                 return Err(TestbedError::Timeout {
                     host: self.hosts.name(Role::Receiver).to_string(),
-                    action: format!("agent {}", want.name()),
+                    action: Doing::AwaitAgent(want.name()),
                     seconds: timeout.as_secs_f64(),
                 });
             }
@@ -235,19 +264,22 @@ mod tests {
         let text = format!("{READY}\n{begin}\n");
         assert!(matches!(scan(&text, Awaited::Ready), Ok(Some(AgentEvent::Ready { pid: 7, .. }))));
         assert_eq!(
-            scan(&text, Awaited::Begin),
-            Ok(Some(AgentEvent::Begin { run: 1, file: PathBuf::from("/r/runs/s/run01.arrows") }))
+            scan(&text, Awaited::Begin).unwrap(),
+            Some(AgentEvent::Begin { run: 1, file: PathBuf::from("/r/runs/s/run01.arrows") })
         );
         // A line still being written is not read.
-        assert_eq!(scan(&format!("{READY}\n{{\"event\":\"beg"), Awaited::Begin), Ok(None));
-        assert_eq!(scan("", Awaited::End), Ok(None));
+        assert_eq!(scan(&format!("{READY}\n{{\"event\":\"beg"), Awaited::Begin).unwrap(), None);
+        assert_eq!(scan("", Awaited::End).unwrap(), None);
         let err = scan("{\"event\":\"error\",\"error\":\"no run\"}\n", Awaited::End).unwrap_err();
-        assert_eq!(err, "the agent reported an error: no run");
-        assert_eq!(scan("{\"event\":\"stopped\"}\n", Awaited::Stopped), Ok(Some(AgentEvent::Stopped)));
-        assert_eq!(scan("{\"event\":\"stopped\"}\n", Awaited::End).unwrap_err(), "the agent stopped");
+        assert_eq!(err.to_string(), "the agent reported an error: no run");
+        assert_eq!(scan("{\"event\":\"stopped\"}\n", Awaited::Stopped).unwrap(), Some(AgentEvent::Stopped));
+        assert_eq!(scan("{\"event\":\"stopped\"}\n", Awaited::End).unwrap_err().to_string(), "the agent stopped");
         let failed = "{\"event\":\"error\",\"command\":\"end 2\",\"error\":\"no run 2 is open\"}\n";
-        assert_eq!(scan(failed, Awaited::End).unwrap_err(), "the agent reported an error on `end 2`: no run 2 is open");
-        assert!(scan("hello\n", Awaited::Ready).unwrap_err().starts_with("not an agent event ("));
+        assert_eq!(
+            scan(failed, Awaited::End).unwrap_err().to_string(),
+            "the agent reported an error on `end 2`: no run 2 is open"
+        );
+        assert!(scan("hello\n", Awaited::Ready).unwrap_err().to_string().starts_with("not an agent event ("));
         for (command, want) in [
             (AgentCommand::Begin { run: 2 }, Awaited::Begin),
             (AgentCommand::End { run: 2 }, Awaited::End),

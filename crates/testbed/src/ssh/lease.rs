@@ -6,6 +6,7 @@
 //! The protocol is the shell script `lease.sh`, run on the host with every value (lease file,
 //! owner, staleness) passed as a quoted argument.
 
+use crate::Doing;
 use std::path::Path;
 use std::time::Duration;
 
@@ -87,15 +88,15 @@ impl Lease {
         for role in ROLES {
             let lease = layout.lease(role);
             let take = command(Op::Take { stale_s: LEASE_STALE_S }, &lease, &self.owner);
-            let out = hosts.run(role, "lease", &take, Duration::from_secs(20))?;
+            let out = hosts.run(role, Doing::Lease, &take, Duration::from_secs(20))?;
             let out = out.trim();
             if let Some(holder) = out.strip_prefix("held ") {
                 if !holder_is_dead(holder) {
-                    return Err(failed(hosts.name(role), "lease", format!("the testbed is in use by {holder}")));
+                    return Err(failed(hosts.name(role), Doing::Lease, format!("the testbed is in use by {holder}")));
                 }
                 eprintln!("warning: {}: taking over the lease of a dead orchestrator ({holder})", hosts.name(role));
                 let overwrite = command(Op::Overwrite, &lease, &self.owner);
-                hosts.run(role, "lease", &overwrite, Duration::from_secs(20))?;
+                hosts.run(role, Doing::Lease, &overwrite, Duration::from_secs(20))?;
             }
             if out.starts_with("stale") {
                 eprintln!("warning: {}: took over a stale lease ({out})", hosts.name(role));
@@ -108,7 +109,7 @@ impl Lease {
     pub fn heartbeat(&self, hosts: &Hosts, layout: &RemoteLayout) {
         for role in ROLES {
             let cmd = command(Op::Heartbeat, &layout.lease(role), &self.owner);
-            let _ = hosts.run(role, "lease", &cmd, Duration::from_secs(10));
+            let _ = hosts.run(role, Doing::Lease, &cmd, Duration::from_secs(10));
         }
     }
 
@@ -116,7 +117,7 @@ impl Lease {
     pub fn release(&self, hosts: &Hosts, layout: &RemoteLayout) {
         for role in ROLES {
             let cmd = command(Op::Release, &layout.lease(role), &self.owner);
-            let _ = hosts.run(role, "lease", &cmd, Duration::from_secs(10));
+            let _ = hosts.run(role, Doing::Lease, &cmd, Duration::from_secs(10));
         }
     }
 }

@@ -14,6 +14,7 @@ mod lease;
 mod session;
 mod transfer;
 
+use crate::Doing;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -44,19 +45,19 @@ pub struct SshTestbed {
     tsc_hz: Option<f64>,
     /// The TSC rate the agent measured at each session's start, by session.
     tsc_by_session: std::collections::BTreeMap<String, f64>,
-    facts: facts::TestbedHosts,
+    facts: latency_results::provenance::TestbedHosts,
     /// Seconds to wait after a replay for the last copies to reach the agent.
     drain: Duration,
     /// What each session's `readback` step read from the card (JSON when it printed JSON).
     readback: serde_json::Map<String, serde_json::Value>,
     /// What each session's agent reported at start: ports, setup, fast path.
-    agents: std::collections::BTreeMap<String, agent::Started>,
+    agents: std::collections::BTreeMap<String, latency_results::provenance::AgentSetup>,
     /// Fast-path findings already warned about (each is said once per study).
     warned: std::collections::BTreeSet<String>,
 }
 
-fn failed(host: &str, action: &str, message: impl Into<String>) -> TestbedError {
-    TestbedError::Failed { host: host.to_string(), action: action.to_string(), message: message.into() }
+fn failed(host: &str, action: Doing, message: impl Into<String>) -> TestbedError {
+    TestbedError::Failed { host: host.to_string(), action, message: message.into() }
 }
 
 impl SshTestbed {
@@ -101,7 +102,7 @@ impl SshTestbed {
         Duration::from_secs_f64(policy.timeout_s)
     }
 
-    fn sh(&self, role: Role, action: &str, cmd: &str, timeout: Duration) -> Result<String, TestbedError> {
+    fn sh(&self, role: Role, action: Doing, cmd: &str, timeout: Duration) -> Result<String, TestbedError> {
         self.hosts.run(role, action, cmd, timeout)
     }
 
@@ -134,7 +135,7 @@ impl SshTestbed {
     fn collect(&self, role: Role, remote: &str, attempt: u32) -> Result<Vec<u8>, TestbedError> {
         let bytes = self.download(role, remote)?;
         let collected = RemoteLayout::collected(remote, attempt);
-        let _ = self.sh(role, "collect", &transfer::rename_command(remote, &collected), Duration::from_secs(10));
+        let _ = self.sh(role, Doing::Collect, &transfer::rename_command(remote, &collected), Duration::from_secs(10));
         Ok(bytes)
     }
 
@@ -158,7 +159,7 @@ impl SshTestbed {
             agents.push((Role::Sender, &self.inv.sender.agent));
         }
         for (role, agent) in agents.into_iter().filter(|(role, a)| self.layout.agent_is_staged(*role, a)) {
-            let local = |e: String| failed("local", "stage", e);
+            let local = |e: String| failed("local", Doing::Stage, e);
             let exe = std::env::current_exe().map_err(|e| local(e.to_string()))?;
             let built = exe.with_file_name("latency-agent");
             if !built.is_file() {
@@ -168,12 +169,12 @@ impl SshTestbed {
                 )));
             }
             if let (Role::Receiver, Some(wanted)) = (role, &self.inv.receiver.dpdk_version) {
-                let built_against = agent_dpdk_version(&built).map_err(local)?;
+                let built_against = agent_dpdk_version(&built).map_err(|e| local(e.to_string()))?;
                 check_dpdk_abi(built_against.as_deref(), wanted)
-                    .map_err(|e| failed(self.hosts.name(Role::Receiver), "stage", e))?;
+                    .map_err(|e| failed(self.hosts.name(Role::Receiver), Doing::Stage, e.to_string()))?;
             }
             self.upload(role, &built, agent)?;
-            self.sh(role, "stage", &transfer::executable_command(agent), Duration::from_secs(10))?;
+            self.sh(role, Doing::Stage, &transfer::executable_command(agent), Duration::from_secs(10))?;
         }
         Ok(())
     }
@@ -215,7 +216,7 @@ impl SshTestbed {
     ) -> Result<RunData, TestbedError> {
         let cmd = step.command.as_deref().unwrap_or("true");
         self.log(name, step.action.name(), &format!("# run {} attempt {attempt}\n$ {cmd}", run.run));
-        let out = self.sh(Role::Sender, step.action.name(), cmd, self.timeout(step.action));
+        let out = self.sh(Role::Sender, step.action.into(), cmd, self.timeout(step.action));
         self.log(name, step.action.name(), out.as_ref().map_or_else(|e| e.to_string(), String::clone).as_str());
         let out = out?;
         let sender = self.hosts.name(Role::Sender);
@@ -223,14 +224,14 @@ impl SshTestbed {
         let Some(AgentEvent::Rtt { sent, received, seconds, file, .. }) = event else {
             return Err(failed(
                 sender,
-                "originate",
+                Doing::Action(Action::Originate),
                 format!("no `rtt` event in the originator's output: {}", out.trim()),
             ));
         };
         self.log(name, "run", &format!("originate: {sent} sent, {received} echoed in {seconds:.6} s"));
         let file = file.display().to_string();
         let bytes = self.collect(Role::Sender, &file, attempt)?;
-        let batches = decode_stream(&bytes).map_err(|e| failed(sender, "collect", format!("{file}: {e}")))?;
+        let batches = decode_stream(&bytes).map_err(|e| failed(sender, Doing::Collect, format!("{file}: {e}")))?;
         Ok(RunData {
             batches,
             seconds: start.elapsed().as_secs_f64(),
@@ -260,7 +261,7 @@ impl SshTestbed {
             }
             let cmd = st.command.as_deref().unwrap_or("true");
             self.log(name, st.action.name(), &format!("# run {} attempt {attempt}\n$ {cmd}", run.run));
-            match self.sh(st.action.role(), st.action.name(), cmd, self.timeout(st.action)) {
+            match self.sh(st.action.role(), st.action.into(), cmd, self.timeout(st.action)) {
                 Ok(out) => {
                     self.log(name, st.action.name(), &out);
                     if st.action == Action::Replay {
@@ -274,7 +275,7 @@ impl SshTestbed {
                         && st.action == Action::Replay
                     {
                         let stop_cmd = stop.command.as_deref().unwrap_or("true");
-                        let _ = self.sh(Role::Sender, stop.action.name(), stop_cmd, Duration::from_secs(10));
+                        let _ = self.sh(Role::Sender, stop.action.into(), stop_cmd, Duration::from_secs(10));
                     }
                     let _ = end();
                     return Err(e);
@@ -285,32 +286,69 @@ impl SshTestbed {
     }
 }
 
+/// Why the local agent cannot load the receiver's poll-mode drivers.
+#[derive(Debug, thiserror::Error)]
+pub enum DpdkMismatch {
+    /// The agent cannot be asked its version.
+    #[error("{agent}: {source}")]
+    Unknown {
+        /// The agent binary.
+        agent: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The agent's answer is not its version event.
+    #[error("{agent} version: not the agent's version event: {output}")]
+    NoVersion {
+        /// The agent binary.
+        agent: std::path::PathBuf,
+        /// What it printed.
+        output: String,
+    },
+    /// Built against another DPDK release.
+    #[error(
+        "the agent is built against DPDK {agent} but the receiver's drivers belong to DPDK {receiver} (inventory \
+         `dpdk_version`): build the agent on the receiver against its DPDK (cargo build --release -p latency-agent \
+         --features dpdk) and name that binary in the inventory's `agent`"
+    )]
+    Release {
+        /// The agent's DPDK.
+        agent: String,
+        /// The receiver's.
+        receiver: String,
+    },
+    /// Built without DPDK.
+    #[error(
+        "the agent is built without the DPDK backend but the receiver's drivers belong to DPDK {receiver}: build it \
+         with --features dpdk against that DPDK and name it in the inventory's `agent`"
+    )]
+    NoDpdk {
+        /// The receiver's DPDK.
+        receiver: String,
+    },
+}
+
 /// The DPDK version the local agent binary was built against (`latency-agent version`).
-fn agent_dpdk_version(agent: &Path) -> Result<Option<String>, String> {
-    let o =
-        std::process::Command::new(agent).arg("version").output().map_err(|e| format!("{}: {e}", agent.display()))?;
+fn agent_dpdk_version(agent: &Path) -> Result<Option<String>, DpdkMismatch> {
+    let o = std::process::Command::new(agent)
+        .arg("version")
+        .output()
+        .map_err(|source| DpdkMismatch::Unknown { agent: agent.to_path_buf(), source })?;
     let line = String::from_utf8_lossy(&o.stdout);
     match serde_json::from_str::<AgentEvent>(line.trim()) {
         Ok(AgentEvent::Version { dpdk, .. }) => Ok(dpdk),
-        _ => Err(format!("{} version: not the agent's version event: {}", agent.display(), line.trim())),
+        _ => Err(DpdkMismatch::NoVersion { agent: agent.to_path_buf(), output: line.trim().to_string() }),
     }
 }
 
 /// An agent can load the receiver's poll-mode drivers only when it links the same DPDK release
 /// (`YY.MM`; the ABI changes between releases): refuse otherwise, with what to do.
-pub fn check_dpdk_abi(built_against: Option<&str>, receiver: &str) -> Result<(), String> {
+pub fn check_dpdk_abi(built_against: Option<&str>, receiver: &str) -> Result<(), DpdkMismatch> {
     let release = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
     match built_against {
         Some(b) if release(b) == release(receiver) => Ok(()),
-        Some(b) => Err(format!(
-            "the agent is built against DPDK {b} but the receiver's drivers belong to DPDK {receiver} (inventory \
-             `dpdk_version`): build the agent on the receiver against its DPDK (cargo build --release -p \
-             latency-agent --features dpdk) and name that binary in the inventory's `agent`"
-        )),
-        None => Err(format!(
-            "the agent is built without the DPDK backend but the receiver's drivers belong to DPDK {receiver}: build \
-             it with --features dpdk against that DPDK and name it in the inventory's `agent`"
-        )),
+        Some(b) => Err(DpdkMismatch::Release { agent: b.to_string(), receiver: receiver.to_string() }),
+        None => Err(DpdkMismatch::NoDpdk { receiver: receiver.to_string() }),
     }
 }
 
@@ -320,15 +358,16 @@ impl Testbed for SshTestbed {
     }
 
     fn facts(&self) -> latency_results::provenance::Facts {
-        latency_results::provenance::Facts::from([
-            ("kind".into(), "ssh".into()),
-            ("inventory".into(), self.inv.path.display().to_string().into()),
-            ("hosts".into(), serde_json::to_value(&self.facts).expect("host facts are plain data with string keys")),
-            ("tsc_hz".into(), self.tsc_hz.into()),
-            ("tsc_hz_by_session".into(), serde_json::Value::from_iter(self.tsc_by_session.clone())),
-            ("readback".into(), serde_json::Value::Object(self.readback.clone())),
-            ("agent".into(), serde_json::to_value(&self.agents).expect("agent setups are plain data")),
-        ])
+        latency_results::provenance::Facts {
+            kind: Some(latency_results::provenance::TestbedKind::Ssh),
+            inventory: Some(self.inv.path.display().to_string()),
+            hosts: Some(self.facts.clone()),
+            tsc_hz: self.tsc_hz,
+            tsc_hz_by_session: Some(self.tsc_by_session.clone()),
+            readback: Some(self.readback.clone()),
+            agent: Some(self.agents.clone()),
+            ..Default::default()
+        }
     }
 
     fn tsc_hz(&self) -> f64 {
@@ -354,7 +393,7 @@ impl Testbed for SshTestbed {
         if starts_agent {
             self.agent(&name).prepare()?;
         }
-        let out = self.sh(step.action.role(), step.action.name(), cmd, timeout);
+        let out = self.sh(step.action.role(), step.action.into(), cmd, timeout);
         match &out {
             Ok(o) => self.log(&name, step.action.name(), o),
             Err(e) => self.log(&name, step.action.name(), &format!("error: {e}")),
@@ -369,14 +408,14 @@ impl Testbed for SshTestbed {
             let started = self.agent(&name).ready(timeout)?;
             self.tsc_hz = Some(started.tsc.hz);
             self.tsc_by_session.insert(name.clone(), started.tsc.hz);
-            let findings = started.setup.iter().flat_map(|s| &s.fast_path).flat_map(|f| &f.findings);
+            let findings = started.setup.setup.iter().flat_map(|s| &s.fast_path).flat_map(|f| &f.findings);
             for finding in findings.map(ToString::to_string) {
                 self.log(&name, step.action.name(), &format!("fast path: {finding}"));
                 if self.warned.insert(finding.clone()) {
                     eprintln!("warning: {}: fast path: {finding}", self.hosts.name(Role::Receiver));
                 }
             }
-            self.agents.insert(name.clone(), started);
+            self.agents.insert(name.clone(), started.setup);
         }
         self.lease.heartbeat(&self.hosts, &self.layout);
         Ok(start.elapsed().as_secs_f64())
@@ -413,12 +452,12 @@ impl Testbed for SshTestbed {
         self.log(&name, "run", &serde_json::to_string(&end).unwrap_or_else(|e| format!("(unprintable: {e})")));
         let bytes = self.collect(Role::Receiver, &file, attempt)?;
         let mut batches = decode_stream(&bytes)
-            .map_err(|e| failed(self.hosts.name(Role::Receiver), "collect", format!("{file}: {e}")))?;
+            .map_err(|e| failed(self.hosts.name(Role::Receiver), Doing::Collect, format!("{file}: {e}")))?;
         if run.steps.iter().any(|s| s.action == Action::CaptureStop) {
             let capture = self.layout.capture_file(&name, run.run);
             let pcap = self.download(Role::Sender, &capture)?;
             let (joined, counts) = reflect::join(&batches, &pcap)
-                .map_err(|e| failed(self.hosts.name(Role::Sender), "collect", format!("{capture}: {e}")))?;
+                .map_err(|e| failed(self.hosts.name(Role::Sender), Doing::Collect, format!("{capture}: {e}")))?;
             self.log(&name, "run", &format!("reflect: {counts:?}"));
             batches = joined;
         }
@@ -449,11 +488,11 @@ mod tests {
     fn an_agent_is_refused_unless_it_links_the_receivers_dpdk_release() {
         assert!(check_dpdk_abi(Some("22.11.11"), "22.11").is_ok());
         assert!(check_dpdk_abi(Some("20.11.9"), "20.11.1").is_ok());
-        let e = check_dpdk_abi(Some("22.11.11"), "20.11").unwrap_err();
+        let e = check_dpdk_abi(Some("22.11.11"), "20.11").unwrap_err().to_string();
         assert!(
             e.starts_with("the agent is built against DPDK 22.11.11 but the receiver's drivers belong to DPDK 20.11"),
             "{e}"
         );
-        assert!(check_dpdk_abi(None, "20.11").unwrap_err().contains("built without the DPDK backend"));
+        assert!(check_dpdk_abi(None, "20.11").unwrap_err().to_string().contains("built without the DPDK backend"));
     }
 }

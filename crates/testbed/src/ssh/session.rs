@@ -3,6 +3,7 @@
 //! Host keys are always checked strictly (against the inventory's known_hosts, or the user's). A
 //! master that died (network blip, killed ssh process) is reopened once and the command retried.
 
+use crate::Doing;
 use std::cell::RefCell;
 use std::process::Output;
 use std::time::Duration;
@@ -91,11 +92,11 @@ fn open_master(rt: &tokio::runtime::Runtime, host: &Host, name: &str) -> Result<
         .block_on(async { tokio::time::timeout(Duration::from_secs(CONNECT_S), b.connect_mux(&dest)).await })
         .map_err(|_| TestbedError::Timeout {
             host: name.to_string(),
-            action: "connect".into(),
+            action: Doing::Connect,
             seconds: CONNECT_S as f64,
         })?
-        .map_err(|e| failed(name, "connect", e.to_string()))?;
-    rt.block_on(session.check()).map_err(|e| failed(name, "connect", e.to_string()))?;
+        .map_err(|e| failed(name, Doing::Connect, e.to_string()))?;
+    rt.block_on(session.check()).map_err(|e| failed(name, Doing::Connect, e.to_string()))?;
     Ok(session)
 }
 
@@ -113,7 +114,7 @@ impl Hosts {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| failed("local", "connect", e.to_string()))?;
+            .map_err(|e| failed("local", Doing::Connect, e.to_string()))?;
         let open = |role: Role, host: &Host| -> Result<Conn, TestbedError> {
             let name = format!("{} ({})", role.name(), builder(host).1);
             let master = open_master(&rt, host, &name)?;
@@ -135,13 +136,13 @@ impl Hosts {
 
     /// Run `cmd` through the remote shell of `role` with a timeout; returns stdout. A non-zero exit
     /// is an error carrying the last lines of stderr.
-    pub fn run(&self, role: Role, action: &str, cmd: &str, timeout: Duration) -> Result<String, TestbedError> {
+    pub fn run(&self, role: Role, action: Doing, cmd: &str, timeout: Duration) -> Result<String, TestbedError> {
         let c = self.conn(role);
         let attempt = || {
             let master = c.master.borrow();
-            self.rt.block_on(async { tokio::time::timeout(timeout, master.shell(cmd).output()).await }).map_err(|_| {
-                TestbedError::Timeout { host: c.name.clone(), action: action.into(), seconds: timeout.as_secs_f64() }
-            })
+            self.rt
+                .block_on(async { tokio::time::timeout(timeout, master.shell(cmd).output()).await })
+                .map_err(|_| TestbedError::Timeout { host: c.name.clone(), action, seconds: timeout.as_secs_f64() })
         };
         let out = match attempt()? {
             Ok(out) => out,
@@ -161,17 +162,13 @@ impl Hosts {
 
     /// The standard output of `cmd` on `role`, whatever its exit status (for reading files whose
     /// content is verified otherwise); no retry.
-    pub fn read(&self, role: Role, action: &str, cmd: &str, timeout: Duration) -> Result<Vec<u8>, TestbedError> {
+    pub fn read(&self, role: Role, action: Doing, cmd: &str, timeout: Duration) -> Result<Vec<u8>, TestbedError> {
         let c = self.conn(role);
         let master = c.master.borrow();
         let out = self
             .rt
             .block_on(async { tokio::time::timeout(timeout, master.shell(cmd).output()).await })
-            .map_err(|_| TestbedError::Timeout {
-                host: c.name.clone(),
-                action: action.into(),
-                seconds: timeout.as_secs_f64(),
-            })?
+            .map_err(|_| TestbedError::Timeout { host: c.name.clone(), action, seconds: timeout.as_secs_f64() })?
             .map_err(|e| failed(&c.name, action, e.to_string()))?;
         Ok(out.stdout)
     }

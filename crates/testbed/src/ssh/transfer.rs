@@ -5,6 +5,7 @@
 //! mismatch is sent again once, then reported). A download is checked against the host's sha256
 //! of the file.
 
+use crate::Doing;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -55,12 +56,13 @@ pub fn executable_command(remote: &str) -> String {
 pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(), TestbedError> {
     let name = hosts.name(role);
     let want = latency_plan::digest::sha256_file(local)
-        .map_err(|e| failed("local", "upload", format!("{}: {e}", local.display())))?;
-    let have = hosts.run(role, "upload", &sha256_command(remote), Duration::from_secs(60))?;
+        .map_err(|e| failed("local", Doing::Upload, format!("{}: {e}", local.display())))?;
+    let have = hosts.run(role, Doing::Upload, &sha256_command(remote), Duration::from_secs(60))?;
     if have.trim() == want {
         return Ok(());
     }
-    let bytes = std::fs::read(local).map_err(|e| failed("local", "upload", format!("{}: {e}", local.display())))?;
+    let bytes =
+        std::fs::read(local).map_err(|e| failed("local", Doing::Upload, format!("{}: {e}", local.display())))?;
     let cmd = receive_command(remote, &want);
     let mut mismatch = String::new();
     for attempt in 1..=2 {
@@ -70,11 +72,12 @@ pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(
         {
             *b ^= 0x01;
         }
-        let out =
-            hosts.run_with_input(role, &cmd, &sent).map_err(|e| failed(name, "upload", format!("{remote}: {e}")))?;
+        let out = hosts
+            .run_with_input(role, &cmd, &sent)
+            .map_err(|e| failed(name, Doing::Upload, format!("{remote}: {e}")))?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
-            return Err(failed(name, "upload", format!("{remote}: {}", err.trim())));
+            return Err(failed(name, Doing::Upload, format!("{remote}: {}", err.trim())));
         }
         let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if got == want {
@@ -85,15 +88,15 @@ pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(
             eprintln!("warning: {name}: {mismatch}; uploading again");
         }
     }
-    Err(failed(name, "upload", mismatch))
+    Err(failed(name, Doing::Upload, mismatch))
 }
 
 /// Read a remote file whole, verified against the host's sha256 of it.
 pub fn download(hosts: &Hosts, role: Role, remote: &str) -> Result<Vec<u8>, TestbedError> {
-    let sum = hosts.run(role, "download", &sha256_command(remote), Duration::from_secs(60))?;
-    let bytes = hosts.read(role, "download", &read_command(remote), Duration::from_secs(DOWNLOAD_S))?;
+    let sum = hosts.run(role, Doing::Download, &sha256_command(remote), Duration::from_secs(60))?;
+    let bytes = hosts.read(role, Doing::Download, &read_command(remote), Duration::from_secs(DOWNLOAD_S))?;
     if latency_plan::digest::sha256_hex(&bytes) != sum.trim() {
-        return Err(failed(hosts.name(role), "download", format!("{remote}: checksum mismatch")));
+        return Err(failed(hosts.name(role), Doing::Download, format!("{remote}: checksum mismatch")));
     }
     Ok(bytes)
 }

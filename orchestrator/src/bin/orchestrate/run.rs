@@ -55,7 +55,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     if !refused.is_empty() && !args.resume {
         return Err(Failure::Invalid(refused));
     }
-    let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(Failure::Usage)?;
+    let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(|e| Failure::Usage(e.to_string()))?;
     for note in &schedule.stand_ins {
         eprintln!("stand-in: {note}");
     }
