@@ -237,11 +237,7 @@ fn hist_quantile(hist: &[f64], start: f64, bin: f64, p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_distr::StandardNormal;
-
-    fn normal(r: &mut ChaCha8Rng) -> f64 {
-        r.sample(StandardNormal)
-    }
+    use crate::stats::normal;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 

@@ -178,6 +178,16 @@ pub(crate) fn summary_levels(index: &Index) -> Vec<f64> {
     levels
 }
 
+/// Standard normal draw (Box–Muller) for the tests: the draws their seeds were chosen with (the
+/// simulator has its own, in `latency-testbed`, for the studies it generates).
+#[cfg(test)]
+pub(crate) fn normal(r: &mut rand_chacha::ChaCha8Rng) -> f64 {
+    use rand::Rng;
+    let u1: f64 = 1.0 - r.random::<f64>();
+    let u2: f64 = r.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -333,7 +333,7 @@ mod tests {
         // 1.2533 σ / √n; the sessions add no information about the probes.
         let mut rng = ChaCha8Rng::seed_from_u64(12);
         let n = 4000;
-        let lat: Vec<f64> = (0..n).map(|_| 10.0 * rng.sample::<f64, _>(rand_distr::StandardNormal)).collect();
+        let lat: Vec<f64> = (0..n).map(|_| 10.0 * crate::stats::normal(&mut rng)).collect();
         let values: Vec<(u32, f64)> =
             (0..3).flat_map(|_| lat.iter().enumerate().map(|(i, &v)| (i as u32, v))).collect();
         let mut sorted: Vec<f64> = values.iter().map(|v| v.1).collect();
