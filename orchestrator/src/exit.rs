@@ -92,7 +92,9 @@ impl From<&ResultsError> for ExitStatus {
             | ResultsError::Json { .. }
             | ResultsError::Parquet { .. }
             | ResultsError::Arrow { .. }
-            | ResultsError::Format { .. } => ExitStatus::Results,
+            | ResultsError::Metadata { .. }
+            | ResultsError::Schema { .. }
+            | ResultsError::Corrupt { .. } => ExitStatus::Results,
         }
     }
 }
@@ -101,7 +103,7 @@ impl From<&AnalysisError> for ExitStatus {
     fn from(e: &AnalysisError) -> ExitStatus {
         match e {
             AnalysisError::Results(e) => e.into(),
-            AnalysisError::Invalid { .. } => ExitStatus::Results,
+            AnalysisError::NoRunData { .. } => ExitStatus::Results,
         }
     }
 }
@@ -112,7 +114,10 @@ impl From<&StoreError> for ExitStatus {
             StoreError::Analysis(e) => e.into(),
             // The URL or the folder given cannot be used: nothing was touched.
             StoreError::Url { .. } | StoreError::Unfinished { .. } => ExitStatus::Invalid,
-            StoreError::Object { .. } | StoreError::Invalid { .. } => ExitStatus::Results,
+            StoreError::Object { .. }
+            | StoreError::Parquet { .. }
+            | StoreError::Arrow { .. }
+            | StoreError::Columns { .. } => ExitStatus::Results,
         }
     }
 }

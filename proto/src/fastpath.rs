@@ -77,72 +77,43 @@ pub struct IrqAffinity {
     pub cores: Vec<u32>,
 }
 
+crate::words! {
 /// A fast-path check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Check {
     /// Every poller core is in `isolcpus=`.
-    IsolatedCores,
+    IsolatedCores = "isolated_cores",
     /// Every poller core is in `nohz_full=`.
-    NohzFull,
+    NohzFull = "nohz_full",
     /// Every poller core that has a cpufreq governor runs `performance`.
-    Governor,
+    Governor = "governor",
     /// No poller core has an idle state deeper than C1 enabled.
-    CStates,
+    CStates = "c_states",
     /// AF_XDP sockets busy-poll (`busy_poll_us`).
-    BusyPoll,
+    BusyPoll = "busy_poll",
     /// DPDK has hugepages reserved.
-    Hugepages,
+    Hugepages = "hugepages",
     /// No interrupt of a capture interface may run on a poller core.
-    IrqAffinity,
+    IrqAffinity = "irq_affinity",
     /// AF_XDP sockets got zero-copy.
-    ZeroCopy,
+    ZeroCopy = "zero_copy",
     /// The driver granted the descriptors asked for (DPDK).
-    Rings,
+    Rings = "rings",
+}
 }
 
-impl Check {
-    /// Every check, with its name.
-    pub const ALL: [(Check, &'static str); 9] = [
-        (Check::IsolatedCores, "isolated_cores"),
-        (Check::NohzFull, "nohz_full"),
-        (Check::Governor, "governor"),
-        (Check::CStates, "c_states"),
-        (Check::BusyPoll, "busy_poll"),
-        (Check::Hugepages, "hugepages"),
-        (Check::IrqAffinity, "irq_affinity"),
-        (Check::ZeroCopy, "zero_copy"),
-        (Check::Rings, "rings"),
-    ];
-
-    /// The check's name.
-    pub fn name(self) -> &'static str {
-        Check::ALL.iter().find(|(c, _)| *c == self).map_or("?", |(_, n)| n)
-    }
-}
-
+crate::words! {
 /// What a failed check does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// Nothing (the facts are still recorded).
-    Ignore,
+    Ignore = "ignore",
     /// A warning in the `ready` event, the controller's output and the provenance.
     #[default]
-    Warn,
+    Warn = "warn",
     /// The agent does not start.
-    Refuse,
+    Refuse = "refuse",
 }
-
-impl Verdict {
-    /// Every verdict, with its name.
-    pub const ALL: [(Verdict, &'static str); 3] =
-        [(Verdict::Ignore, "ignore"), (Verdict::Warn, "warn"), (Verdict::Refuse, "refuse")];
-
-    /// The verdict's name.
-    pub fn name(self) -> &'static str {
-        Verdict::ALL.iter().find(|(v, _)| *v == self).map_or("?", |(_, n)| n)
-    }
 }
 
 /// The verdict of each check that fails; checks not listed warn.
@@ -168,12 +139,10 @@ impl FromStr for FastPathPolicy {
                 .split_once('=')
                 .ok_or_else(|| format!("`{item}`: expected check=verdict (e.g. isolated_cores=refuse)"))?;
             let names = |all: &[&str]| all.join(", ");
-            let check = Check::ALL.iter().find(|(_, n)| *n == check).map(|(c, _)| *c).ok_or_else(|| {
-                format!("`{check}` is no fast-path check (one of {})", names(&Check::ALL.map(|(_, n)| n)))
-            })?;
-            let verdict = Verdict::ALL.iter().find(|(_, n)| *n == verdict).map(|(v, _)| *v).ok_or_else(|| {
-                format!("`{verdict}` is no verdict (one of {})", names(&Verdict::ALL.map(|(_, n)| n)))
-            })?;
+            let check = Check::from_name(check)
+                .ok_or_else(|| format!("`{check}` is no fast-path check (one of {})", names(&Check::NAMES)))?;
+            let verdict = Verdict::from_name(verdict)
+                .ok_or_else(|| format!("`{verdict}` is no verdict (one of {})", names(&Verdict::NAMES)))?;
             policy.insert(check, verdict);
         }
         Ok(FastPathPolicy(policy))

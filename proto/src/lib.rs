@@ -17,7 +17,8 @@
 //! - [`soak`]: the HDR histograms of differentials that long soaks keep instead of records, and
 //!   their interval log (`run=<r>.hlog`);
 //! - [`pcap`]: classic pcap trace files, read record by record (the agent's originator sends a
-//!   trace the controller generated).
+//!   trace the controller generated);
+//! - [`mod@words`]: enums spelled as words, one name table per enum (the [`words!`] macro).
 //!
 //! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
 
@@ -31,6 +32,7 @@ pub mod pcap;
 pub mod probe;
 pub mod schema;
 pub mod soak;
+pub mod words;
 
 pub use capture::{CaptureOptions, CaptureSetup, MacAddr, PortRings};
 pub use control::{AgentCommand, AgentEvent, CommandError, RunCounters, TscInfo};

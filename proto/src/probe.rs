@@ -12,7 +12,6 @@
 //! Parsing never looks at the protocol headers: it scans the frame for the marker, so VLAN tags and
 //! IPv4/IPv6 header lengths do not matter. It does not allocate.
 
-use std::fmt;
 use std::str::FromStr;
 
 /// Tag of a copy that crossed the P4 pipeline (port P).
@@ -32,36 +31,20 @@ pub const MAX_ID_DIGITS: usize = 20;
 /// The marker after its tag byte: what the scan looks for.
 const LATENCYLAB_TAIL: &[u8] = b"ct-fpga-id:";
 
+crate::words! {
 /// How a probe id is carried in a frame. Named `latencylab` and `compact` in plans (serde), on
-/// command lines (`clap`, with the `clap` feature) and in text ([`fmt::Display`], [`FromStr`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "snake_case")]
+/// command lines (`clap`, with the `clap` feature) and in text ([`Display`](std::fmt::Display), [`FromStr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProbeFormat {
     /// ASCII marker `oct-fpga-id:<decimal id>` (LatencyLab traces).
-    Latencylab,
+    Latencylab = "latencylab",
     /// Binary: magic `LPRB`, 64-bit big-endian id, tag byte.
-    Compact,
+    Compact = "compact",
+}
 }
 
-impl ProbeFormat {
-    /// Both formats.
-    pub const ALL: [ProbeFormat; 2] = [ProbeFormat::Latencylab, ProbeFormat::Compact];
-
-    /// The format's name as written in plans and on command lines.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProbeFormat::Latencylab => "latencylab",
-            ProbeFormat::Compact => "compact",
-        }
-    }
-}
-
-impl fmt::Display for ProbeFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+#[cfg(feature = "clap")]
+crate::value_enum!(ProbeFormat);
 
 /// A probe format name that is not `latencylab` or `compact`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -72,7 +55,7 @@ impl FromStr for ProbeFormat {
     type Err = UnknownProbeFormat;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ProbeFormat::ALL.into_iter().find(|f| f.name() == s).ok_or_else(|| UnknownProbeFormat(s.to_owned()))
+        ProbeFormat::from_name(s).ok_or_else(|| UnknownProbeFormat(s.to_owned()))
     }
 }
 

@@ -23,7 +23,7 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let entries = journal::read(&dir.journal_path())?;
     let data = dir.root().join("data");
     if !data.is_dir() {
-        return Err(AnalysisError::Invalid { path: data, message: "missing: the folder holds no run data".into() });
+        return Err(AnalysisError::NoRunData { path: data });
     }
     let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
     if !files.is_empty() && files.iter().all(|f| f.records == 0 && f.histogram) {

@@ -10,12 +10,10 @@ pub enum AnalysisError {
     /// Reading the folder failed.
     #[error(transparent)]
     Results(#[from] ResultsError),
-    /// The folder's content is not usable.
-    #[error("{path}: {message}")]
-    Invalid {
-        /// The offending file or folder.
+    /// The folder holds no run data.
+    #[error("{path}: missing: the folder holds no run data")]
+    NoRunData {
+        /// The run-data folder.
         path: PathBuf,
-        /// What is wrong.
-        message: String,
     },
 }

@@ -53,15 +53,35 @@ pub enum StoreError {
         /// What failed.
         source: object_store::Error,
     },
-    /// An object holds something else than the history's tables.
-    #[error("history store `{url}`: {path}: {message}")]
-    Invalid {
+    /// A table could not be encoded, or an object is not a Parquet file.
+    #[error("history store `{url}`: {path}: {source}")]
+    Parquet {
         /// The store's URL.
         url: String,
         /// The object.
         path: String,
-        /// What is wrong.
-        message: String,
+        /// The error.
+        source: parquet::errors::ParquetError,
+    },
+    /// A table's records could not be built or read.
+    #[error("history store `{url}`: {path}: {source}")]
+    Arrow {
+        /// The store's URL.
+        url: String,
+        /// The object.
+        path: String,
+        /// The error.
+        source: arrow_schema::ArrowError,
+    },
+    /// An object holds something else than the history's tables.
+    #[error("history store `{url}`: {path}: {source}")]
+    Columns {
+        /// The store's URL.
+        url: String,
+        /// The object.
+        path: String,
+        /// The column that is missing or of another type.
+        source: ColumnError,
     },
     /// The results folder could not be read or analysed.
     #[error(transparent)]
@@ -164,8 +184,14 @@ impl Store {
         move |source| StoreError::Object { url: self.url.clone(), path, source }
     }
 
-    fn invalid(&self, path: &ObjectPath, message: String) -> StoreError {
-        StoreError::Invalid { url: self.url.clone(), path: path.to_string(), message }
+    fn parquet_err(&self, path: &ObjectPath) -> impl Fn(parquet::errors::ParquetError) -> StoreError + '_ {
+        let path = path.to_string();
+        move |source| StoreError::Parquet { url: self.url.clone(), path: path.clone(), source }
+    }
+
+    fn arrow_err(&self, path: &ObjectPath) -> impl Fn(arrow_schema::ArrowError) -> StoreError + '_ {
+        let path = path.to_string();
+        move |source| StoreError::Arrow { url: self.url.clone(), path: path.clone(), source }
     }
 
     /// Add the finished study in `dir` (analysed first if its summary is not current).
@@ -225,14 +251,13 @@ impl Store {
         path: &ObjectPath,
         batch: Result<arrow_array::RecordBatch, arrow_schema::ArrowError>,
     ) -> Result<PutPayload, StoreError> {
-        let invalid = |e: String| self.invalid(path, e);
-        let batch = batch.map_err(|e| invalid(e.to_string()))?;
-        let zstd = ZstdLevel::try_new(3).map_err(|e| invalid(e.to_string()))?;
+        let parquet = self.parquet_err(path);
+        let batch = batch.map_err(self.arrow_err(path))?;
+        let zstd = ZstdLevel::try_new(3).map_err(&parquet)?;
         let props = WriterProperties::builder().set_compression(Compression::ZSTD(zstd)).build();
-        let mut w =
-            ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props)).map_err(|e| invalid(e.to_string()))?;
-        w.write(&batch).map_err(|e| invalid(e.to_string()))?;
-        Ok(w.into_inner().map_err(|e| invalid(e.to_string()))?.into())
+        let mut w = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(props)).map_err(&parquet)?;
+        w.write(&batch).map_err(&parquet)?;
+        Ok(w.into_inner().map_err(&parquet)?.into())
     }
 
     /// The studies in the store (those whose rows exist), in (date, id) order.
@@ -272,11 +297,12 @@ impl Store {
         let bytes: Bytes = get.bytes().await.map_err(self.object_err(path))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
             .and_then(|b| b.with_batch_size(1 << 16).build())
-            .map_err(|e| self.invalid(path, e.to_string()))?;
+            .map_err(self.parquet_err(path))?;
         let mut out = Vec::new();
         for batch in reader {
-            let batch = batch.map_err(|e| self.invalid(path, e.to_string()))?;
-            out.extend(decode(&batch).map_err(|e| self.invalid(path, e.to_string()))?);
+            let batch = batch.map_err(self.arrow_err(path))?;
+            let columns = |source| StoreError::Columns { url: self.url.clone(), path: path.to_string(), source };
+            out.extend(decode(&batch).map_err(columns)?);
         }
         Ok(out)
     }

@@ -1,153 +1,68 @@
 //! Host actions: what each step of a session does, on which host, and its built-in command
 //! template (`plan/templates/<action>.sh`, modelled on the documented OCT U280 procedure).
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-/// A host action: one step of a session's bring-up, of a run, or of the teardown. Its name
-/// ([`Action::name`]) is what plans, inventories, the journal and the dry run spell.
+latency_proto::words! {
+/// A host action: one step of a session's bring-up, of a run, or of the teardown, declared in
+/// execution order. Its name ([`Action::name`]) is what plans, inventories, the journal and the
+/// dry run spell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
     /// Write the bitstream to the card's flash (`config-fpga reset` + `xbflash2 program --spi`);
     /// images whose manifest says `programming: qspi`.
-    Flash,
+    Flash = "flash",
     /// Load the bitstream over JTAG with Vivado's hardware manager (volatile, no boot needed);
     /// images whose manifest says `programming: jtag`.
-    FlashJtag,
+    FlashJtag = "flash_jtag",
     /// Boot the FPGA from the new image (`config-fpga boot`).
-    Boot,
+    Boot = "boot",
     /// Reload the `onic` kernel driver.
-    DriverReload,
+    DriverReload = "driver_reload",
     /// Unbind the FPGA functions and remove them from the PCI bus.
-    PcieRemove,
+    PcieRemove = "pcie_remove",
     /// Rescan the PCI bus and check that the functions are back.
-    PcieRescan,
+    PcieRescan = "pcie_rescan",
     /// Load the program's tables (table driver).
-    TableLoad,
+    TableLoad = "table_load",
     /// Clear `reset_method` so that vfio's bus reset does not kill the shell.
-    ResetMethodClear,
+    ResetMethodClear = "reset_method_clear",
     /// Bind the FPGA functions to `vfio-pci`.
-    DriverBind,
+    DriverBind = "driver_bind",
     /// Start the receiver agent (a long-running process under `setsid`).
-    AgentStart,
+    AgentStart = "agent_start",
     /// Start the receiver's reflector instead (`latency-agent reflect`, `sender: agent`): it
     /// echoes every probe back to the sender's originator.
-    ReflectorStart,
+    ReflectorStart = "reflector_start",
     /// Write QDMA queue config, indirection tables and CMAC enables.
-    RegisterInit,
+    RegisterInit = "register_init",
     /// Check the BAR is readable and both CMAC RX status registers read 0x3.
-    HealthCheck,
+    HealthCheck = "health_check",
     /// Read back what the card runs (kept in the provenance, per session).
-    Readback,
+    Readback = "readback",
     /// Start the sender's hardware-timestamp capture (reflect mode).
-    CaptureStart,
+    CaptureStart = "capture_start",
     /// Replay the probe trace at the plan's pacing.
-    Replay,
+    Replay = "replay",
     /// Send the probe trace with the sender's agent, timing each round trip (`sender: agent`).
-    Originate,
+    Originate = "originate",
     /// Stop the sender's capture.
-    CaptureStop,
+    CaptureStop = "capture_stop",
     /// Stop the receiver agent.
-    AgentStop,
+    AgentStop = "agent_stop",
+}
 }
 
-impl std::fmt::Display for Action {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
+latency_proto::words! {
 /// Which host an action runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     /// The host that replays probes (and captures reflected ones).
-    Sender,
+    Sender = "sender",
     /// The host with the FPGA and the agent.
-    Receiver,
+    Receiver = "receiver",
 }
-
-impl Role {
-    /// Lowercase name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Sender => "sender",
-            Role::Receiver => "receiver",
-        }
-    }
-}
-
-impl Serialize for Action {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
-    }
-}
-
-impl<'de> Deserialize<'de> for Action {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        Action::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown action `{name}`")))
-    }
 }
 
 impl Action {
-    /// Every action, in execution order.
-    pub const ALL: [Action; 19] = [
-        Action::Flash,
-        Action::FlashJtag,
-        Action::Boot,
-        Action::DriverReload,
-        Action::PcieRemove,
-        Action::PcieRescan,
-        Action::TableLoad,
-        Action::ResetMethodClear,
-        Action::DriverBind,
-        Action::AgentStart,
-        Action::ReflectorStart,
-        Action::RegisterInit,
-        Action::HealthCheck,
-        Action::Readback,
-        Action::CaptureStart,
-        Action::Replay,
-        Action::Originate,
-        Action::CaptureStop,
-        Action::AgentStop,
-    ];
-
-    /// Name used in plans, inventories and the journal.
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Flash => "flash",
-            Action::FlashJtag => "flash_jtag",
-            Action::Boot => "boot",
-            Action::DriverReload => "driver_reload",
-            Action::PcieRemove => "pcie_remove",
-            Action::PcieRescan => "pcie_rescan",
-            Action::TableLoad => "table_load",
-            Action::ResetMethodClear => "reset_method_clear",
-            Action::DriverBind => "driver_bind",
-            Action::AgentStart => "agent_start",
-            Action::ReflectorStart => "reflector_start",
-            Action::RegisterInit => "register_init",
-            Action::HealthCheck => "health_check",
-            Action::Readback => "readback",
-            Action::CaptureStart => "capture_start",
-            Action::Replay => "replay",
-            Action::Originate => "originate",
-            Action::CaptureStop => "capture_stop",
-            Action::AgentStop => "agent_stop",
-        }
-    }
-
-    /// Every action's name, in the order of [`Action::ALL`].
-    pub fn names() -> [&'static str; 19] {
-        Action::ALL.map(Action::name)
-    }
-
-    /// The action called `name`.
-    pub fn from_name(name: &str) -> Option<Action> {
-        Action::ALL.into_iter().find(|a| a.name() == name)
-    }
-
     /// Host the action runs on.
     pub fn role(self) -> Role {
         match self {

@@ -51,12 +51,13 @@ impl Analysis {
     }
 }
 
+latency_proto::words! {
 /// The per-probe estimator over runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Estimator {
     /// Median over runs.
-    Median,
+    Median = "median",
+}
 }
 
 /// Reset-mode detection settings.
@@ -77,15 +78,16 @@ fn default_min_gap_sigmas() -> f64 {
     defaults::MODE_MIN_GAP_SIGMAS
 }
 
+latency_proto::words! {
 /// Report output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
     /// One self-contained HTML file.
-    Html,
+    Html = "html",
     /// Markdown (with its figures as separate SVG files).
     #[value(name = "md", alias = "markdown")]
-    Markdown,
+    Markdown = "markdown",
+}
 }
 
 /// Report settings.
@@ -163,7 +165,7 @@ pub(super) fn decode_analysis(d: &mut Decoder, n: &Node) -> Option<Analysis> {
     let def = Analysis::default();
     let mut m = d.map(n, "analysis")?;
     let quantiles = m.or(d, "quantiles", def.quantiles, decode_quantiles);
-    let estimator = m.or(d, "estimator", def.estimator, |d, v| d.choice(v, &[("median", Estimator::Median)]));
+    let estimator = m.or(d, "estimator", def.estimator, |d, v| d.choice(v, &Estimator::WORDS));
     let exclude = m.or(d, "exclude_first_after_gap", def.exclude_first_after_gap, Decoder::boolean);
     let hw = m.or(d, "hw_clock_check", def.hw_clock_check, Decoder::boolean);
     let tol = m.or(d, "hw_clock_tolerance_ns", def.hw_clock_tolerance_ns, |d, v| d.number(v, 0.0..=1e6));
@@ -221,14 +223,12 @@ impl Default for ReportSpec {
     }
 }
 
-const FORMATS: &[(&str, ReportFormat)] = &[("html", ReportFormat::Html), ("markdown", ReportFormat::Markdown)];
-
 /// Decode `report:`.
 pub(super) fn decode_report(d: &mut Decoder, n: &Node) -> Option<ReportSpec> {
     let mut m = d.map(n, "report")?;
     let formats = m.or(d, "formats", ReportSpec::default().formats, |d, v| {
         let items = d.seq(v)?;
-        let fs: Vec<Option<ReportFormat>> = items.iter().map(|f| d.choice(f, FORMATS)).collect();
+        let fs: Vec<Option<ReportFormat>> = items.iter().map(|f| d.choice(f, &ReportFormat::WORDS)).collect();
         fs.into_iter().collect()
     });
     let title = m.or(d, "title", String::new(), Decoder::string);

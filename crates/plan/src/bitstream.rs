@@ -6,14 +6,15 @@ use std::path::{Path, PathBuf};
 use crate::digest;
 use crate::yaml::{Decoder, Node, Pos};
 
+latency_proto::words! {
 /// How an image is written to the card.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Programming {
     /// `xbflash2 program --spi` into the QSPI flash, then a reboot of the FPGA.
-    Qspi,
+    Qspi = "qspi",
     /// `vivado` hardware manager over JTAG (volatile).
-    Jtag,
+    Jtag = "jtag",
+}
 }
 
 /// A decoded bitstream manifest.
@@ -57,8 +58,6 @@ pub struct Bitstream {
     pub table_driver_dir: Option<String>,
 }
 
-const PROGRAMMING: &[(&str, Programming)] = &[("qspi", Programming::Qspi), ("jtag", Programming::Jtag)];
-
 /// Decode a manifest; the image's checksum is verified when the image is present.
 pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let mut m = d.map(root, "bitstream manifest")?;
@@ -77,7 +76,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     }
     let insert = m.optional(d, "header_insert_cycles", |d, n| d.uint(n, 1..=10_000));
     let bus_bits = m.or(d, "bus_bits", 512, |d, n| d.uint(n, 8..=4096));
-    let programming = m.required(d, "programming", |d, n| d.choice(n, PROGRAMMING));
+    let programming = m.required(d, "programming", |d, n| d.choice(n, &Programming::WORDS));
     let table_driver_dir = m.optional(d, "table_driver_dir", Decoder::string);
     m.done(d);
 

@@ -155,26 +155,28 @@ impl fmt::Display for FactorValue {
     }
 }
 
+latency_proto::words! {
 /// How factor values are combined.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Design {
     /// Every combination.
     #[default]
-    Cross,
+    Cross = "cross",
     /// The i-th value of every factor together (lists of equal length).
-    Zip,
+    Zip = "zip",
+}
 }
 
+latency_proto::words! {
 /// How levels and sessions nest, outer to inner.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
     /// Each session measures every level; runs innermost.
     #[default]
-    SessionLevelRun,
+    SessionLevelRun = "session_level_run",
     /// Each level has its own sessions.
-    LevelSessionRun,
+    LevelSessionRun = "level_session_run",
+}
 }
 
 /// One factor and its values.
@@ -346,11 +348,6 @@ fn factor_word(d: &mut Decoder, x: &Node, name: FactorName) -> Option<String> {
     }
     Some(w)
 }
-
-/// The plan's `design` and `order` words.
-pub(super) const DESIGNS: [(&str, Design); 2] = [("cross", Design::Cross), ("zip", Design::Zip)];
-pub(super) const ORDERS: [(&str, Order); 2] =
-    [("session_level_run", Order::SessionLevelRun), ("level_session_run", Order::LevelSessionRun)];
 
 /// Check a zip design's lists are of one length; the error is at the first list that differs.
 pub(super) fn check_zip(d: &mut Decoder, factors: &[Factor]) -> bool {

@@ -384,7 +384,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
 
 fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template>> {
     let mut m = d.map(n, "actions")?;
-    let (entries, mut ok) = m.among(d, &Action::names(), "action");
+    let (entries, mut ok) = m.among(d, &Action::NAMES, "action");
     let mut out = BTreeMap::new();
     for (i, v) in entries {
         let (a, key) = (Action::ALL[i], Action::ALL[i].name());
@@ -420,7 +420,7 @@ fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template
 
 fn decode_estimates(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, f64>> {
     let mut m = d.map(n, "estimates_s")?;
-    let (entries, mut ok) = m.among(d, &Action::names(), "action");
+    let (entries, mut ok) = m.among(d, &Action::NAMES, "action");
     let mut out = BTreeMap::new();
     for (i, v) in entries {
         match d.number(v, 0.0..=86_400.0) {

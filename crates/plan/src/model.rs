@@ -106,8 +106,8 @@ pub(crate) fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: St
         ts.into_iter().map(|(name, source, at)| source.map(|source| Trace { name, source, at })).collect()
     });
     let factor_list = m.optional(d, "factors", factors::decode_factors);
-    let design = m.or(d, "design", factors::Design::Cross, |d, v| d.choice(v, &factors::DESIGNS));
-    let order = m.or(d, "order", factors::Order::SessionLevelRun, |d, v| d.choice(v, &factors::ORDERS));
+    let design = m.or(d, "design", factors::Design::Cross, |d, v| d.choice(v, &factors::Design::WORDS));
+    let order = m.or(d, "order", factors::Order::SessionLevelRun, |d, v| d.choice(v, &factors::Order::WORDS));
     let at_analysis = m.at("analysis").unwrap_or(root.pos);
     let analysis = m.or(d, "analysis", Analysis::default(), analysis::decode_analysis);
     let report = m.or(d, "report", ReportSpec::default(), analysis::decode_report);

@@ -133,18 +133,16 @@ pub struct Adaptive {
     pub median_ci_ns: Option<f64>,
 }
 
+latency_proto::words! {
 /// When a session reprograms the card.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlashPolicy {
     /// Every session flashes and boots its image (a full bring-up, as in the paper).
-    EverySession,
+    EverySession = "every_session",
     /// Skip flash and boot when the previous session left the same image on the card.
-    OnChange,
+    OnChange = "on_change",
 }
-
-const FLASH: &[(&str, FlashPolicy)] =
-    &[("every_session", FlashPolicy::EverySession), ("on_change", FlashPolicy::OnChange)];
+}
 
 /// Decode `protocol:`.
 pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
@@ -161,7 +159,7 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     let settle_s = m.or(d, "settle_s", 0.0, |d, v| d.number(v, 0.0..=86_400.0));
     let seed = m.or(d, "seed", 1, |d, v| d.uint(v, 0..=i64::MAX));
     let reflect = m.or(d, "reflect", false, Decoder::boolean);
-    let flash = m.or(d, "flash", FlashPolicy::EverySession, |d, v| d.choice(v, FLASH));
+    let flash = m.or(d, "flash", FlashPolicy::EverySession, |d, v| d.choice(v, &FlashPolicy::WORDS));
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let run_checks = m.or(d, "run_checks", RunChecks::default(), decode_run_checks);
     let agent_sender = m.or(d, "sender", false, |d, v| d.choice(v, &[("tcpreplay", false), ("agent", true)]));

@@ -14,21 +14,22 @@ use serde_json::{Map, Value, json};
 use crate::yaml::Decoder;
 use crate::{bitstream, inventory, model};
 
+latency_proto::words! {
 /// A kind of YAML file with a schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DocKind {
     /// A study plan.
-    Plan,
+    Plan = "plan",
     /// A testbed inventory.
-    Inventory,
+    Inventory = "inventory",
     /// A bitstream manifest.
-    Bitstream,
+    Bitstream = "bitstream",
+}
 }
 
-impl DocKind {
-    /// Every kind, in the order the schemas are listed.
-    pub const ALL: [DocKind; 3] = [DocKind::Plan, DocKind::Inventory, DocKind::Bitstream];
+latency_proto::value_enum!(DocKind);
 
+impl DocKind {
     /// The schema's file name under `schemas/`.
     pub fn file_name(self) -> &'static str {
         match self {

@@ -41,7 +41,7 @@ fn decode_step_policy(d: &mut Decoder, n: &Node, base: StepPolicy) -> Option<Ste
 /// Decode a `steps:` mapping of action name → policy.
 pub fn decode_steps(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, StepPolicy>> {
     let mut m = d.map(n, "steps")?;
-    let (entries, mut ok) = m.among(d, &Action::names(), "action");
+    let (entries, mut ok) = m.among(d, &Action::NAMES, "action");
     let mut out = BTreeMap::new();
     for (i, v) in entries {
         let a = Action::ALL[i];

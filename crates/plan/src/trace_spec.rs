@@ -27,93 +27,56 @@ const ETHERNET_MIN: usize = 60;
 /// How a probe id is carried in the payload: the wire format the agent parses.
 pub use latency_proto::ProbeFormat;
 
+latency_proto::words! {
 /// Header template of generated probes, matching a program's traffic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceTemplate {
     /// IPv4/UDP to destinations the Forward table forwards, and some it drops.
-    Forward,
+    Forward = "forward",
     /// IPv4/UDP five-tuples, some present in the CAM.
-    FiveTuple,
+    FiveTuple = "five_tuple",
     /// VLAN-tagged IPv4/UDP (the tag is removed by the program).
-    RemoveHeader,
+    RemoveHeader = "remove_header",
     /// IPv4/UDP with valid header checksums.
-    Checksum,
+    Checksum = "checksum",
     /// INT-MD over UDP or TCP: DSCP marks the INT shim after the transport header, then the INT-MD
     /// header and the source's hop metadata (one hop), then the probe; to the Forward table's hits.
-    Int,
+    Int = "int",
     /// INT-MD over GRE: the INT shim after the GRE header, then the INT-MD header, the source's hop
     /// metadata and the original IPv4 packet carrying the probe; to the Forward table's hits.
-    IntGre,
+    IntGre = "int_gre",
+}
 }
 
-/// Every trace template with its name as written in plans.
-pub const TEMPLATES: [(&str, TraceTemplate); 6] = [
-    ("forward", TraceTemplate::Forward),
-    ("five_tuple", TraceTemplate::FiveTuple),
-    ("remove_header", TraceTemplate::RemoveHeader),
-    ("checksum", TraceTemplate::Checksum),
-    ("int", TraceTemplate::Int),
-    ("int_gre", TraceTemplate::IntGre),
-];
+latency_proto::value_enum!(TraceTemplate);
 
-/// The template named `name` (as in plans: `forward`, `five_tuple`, `remove_header`, `checksum`,
-/// `int`, `int_gre`).
-pub fn template_by_name(name: &str) -> Option<TraceTemplate> {
-    TEMPLATES.iter().find(|(n, _)| *n == name).map(|&(_, t)| t)
-}
-
-/// The name of a template as written in plans.
-pub fn template_name(template: TraceTemplate) -> &'static str {
-    TEMPLATES.iter().find(|(_, t)| *t == template).map_or("?", |&(n, _)| n)
-}
-
+latency_proto::words! {
 /// IP version of generated probes (`ip: ipv4 | ipv6`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IpVersion {
     /// IPv4 (20-byte header, no options).
     #[default]
-    Ipv4,
+    Ipv4 = "ipv4",
     /// IPv6 (40-byte header, no extension headers).
-    Ipv6,
+    Ipv6 = "ipv6",
+}
 }
 
-impl IpVersion {
-    /// Every version with its name in plans and on command lines.
-    pub const NAMES: [(&'static str, IpVersion); 2] = [("ipv4", IpVersion::Ipv4), ("ipv6", IpVersion::Ipv6)];
+latency_proto::value_enum!(IpVersion);
 
-    /// The name in plans and on command lines.
-    pub fn name(self) -> &'static str {
-        word_of(&IpVersion::NAMES, self)
-    }
-}
-
+latency_proto::words! {
 /// Transport of generated probes (`transport: udp | tcp`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Transport {
     /// UDP (8-byte header).
     #[default]
-    Udp,
+    Udp = "udp",
     /// TCP (20-byte header, PSH+ACK, the probe id as sequence number).
-    Tcp,
+    Tcp = "tcp",
+}
 }
 
-impl Transport {
-    /// Every transport with its name in plans and on command lines.
-    pub const NAMES: [(&'static str, Transport); 2] = [("udp", Transport::Udp), ("tcp", Transport::Tcp)];
-
-    /// The name in plans and on command lines.
-    pub fn name(self) -> &'static str {
-        word_of(&Transport::NAMES, self)
-    }
-}
-
-/// The name `value` has in `names`.
-fn word_of<T: PartialEq + Copy>(names: &[(&'static str, T)], value: T) -> &'static str {
-    names.iter().find(|(_, v)| *v == value).map_or("?", |(n, _)| n)
-}
+latency_proto::value_enum!(Transport);
 
 /// A probe trace.
 #[derive(Clone, Debug, Serialize)]
@@ -285,7 +248,7 @@ impl fmt::Display for Refused {
                 f,
                 "template `{}` is IPv4 traffic: its program's parser and table read IPv4 (IPv6 is for \
                  remove_header and checksum)",
-                template_name(*template)
+                template.name()
             ),
         }
     }
@@ -359,7 +322,7 @@ impl Generated {
     /// IPv4 and UDP.
     pub fn describe(&self) -> String {
         let tag = self.vlan.map_or_else(|| "untagged".to_owned(), |v| format!("VLAN {v}"));
-        let template = template_name(self.template);
+        let template = self.template.name();
         let mut s = format!("template {template}, {} probes, {} B frames, {tag}", self.count, self.frame_len);
         if (self.ip, self.transport) != (IpVersion::Ipv4, Transport::Udp) {
             s.push_str(&format!(", {}/{}", self.ip.name(), self.transport.name()));
@@ -373,11 +336,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
-        for (name, t) in TEMPLATES {
-            assert_eq!(template_by_name(name), Some(t));
-            assert_eq!(template_name(t), name);
-        }
-        assert_eq!(template_by_name("fwd"), None);
+    fn template_names_are_the_documented_ones() {
+        let documented = ["forward", "five_tuple", "remove_header", "checksum", "int", "int_gre"];
+        assert_eq!(TraceTemplate::NAMES, documented);
+        assert_eq!(TraceTemplate::from_name("int_gre"), Some(TraceTemplate::IntGre));
+        assert_eq!(TraceTemplate::from_name("fwd"), None);
     }
 }

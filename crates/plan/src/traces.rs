@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::bitstream;
 use crate::trace;
 use crate::trace_spec::{
-    Generated, IpVersion, MAX_FRAME_LEN, MAX_PROBES, ProbeFormat, Refused, Shape, TEMPLATES, TraceSource, Transport,
+    Generated, IpVersion, MAX_FRAME_LEN, MAX_PROBES, ProbeFormat, Refused, Shape, TraceSource, TraceTemplate, Transport,
 };
 use crate::yaml::{self, Decoder, Node};
 
@@ -78,16 +78,15 @@ fn decode_trace(d: &mut Decoder, n: &Node) -> Option<TraceSource> {
 /// A generation spec: `{template, count, probe_id, frame_size, vlan, ip, transport}`.
 fn decode_generated(d: &mut Decoder, g: &Node) -> Option<Generated> {
     let mut gm = d.map(g, "trace generation spec")?;
-    let template = gm.required(d, "template", |d, v| d.choice(v, &TEMPLATES));
+    let template = gm.required(d, "template", |d, v| d.choice(v, &TraceTemplate::WORDS));
     let count = gm.required(d, "count", |d, v| d.uint(v, 1..=i64::from(MAX_PROBES)));
-    let probe_id =
-        gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| d.choice(v, &ProbeFormat::ALL.map(|f| (f.name(), f))));
+    let probe_id = gm.or(d, "probe_id", ProbeFormat::Latencylab, |d, v| d.choice(v, &ProbeFormat::WORDS));
     // `vlan: <id>` tags every frame, `vlan: none` none; absent: as the template's traffic is.
     let vlan =
         gm.optional(d, "vlan", |d, v| if d.is_word(v, "none") { Some(None) } else { d.uint(v, 1..=4094).map(Some) });
     let frame_size = gm.optional(d, "frame_size", |d, v| d.uint::<u32>(v, 1..=i64::from(MAX_FRAME_LEN)));
-    let ip = gm.or(d, "ip", IpVersion::Ipv4, |d, v| d.choice(v, &IpVersion::NAMES));
-    let transport = gm.or(d, "transport", Transport::Udp, |d, v| d.choice(v, &Transport::NAMES));
+    let ip = gm.or(d, "ip", IpVersion::Ipv4, |d, v| d.choice(v, &IpVersion::WORDS));
+    let transport = gm.or(d, "transport", Transport::Udp, |d, v| d.choice(v, &Transport::WORDS));
     let (at_ip, at_size) = (gm.at("ip"), gm.at("frame_size"));
     gm.done(d);
     let (template, count, probe_id) = (template?, count?, probe_id?);

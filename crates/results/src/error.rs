@@ -41,13 +41,29 @@ pub enum ResultsError {
         /// The error.
         source: arrow_schema::ArrowError,
     },
-    /// A file's content is not what it must be.
-    #[error("{path}: {message}")]
-    Format {
-        /// The file.
+    /// A run file's metadata is missing a key or holds a value of another type.
+    #[error("{path}: {source}")]
+    Metadata {
+        /// The run file.
         path: PathBuf,
-        /// What went wrong.
-        message: String,
+        /// What is wrong.
+        source: MetadataError,
+    },
+    /// A run file's columns are not the record schema's.
+    #[error("{path}: unexpected schema {found}")]
+    Schema {
+        /// The run file.
+        path: PathBuf,
+        /// The schema found.
+        found: String,
+    },
+    /// The Parquet decoder gave up on a run file (it panicked on corrupt metadata).
+    #[error("{path}: corrupt Parquet file: {source}")]
+    Corrupt {
+        /// The run file.
+        path: PathBuf,
+        /// The decoder's message.
+        source: DecoderPanicked,
     },
     /// The folder cannot be used as asked.
     #[error("{0}")]
@@ -69,3 +85,29 @@ impl From<latency_files::FileError> for ResultsError {
 pub fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ResultsError + '_ {
     move |source| ResultsError::Io { path: path.to_path_buf(), source }
 }
+
+/// Why a run file's metadata cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    /// A key is not there.
+    #[error("metadata key `{key}` is missing")]
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// A key's value is not of its type.
+    #[error("metadata key `{key}`: `{value}`: {source}")]
+    Invalid {
+        /// The key.
+        key: &'static str,
+        /// Its value.
+        value: String,
+        /// Why the value does not parse.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// A decoder of an untrusted file panicked (see [`guarded`]): the panic's message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecoderPanicked(pub String);

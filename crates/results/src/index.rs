@@ -129,30 +129,15 @@ impl Group {
     }
 }
 
+latency_proto::words! {
 /// What a session measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SessionKind {
     /// A program under test.
-    Program,
+    Program = "program",
     /// The null image with a program's trace (calibration).
-    Null,
+    Null = "null",
 }
-
-impl SessionKind {
-    /// Lowercase name, as in the journal and run-file metadata.
-    pub fn name(self) -> &'static str {
-        match self {
-            SessionKind::Program => "program",
-            SessionKind::Null => "null",
-        }
-    }
-}
-
-impl std::fmt::Display for SessionKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
 }
 
 /// A session kind's name that is not one.
@@ -163,11 +148,7 @@ pub struct UnknownSessionKind(pub String);
 impl std::str::FromStr for SessionKind {
     type Err = UnknownSessionKind;
     fn from_str(s: &str) -> Result<Self, UnknownSessionKind> {
-        match s {
-            "program" => Ok(SessionKind::Program),
-            "null" => Ok(SessionKind::Null),
-            other => Err(UnknownSessionKind(other.to_string())),
-        }
+        SessionKind::from_name(s).ok_or_else(|| UnknownSessionKind(s.to_owned()))
     }
 }
 

@@ -14,35 +14,10 @@ use parquet::file::properties::WriterProperties;
 
 use super::{ResultsError, write_atomic};
 use crate::SessionKind;
+pub use crate::error::{DecoderPanicked, MetadataError};
 
 use latency_proto::meta;
 pub use latency_proto::meta::META_PREFIX;
-
-/// Why a run file's metadata cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum MetadataError {
-    /// A key is not there.
-    #[error("metadata key `{key}` is missing")]
-    Missing {
-        /// The key.
-        key: &'static str,
-    },
-    /// A key's value is not of its type.
-    #[error("metadata key `{key}`: `{value}`: {source}")]
-    Invalid {
-        /// The key.
-        key: &'static str,
-        /// Its value.
-        value: String,
-        /// Why the value does not parse.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-}
-
-/// A decoder of an untrusted file panicked (see [`guarded`]): the panic's message.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct DecoderPanicked(pub String);
 
 /// Declares [`RunMetadata`] with each field stated once, beside its key in
 /// [`latency_proto::meta`]; the value is the field's text form (`Display` / `FromStr`).
@@ -153,19 +128,18 @@ pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 /// Read a run file back: its batches (in the record schema: the run column, or a file written
 /// before it existed, gives the same) and its metadata.
 pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
-    let fmt = |e: &dyn std::fmt::Display| ResultsError::Format { path: path.to_path_buf(), message: e.to_string() };
     let parquet = |source| ResultsError::Parquet { path: path.to_path_buf(), source };
     let arrow = |source| ResultsError::Arrow { path: path.to_path_buf(), source };
     let f = File::open(path).map_err(super::io_err(path))?;
     guarded(|| {
         let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet)?;
         let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
-            .map_err(|m| fmt(&m))?;
+            .map_err(|source| ResultsError::Metadata { path: path.to_path_buf(), source })?;
         let schema = builder.schema().clone();
         let expected = latency_proto::record_schema();
         let with_run = schema.fields() == latency_proto::run_file_schema().fields();
         if !with_run && schema.fields() != expected.fields() {
-            return Err(fmt(&format!("unexpected schema {schema:?}")));
+            return Err(ResultsError::Schema { path: path.to_path_buf(), found: format!("{schema:?}") });
         }
         let reader = builder.with_batch_size(1 << 16).build().map_err(parquet)?;
         let records: Vec<usize> = (0..expected.fields().len()).collect();
@@ -177,7 +151,7 @@ pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
         }
         Ok((batches, meta))
     })
-    .unwrap_or_else(|why| Err(fmt(&format!("corrupt Parquet file: {why}"))))
+    .unwrap_or_else(|source| Err(ResultsError::Corrupt { path: path.to_path_buf(), source }))
 }
 
 thread_local! {

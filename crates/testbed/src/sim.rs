@@ -161,7 +161,7 @@ impl SimTestbed {
 
     fn template_name(&self, trace: &str) -> String {
         match self.templates.get(trace).copied().flatten() {
-            Some(g) => latency_plan::trace::template_name(g.template).to_owned(),
+            Some(g) => g.template.name().to_owned(),
             None => trace.to_string(),
         }
     }

@@ -65,11 +65,13 @@ fn requirement(part: Option<&str>, available: bool, needs: &str) -> bool {
 }
 
 /// Whether `tool` is on the PATH.
+#[allow(dead_code, reason = "the end-to-end test binary uses it; `it` shares this module")]
 pub fn have(tool: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
 }
 
 /// Whether the tests run as root.
+#[allow(dead_code, reason = "the end-to-end test binary uses it; `it` shares this module")]
 pub fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }

@@ -25,7 +25,7 @@ const TEMPLATES: [TraceTemplate; 4] =
 const FORMATS: [ProbeFormat; 2] = [ProbeFormat::Latencylab, ProbeFormat::Compact];
 
 fn file_name(t: TraceTemplate, f: ProbeFormat) -> String {
-    format!("{}-{}.pcap", trace::template_name(t), f.name())
+    format!("{}-{}.pcap", t.name(), f.name())
 }
 
 /// All packets of a pcap with their timestamps, read with pcap-file.

@@ -8,7 +8,6 @@
 //! which program the orchestrator meant to load.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,50 +16,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::packet::{self, Verdict};
 
+latency_proto::words! {
 /// What the emulated pipeline does with a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Behaviour {
     /// Drop IPv4 frames whose destination is not 10.0.0.1–10.0.0.7 (and non-IPv4 frames).
-    Forward,
+    Forward = "forward",
     /// Pass every frame (the emulation ignores the table's VLAN insertions).
-    FiveTuple,
+    FiveTuple = "five_tuple",
     /// Strip the 802.1Q tag.
-    RemoveHeader,
+    RemoveHeader = "remove_header",
     /// Drop frames with a bad IPv4 header checksum.
-    Checksum,
+    Checksum = "checksum",
     /// Push an INT-MD hop onto INT probes' stacks (a header-inserting program).
-    IntTransit,
+    IntTransit = "int_transit",
     /// Bypass: pass every frame with no delay (the null image).
-    Null,
+    Null = "null",
+}
 }
 
 impl Behaviour {
-    /// Every behaviour.
-    pub const ALL: [Behaviour; 6] = [
-        Behaviour::Forward,
-        Behaviour::FiveTuple,
-        Behaviour::RemoveHeader,
-        Behaviour::Checksum,
-        Behaviour::IntTransit,
-        Behaviour::Null,
-    ];
-
-    /// Name as written in specs and state files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Behaviour::Forward => "forward",
-            Behaviour::FiveTuple => "five_tuple",
-            Behaviour::RemoveHeader => "remove_header",
-            Behaviour::Checksum => "checksum",
-            Behaviour::IntTransit => "int_transit",
-            Behaviour::Null => "null",
-        }
-    }
-
     /// The behaviour a name or image stem stands for (case-insensitive; `-` and `_` alike), with
     /// the image names of the LatencyLab study as aliases.
-    pub fn from_name(name: &str) -> Option<Behaviour> {
+    pub fn from_alias(name: &str) -> Option<Behaviour> {
         let n = name.to_ascii_lowercase().replace('-', "_");
         match n.as_str() {
             "forward" => Some(Behaviour::Forward),
@@ -103,12 +81,6 @@ impl Behaviour {
             Behaviour::Checksum => packet::checksum(frame),
             Behaviour::FiveTuple | Behaviour::Null => Verdict::Pass(Cow::Borrowed(frame)),
         }
-    }
-}
-
-impl fmt::Display for Behaviour {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -205,7 +177,7 @@ pub fn resolve(image: &str, delay: Option<Duration>) -> Result<Bitstream, Bitstr
         parse_spec(image, &text)?
     } else {
         let s = stem(image);
-        let behaviour = Behaviour::from_name(s)
+        let behaviour = Behaviour::from_alias(s)
             .ok_or_else(|| BitstreamError::Unknown { image: image.to_string(), stem: s.to_string() })?;
         Bitstream {
             image: image.to_string(),
@@ -256,7 +228,7 @@ pub fn parse_spec(path: &str, text: &str) -> Result<Bitstream, BitstreamError> {
             "behaviour" | "behavior" if v.is_null() => behaviour = Some(Behaviour::Null),
             "behaviour" | "behavior" => {
                 let s = v.as_str().ok_or_else(|| err("`behaviour` must be a string".into()))?;
-                behaviour = Some(Behaviour::from_name(s).ok_or_else(|| err(format!("unknown behaviour `{s}`")))?);
+                behaviour = Some(Behaviour::from_alias(s).ok_or_else(|| err(format!("unknown behaviour `{s}`")))?);
             }
             "delay_us" => delay = Some(Duration::from_micros(whole(key, v)?)),
             "delay_ns_per_byte" => per_byte = Some(whole(key, v)?),

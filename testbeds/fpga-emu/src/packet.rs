@@ -41,32 +41,21 @@ pub enum Verdict<'a> {
     Drop(DropReason),
 }
 
+latency_proto::words! {
 /// Why a program dropped a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DropReason {
     /// A header the parser extracts is cut short.
-    Truncated,
+    Truncated = "truncated",
     /// Forward: the frame carries no IPv4 header.
-    NotIpv4,
+    NotIpv4 = "not_ipv4",
     /// Forward: the IPv4 destination is not in the table (10.0.0.1–10.0.0.7).
-    TableMiss,
+    TableMiss = "table_miss",
     /// Checksum: the IPv4 header has options or a version other than 4.
-    UnsupportedIpv4,
+    UnsupportedIpv4 = "unsupported_ipv4",
     /// Checksum: the IPv4 header checksum is wrong.
-    BadChecksum,
+    BadChecksum = "bad_checksum",
 }
-
-impl DropReason {
-    /// Short name for counters and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            DropReason::Truncated => "truncated",
-            DropReason::NotIpv4 => "not_ipv4",
-            DropReason::TableMiss => "table_miss",
-            DropReason::UnsupportedIpv4 => "unsupported_ipv4",
-            DropReason::BadChecksum => "bad_checksum",
-        }
-    }
 }
 
 fn be16(b: &[u8], at: usize) -> Option<u16> {

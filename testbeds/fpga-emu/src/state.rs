@@ -25,27 +25,17 @@ pub const PID_FILE: &str = "fpga-emu.pid";
 /// Size of the fake BAR: the register window `latency-agent regs` maps.
 pub const BAR_LEN: u64 = latency_sys::regs::WINDOW as u64;
 
+latency_proto::words! {
 /// Phase of the emulated card.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// Forwarding with the loaded bitstream.
-    Running,
+    Running = "running",
     /// Being flashed: host-facing links down, nothing forwarded.
-    Flashing,
+    Flashing = "flashing",
     /// The emulator has exited.
-    Stopped,
+    Stopped = "stopped",
 }
-
-impl Phase {
-    /// Name as written in the state file.
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Running => "running",
-            Phase::Flashing => "flashing",
-            Phase::Stopped => "stopped",
-        }
-    }
 }
 
 /// Packet counters since start.

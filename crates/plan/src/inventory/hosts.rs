@@ -294,12 +294,12 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
 /// `fast_path`: a verdict (`ignore`, `warn`, `refuse`) per fast-path check.
 fn fast_path_policy(d: &mut Decoder, n: &Node) -> Option<FastPathPolicy> {
     let mut m = d.map(n, "fast_path")?;
-    let (entries, mut ok) = m.among(d, &Check::ALL.map(|(_, name)| name), "fast-path check");
+    let (entries, mut ok) = m.among(d, &Check::NAMES, "fast-path check");
     let mut policy = FastPathPolicy::default();
     for (i, v) in entries {
-        match d.choice(v, &Verdict::ALL.map(|(v, name)| (name, v))) {
+        match d.choice(v, &Verdict::WORDS) {
             Some(verdict) => {
-                policy.0.insert(Check::ALL[i].0, verdict);
+                policy.0.insert(Check::ALL[i], verdict);
             }
             None => ok = false,
         }

@@ -160,11 +160,11 @@ fn packet(out: &mut Vec<u8>, spec: &Generated, f: &Flow, id: u64, dscp: u8, payl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace_spec::{FRAME_LEN, ProbeFormat, Refused, Shape, TEMPLATES};
+    use crate::trace_spec::{FRAME_LEN, ProbeFormat, Refused, Shape, TraceTemplate};
 
     #[test]
     fn frames_have_the_fixed_lengths() {
-        for (_, t) in TEMPLATES {
+        for t in TraceTemplate::ALL {
             for format in ProbeFormat::ALL {
                 for id in [1, 3, 20_000, 10_000_000] {
                     let f = frame(&Generated::new(t, 10_000_000, format), id).unwrap();

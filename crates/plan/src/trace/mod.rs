@@ -26,8 +26,7 @@ pub use inspect::{Inspection, inspect};
 // The templates, limits and shapes of a generation spec (defined with the spec, which plans decode)
 // are named here too, beside the frames they make.
 pub use crate::trace_spec::{
-    FRAME_LEN, MAX_FRAME_LEN, MAX_PROBES, Refused, Shape, TEMPLATES, VLAN_ID, default_frame_len, default_vlan,
-    takes_ipv6, template_by_name, template_name,
+    FRAME_LEN, MAX_FRAME_LEN, MAX_PROBES, Refused, Shape, VLAN_ID, default_frame_len, default_vlan, takes_ipv6,
 };
 
 use crate::digest::sha256_hex;

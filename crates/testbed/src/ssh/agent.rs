@@ -21,30 +21,22 @@ use latency_plan::template::shell_quote;
 /// Writes a line to a pipe, given as `sh -c <this> agent-ctl LINE PIPE`.
 const WRITE_LINE: &str = "printf '%s\\n' \"$1\" > \"$2\"";
 
+latency_proto::words! {
 /// The event that answers a command, or that a controller waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Awaited {
     /// The agent captures and reads commands.
-    Ready,
+    Ready = "ready",
     /// A run is open.
-    Begin,
+    Begin = "begin",
     /// A run is closed.
-    End,
+    End = "end",
     /// The agent stopped.
-    Stopped,
+    Stopped = "stopped",
+}
 }
 
 impl Awaited {
-    /// The event's name in the protocol.
-    pub fn name(self) -> &'static str {
-        match self {
-            Awaited::Ready => "ready",
-            Awaited::Begin => "begin",
-            Awaited::End => "end",
-            Awaited::Stopped => "stopped",
-        }
-    }
-
     /// The event answering `command`.
     pub fn answering(command: AgentCommand) -> Awaited {
         match command {

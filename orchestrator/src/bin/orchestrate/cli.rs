@@ -226,8 +226,8 @@ pub(crate) enum TraceOp {
     Generate {
         /// Header template: forward, five_tuple, remove_header, checksum, int (INT-MD over UDP/TCP),
         /// int_gre (INT-MD over GRE).
-        #[arg(long)]
-        template: String,
+        #[arg(long, value_enum)]
+        template: plan::TraceTemplate,
         /// Number of probes (ids 1..=N), at least 1.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(latency_plan::trace::MAX_PROBES)))]
         count: u32,
@@ -242,10 +242,10 @@ pub(crate) enum TraceOp {
         #[arg(long, value_parser = parse_vlan)]
         vlan: Option<Vlan>,
         /// IP version: ipv4 or ipv6 (remove_header and checksum only).
-        #[arg(long, default_value = "ipv4", value_parser = parse_ip)]
+        #[arg(long, value_enum, default_value_t = plan::IpVersion::Ipv4)]
         ip: plan::IpVersion,
         /// Transport: udp or tcp.
-        #[arg(long, default_value = "udp", value_parser = parse_transport)]
+        #[arg(long, value_enum, default_value_t = plan::Transport::Udp)]
         transport: plan::Transport,
         /// Output pcap (must not exist).
         #[arg(long)]
@@ -283,22 +283,6 @@ fn parse_vlan(s: &str) -> Result<Vlan, String> {
             _ => Err(format!("`{s}` is no VLAN id (1..=4094) nor `none`")),
         },
     }
-}
-
-fn parse_ip(s: &str) -> Result<plan::IpVersion, String> {
-    parse_word(s, &plan::IpVersion::NAMES)
-}
-
-fn parse_transport(s: &str) -> Result<plan::Transport, String> {
-    parse_word(s, &plan::Transport::NAMES)
-}
-
-/// The value named `s` in `names`, or an error listing the names.
-fn parse_word<T: Copy>(s: &str, names: &[(&str, T)]) -> Result<T, String> {
-    names.iter().find(|(n, _)| *n == s).map(|(_, v)| *v).ok_or_else(|| {
-        let all: Vec<String> = names.iter().map(|(n, _)| format!("`{n}`")).collect();
-        format!("`{s}` is not {}", all.join(" or "))
-    })
 }
 
 /// A threshold: a finite number ≥ 0 (NaN would silently disable a check).

@@ -294,12 +294,8 @@ fn trace(op: TraceOp) -> Result<(), Failure> {
     let failed = |e: trace::TraceError| Failure::Exit(ExitStatus::Results, e.to_string());
     match op {
         TraceOp::Generate { template, count, probe_id, frame_size, vlan, ip, transport, out } => {
-            let t = trace::template_by_name(&template).ok_or_else(|| {
-                let names: Vec<&str> = trace::TEMPLATES.iter().map(|(n, _)| *n).collect();
-                Failure::Usage(format!("unknown template `{template}` ({})", names.join(", ")))
-            })?;
             let shape = trace::Shape { vlan: vlan.map(|Vlan(v)| v), frame_len: frame_size, ip, transport };
-            let spec = plan::Generated::with(t, count, probe_id, shape).map_err(|refused| {
+            let spec = plan::Generated::with(template, count, probe_id, shape).map_err(|refused| {
                 let flag = if matches!(refused, trace::Refused::Ipv6 { .. }) { "--ip ipv6" } else { "--frame-size" };
                 Failure::Usage(format!("{flag}: {refused}"))
             })?;
