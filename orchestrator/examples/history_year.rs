@@ -38,7 +38,7 @@ fn main() {
         std::process::exit(2);
     };
     let nights: u32 = args.next().map_or(365, |n| n.parse().expect("NIGHTS is a number"));
-    let store = Store::open(&url).unwrap_or_else(|e| panic!("{e}"));
+    let store = Store::create(&url).unwrap_or_else(|e| panic!("{e}"));
     let mut r = ChaCha8Rng::seed_from_u64(2026);
     let start = Instant::now();
     // One night's estimates (the values differ night to night in a real history; their volume is

@@ -87,12 +87,13 @@ impl From<&ResultsError> for ExitStatus {
     fn from(e: &ResultsError) -> ExitStatus {
         match e {
             // A folder that cannot be used as asked: the user's choice, nothing was touched.
-            ResultsError::Refused(_) => ExitStatus::Invalid,
+            ResultsError::Refused(_) | ResultsError::Output(_) => ExitStatus::Invalid,
             ResultsError::Io { .. }
             | ResultsError::Json { .. }
             | ResultsError::Parquet { .. }
             | ResultsError::Arrow { .. }
             | ResultsError::Metadata { .. }
+            | ResultsError::Impossible { .. }
             | ResultsError::Schema { .. }
             | ResultsError::Corrupt { .. } => ExitStatus::Results,
         }
@@ -103,7 +104,7 @@ impl From<&AnalysisError> for ExitStatus {
     fn from(e: &AnalysisError) -> ExitStatus {
         match e {
             AnalysisError::Results(e) => e.into(),
-            AnalysisError::NoRunData { .. } => ExitStatus::Results,
+            AnalysisError::NoRunData { .. } | AnalysisError::NonFinite { .. } => ExitStatus::Results,
         }
     }
 }

@@ -8,19 +8,77 @@
 //! `rx1 − rx2`, the `tx` and `latency_*` columns 0 as LatencyLab writes them. Only runs the journal
 //! records as complete and whose files match it are exported. Tags are LatencyLab's for its
 //! programs and traces (FWD, FT, RH, CS; NF, NT, NR, NC), else the group's name.
+//!
+//! An export is whole or absent: two groups sharing a tag, or a file of the export that exists
+//! already, refuse it before anything is written; the files are written beside the destination
+//! (a new folder) or in a hidden folder inside it (an existing one) and moved into place only when
+//! all are written, and whatever fails on the way leaves the destination as it was.
 
 use std::fmt::Write as _;
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use latency_analysis::AnalysisError;
 use latency_analysis::load;
 use latency_results::ResultsDir;
+use latency_results::ResultsError;
 use latency_results::SessionKind;
 use latency_results::index::Group;
 use latency_results::index::Index;
 use latency_results::journal;
 use latency_results::pairs;
 use latency_results::provenance::Provenance;
+
+/// Why an export was refused or failed; in every case nothing of it was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The results folder could not be read.
+    #[error(transparent)]
+    Analysis(#[from] AnalysisError),
+    /// Two groups would export into the same folders.
+    #[error(
+        "{} `{first}` and `{second}` would both export as tag `{tag}` (data/tsc/{}/{tag}_s<n>/): rename one of them \
+         in the plan; nothing was exported",
+        if *.null { "null calibrations" } else { "programs" },
+        if *.null { "null" } else { "programs" }
+    )]
+    SharedTag {
+        /// Whether the groups are null calibrations (else programs).
+        null: bool,
+        /// The tag.
+        tag: String,
+        /// The first group, in the study's order.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A file of the export exists already.
+    #[error("{} exists and is never overwritten; nothing was exported", .0.display())]
+    Exists(PathBuf),
+    /// The export could not be written.
+    #[error("{}: {source}; nothing was exported", .path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A file of the export could not be written.
+    #[error("{0}; nothing was exported")]
+    Write(ResultsError),
+}
+
+impl ExportError {
+    /// Whether the export was refused for what was asked (invalid input), rather than failed.
+    pub fn refused(&self) -> bool {
+        matches!(self, ExportError::SharedTag { .. } | ExportError::Exists(_))
+    }
+}
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> ExportError + '_ {
+    move |source| ExportError::Io { path: path.to_path_buf(), source }
+}
 
 /// Export formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -48,35 +106,155 @@ pub fn tag(group: &Group) -> String {
     crate::import::tag_of(group.kind, &group.program, &group.trace).map_or_else(|| group.program.clone(), str::to_owned)
 }
 
-/// Export the results folder `dir` as LatencyLab CSV files under `out` (created; files that exist
-/// are an error, nothing is overwritten).
-pub fn latencylab_csv(dir: &ResultsDir, out: &Path) -> Result<Exported, AnalysisError> {
-    let prov = Provenance::read(dir)?;
+/// Export the results folder `dir` as LatencyLab CSV files under `out` (created, or an existing
+/// folder the files join): refused when two groups share a tag or a file exists, before anything
+/// is written; written whole or not at all.
+pub fn latencylab_csv(dir: &ResultsDir, out: &Path) -> Result<Exported, ExportError> {
+    let prov = Provenance::read(dir).map_err(AnalysisError::from)?;
     let index = Index::from(&prov);
-    let entries = journal::read(&dir.journal_path())?;
+    for (i, a) in index.groups.iter().enumerate() {
+        if let Some(b) = index.groups[i + 1..].iter().find(|b| b.kind == a.kind && tag(b) == tag(a)) {
+            return Err(ExportError::SharedTag {
+                null: a.kind == SessionKind::Null,
+                tag: tag(a),
+                first: a.program.clone(),
+                second: b.program.clone(),
+            });
+        }
+    }
+    let entries = journal::read(&dir.journal_path()).map_err(AnalysisError::from)?;
     let (files, skipped) = load::run_files(dir, &index.groups, &entries)?;
+    let rel_of = |f: &load::RunFile| -> PathBuf {
+        let g = &index.groups[f.group];
+        let kind = if g.kind == SessionKind::Null { "null" } else { "programs" };
+        ["data", "tsc", kind, &format!("{}_s{}", tag(g), f.session), &format!("f_run{:02}.csv", f.run)].iter().collect()
+    };
+    if out.exists() && !out.is_dir() {
+        return Err(ExportError::Io {
+            path: out.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::NotADirectory, "not a folder"),
+        });
+    }
+    for f in &files {
+        let path = out.join(rel_of(f));
+        match fs::symlink_metadata(&path) {
+            Ok(_) => return Err(ExportError::Exists(path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&path)(e)),
+        }
+    }
+
+    let mut staging = Staging::new(out)?;
     let ns_per_tick = 1e9 / index.tsc_hz;
     let mut written = Exported { files: Vec::new(), rows: 0, skipped };
-    for f in &files {
-        let g = &index.groups[f.group];
-        let batches = match load::read_verified(f, g) {
+    let wrote = files.iter().try_for_each(|f| {
+        let batches = match load::read_verified(f, &index.groups[f.group]) {
             Ok(b) => b,
             Err(why) => {
                 written.skipped.push(why.to_string());
-                continue;
+                return Ok(());
             }
         };
         let (text, rows) = csv(&batches, ns_per_tick);
-        let kind = if g.kind == SessionKind::Null { "null" } else { "programs" };
-        let rel: PathBuf =
-            ["data", "tsc", kind, &format!("{}_s{}", tag(g), f.session), &format!("f_run{:02}.csv", f.run)]
-                .iter()
-                .collect();
-        latency_results::write_file(&out.join(&rel), text.as_bytes(), false)?;
+        let rel = rel_of(f);
+        latency_results::write_file(&staging.root.join(&rel), text.as_bytes(), false).map_err(ExportError::Write)?;
         written.files.push(rel.to_string_lossy().into_owned());
         written.rows += rows;
+        Ok(())
+    });
+    match wrote.and_then(|()| staging.place(&written.files)) {
+        Ok(()) => Ok(written),
+        Err(e) => {
+            staging.undo();
+            Err(e)
+        }
     }
-    Ok(written)
+}
+
+/// Where an export is written before it is moved into place, and what the move did so far.
+struct Staging {
+    /// The folder the files are written into.
+    root: PathBuf,
+    /// The destination.
+    out: PathBuf,
+    /// Whether `out` existed (the files join it) or is made by renaming `root`.
+    merge: bool,
+    /// The topmost folder made for a new `out`'s parent, if any.
+    made_parent: Option<PathBuf>,
+    /// Folders made inside an existing `out`, in order, and files linked into it.
+    made: Vec<PathBuf>,
+    linked: Vec<PathBuf>,
+}
+
+impl Staging {
+    /// A fresh staging folder: beside `out` when it does not exist, else hidden inside it (one file
+    /// system either way, so the files move by rename or link).
+    fn new(out: &Path) -> Result<Staging, ExportError> {
+        let pid = std::process::id();
+        let merge = out.is_dir();
+        let mut made_parent = None;
+        let root = if merge {
+            out.join(format!(".exporting-{pid}"))
+        } else {
+            let name = out.file_name().map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
+            let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            made_parent = parent
+                .ancestors()
+                .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+                .last()
+                .map(Path::to_path_buf);
+            fs::create_dir_all(parent).map_err(io_err(parent))?;
+            parent.join(format!(".{name}.exporting-{pid}"))
+        };
+        let _ = fs::remove_dir_all(&root);
+        let staging =
+            Staging { root, out: out.to_path_buf(), merge, made_parent, made: Vec::new(), linked: Vec::new() };
+        if let Err(e) = fs::create_dir(&staging.root) {
+            staging.undo();
+            return Err(io_err(&staging.root)(e));
+        }
+        Ok(staging)
+    }
+
+    /// Move the written `files` (relative) into place: the whole folder renamed to a new `out`,
+    /// or each file linked into an existing one (never over a file) and the staging folder removed.
+    fn place(&mut self, files: &[String]) -> Result<(), ExportError> {
+        if !self.merge {
+            return fs::rename(&self.root, &self.out).map_err(io_err(&self.out));
+        }
+        for rel in files {
+            let (from, to) = (self.root.join(rel), self.out.join(rel));
+            if let Some(parent) = to.parent() {
+                let missing: Vec<PathBuf> =
+                    parent.ancestors().take_while(|a| !a.exists()).map(Path::to_path_buf).collect();
+                for dir in missing.into_iter().rev() {
+                    fs::create_dir(&dir).map_err(io_err(&dir))?;
+                    self.made.push(dir);
+                }
+            }
+            match fs::hard_link(&from, &to) {
+                Ok(()) => self.linked.push(to),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(ExportError::Exists(to)),
+                Err(e) => return Err(io_err(&to)(e)),
+            }
+        }
+        fs::remove_dir_all(&self.root).map_err(io_err(&self.root))
+    }
+
+    /// Remove everything the export made: the staging folder, the files linked and folders made
+    /// inside an existing `out`, the parents made for a new one.
+    fn undo(&self) {
+        let _ = fs::remove_dir_all(&self.root);
+        for file in &self.linked {
+            let _ = fs::remove_file(file);
+        }
+        for dir in self.made.iter().rev() {
+            let _ = fs::remove_dir(dir);
+        }
+        if let Some(top) = &self.made_parent {
+            let _ = fs::remove_dir_all(top);
+        }
+    }
 }
 
 /// One run's CSV text and its number of rows: the run's pairs as the analysis pairs them (the
@@ -116,5 +294,53 @@ mod tests {
         // Each stamp rounded on its own (150.5 → 151), the difference of the rounded stamps.
         assert_eq!(text, format!("{HEADER}\n1,0,550,500,0,0,50\n3,0,151,0,0,0,151\n"));
         assert_eq!(csv(&[], 1.0), (format!("{HEADER}\n"), 0));
+    }
+
+    /// Every file in `dir`, relative, sorted (folders end with `/`).
+    fn tree(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                if p.is_dir() {
+                    out.push(format!("{rel}/"));
+                    todo.push(p);
+                } else {
+                    out.push(rel);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_move_into_an_existing_folder_that_fails_midway_is_undone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        fs::create_dir(&out).unwrap();
+        // `b` is a file where the export needs a folder: its second file cannot be placed.
+        fs::write(out.join("b"), "mine").unwrap();
+        let mut staging = Staging::new(&out).unwrap();
+        let files = ["a/x/1.csv".to_string(), "b/2.csv".to_string()];
+        for f in &files {
+            latency_results::write_file(&staging.root.join(f), b"rows", false).unwrap();
+        }
+        let e = staging.place(&files).unwrap_err();
+        assert!(matches!(&e, ExportError::Io { path, .. } if path.ends_with("b/2.csv")), "{e}");
+        // The first file was placed before the second failed.
+        assert_eq!(fs::read_to_string(out.join("a/x/1.csv")).unwrap(), "rows");
+        staging.undo();
+        assert_eq!(tree(&out), ["b"], "only what was there");
+        assert_eq!(fs::read_to_string(out.join("b")).unwrap(), "mine");
+
+        // A new folder: built beside it, then renamed; undone, nothing is left, parents included.
+        let new = tmp.path().join("p/q/new");
+        let staging = Staging::new(&new).unwrap();
+        assert_eq!(staging.root, tmp.path().join(format!("p/q/.new.exporting-{}", std::process::id())));
+        staging.undo();
+        assert_eq!(tree(tmp.path()), ["out/", "out/b"]);
     }
 }

@@ -91,6 +91,9 @@ pub fn is_current(dir: &ResultsDir, summary: &Summary) -> Result<bool, ResultsEr
 pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     let s = analyze(dir)?;
     let path = dir.root().join("summary.json");
+    if let Some(key) = s.non_finite() {
+        return Err(AnalysisError::NonFinite { path, key });
+    }
     let text = serde_json::to_string_pretty(&s).map_err(|source| ResultsError::Json {
         path: path.clone(),
         what: "summary".into(),

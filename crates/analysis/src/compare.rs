@@ -1,4 +1,5 @@
-//! Regression check between two analysed studies (nightly jobs): per program, the median shift
+//! Regression check between two analysed studies (nightly jobs), both ended (a study interrupted
+//! or still running is refused, never judged): per program, the median shift
 //! with a confidence interval, quantile shifts, distribution distances (Kolmogorov–Smirnov and
 //! Wasserstein-1 on the per-probe estimates' histograms) and mode changes, judged against
 //! thresholds; rendered as Markdown and JUnit XML. A study with factors is judged level by level
@@ -8,6 +9,7 @@ use serde::Serialize;
 
 use crate::stats::histogram_distances;
 use latency_plan::defaults;
+use latency_results::provenance::Provenance;
 use latency_results::summary::ProgramSummary;
 use latency_results::summary::Summary;
 use latency_results::summary::level_key;
@@ -31,6 +33,42 @@ impl Thresholds {
             p99_shift_ns: flags[1].or(plan.map(|r| r.p99_shift_ns)).unwrap_or(defaults::P99_SHIFT_NS),
             ks_distance: flags[2].or(plan.map(|r| r.ks_distance)).unwrap_or(defaults::KS_DISTANCE),
         }
+    }
+}
+
+/// Which of the two studies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The study compared against.
+    Baseline,
+    /// The study judged.
+    Candidate,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Baseline => "baseline",
+            Role::Candidate => "candidate",
+        })
+    }
+}
+
+/// A study that has not ended (interrupted, or still running) holds only some of its runs:
+/// comparing it would judge what is missing as a change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the {role} study has not ended (interrupted or still running)")]
+pub struct NotEnded {
+    /// Which study.
+    pub role: Role,
+}
+
+/// Whether a study's provenance records its end (a summary computed from runs alone, without
+/// provenance, is taken as it is).
+pub fn ended(role: Role, provenance: Option<&Provenance>) -> Result<(), NotEnded> {
+    match provenance {
+        Some(p) if p.ended.is_none() => Err(NotEnded { role }),
+        _ => Ok(()),
     }
 }
 
@@ -137,8 +175,10 @@ fn judged(s: &Summary) -> Vec<(String, &ProgramSummary)> {
         .collect()
 }
 
-/// Compare a candidate study against a baseline.
-pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) -> Comparison {
+/// Compare a candidate study against a baseline; refused unless both have ended.
+pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) -> Result<Comparison, NotEnded> {
+    ended(Role::Baseline, baseline.provenance.as_ref())?;
+    ended(Role::Candidate, candidate.provenance.as_ref())?;
     let mut programs = Vec::new();
     let mut unmatched = Vec::new();
     let (base, cand) = (judged(baseline), judged(candidate));
@@ -151,7 +191,13 @@ pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) 
     for (name, _) in cand.iter().filter(|(n, _)| !base.iter().any(|(b, _)| b == n)) {
         unmatched.push(format!("{name}: not in the baseline"));
     }
-    Comparison { baseline: baseline.study.clone(), candidate: candidate.study.clone(), thresholds, programs, unmatched }
+    Ok(Comparison {
+        baseline: baseline.study.clone(),
+        candidate: candidate.study.clone(),
+        thresholds,
+        programs,
+        unmatched,
+    })
 }
 
 /// Markdown summary.
@@ -350,7 +396,7 @@ mod tests {
                 inputs_sha256: String::new(),
             }
         };
-        let c = compare(&study(160.0, false), &study(170.0, true), T);
+        let c = compare(&study(160.0, false), &study(170.0, true), T).unwrap();
         let names: Vec<&str> = c.programs.iter().map(|p| p.program.as_str()).collect();
         assert_eq!(names, ["forward at pacing_pps=500", "forward at pacing_pps=1000000"]);
         assert!(c.programs[0].failures.is_empty());

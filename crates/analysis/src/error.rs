@@ -10,6 +10,14 @@ pub enum AnalysisError {
     /// Reading the folder failed.
     #[error(transparent)]
     Results(#[from] ResultsError),
+    /// A figure of the summary is not a finite number: it is not written.
+    #[error("{path}: `{key}` is not a finite number; the summary is not written")]
+    NonFinite {
+        /// The summary's path.
+        path: PathBuf,
+        /// The figure, as its key in `summary.json`.
+        key: String,
+    },
     /// The folder holds no run data.
     #[error("{path}: missing: the folder holds no run data")]
     NoRunData {

@@ -16,6 +16,8 @@
 
 mod analyze;
 pub mod compare;
+pub mod components;
+pub mod design;
 mod error;
 pub mod estimates;
 mod hwcheck;

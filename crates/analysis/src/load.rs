@@ -22,8 +22,7 @@ use latency_results::index::{Group, Index};
 use latency_results::journal;
 use latency_results::runfile::RunMetadata;
 
-/// Largest run file read (a paper-length run is about 0.2 MB; 100 M records would be ~1 GB).
-pub const MAX_RUN_FILE_BYTES: u64 = 4 << 30;
+pub use latency_results::runfile::MAX_RUN_FILE_BYTES;
 
 /// A run the journal records as complete: where it is and what it must hold.
 #[derive(Clone, Debug)]

@@ -208,6 +208,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             p99_ci95_sessions_ns: Some(intervals[1].1),
             mode_within_sd_ns: split.within_sd_ns,
             mode_threshold_ns: split.threshold_ns.is_finite().then_some(split.threshold_ns),
+            variance: variance_of(&members_of[main], &input.runs),
         },
         hw_check,
         probes: all.len() as u64,
@@ -217,6 +218,17 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         soak: None,
         round_trip: None,
         port_pairs: Default::default(),
+    })
+}
+
+/// The variance components of the median and p99 of a mode's sessions (`members`), from their
+/// runs' differentials.
+fn variance_of(members: &[usize], runs: &[&[&RunPairs]]) -> Option<Variance> {
+    let sessions: Vec<Vec<&[(u64, f64)]>> =
+        members.iter().map(|&i| runs[i].iter().map(|r| r.diffs.as_slice()).collect()).collect();
+    Some(Variance {
+        median: crate::components::of_quantile(&sessions, 0.5)?,
+        p99: crate::components::of_quantile(&sessions, 0.99)?,
     })
 }
 

@@ -1,6 +1,5 @@
 //! Content digests (sha256, lowercase hex) of files and bytes, and stable 64-bit keys.
 
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -27,9 +26,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// sha256 of a file's content, streamed.
+/// Largest file hashed (bitstreams and traces are far smaller).
+pub const MAX_HASHED_BYTES: u64 = 64 << 30;
+
+/// sha256 of a regular file's content, streamed (a FIFO, device or folder is refused at once).
 pub fn sha256_file(path: &Path) -> io::Result<String> {
-    let mut f = File::open(path)?;
+    let mut f = latency_files::open_regular(path, MAX_HASHED_BYTES, "file to hash")?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

@@ -1,6 +1,7 @@
 //! Decoding of a plan's `traces:`. A `pcap:` trace is read through at validation: a file a study
-//! could not replay (not a classic pcap, truncated, without probes, with repeated probe ids) is
-//! reported at the plan's line, before anything touches a host.
+//! could not replay (not a classic pcap, truncated, not Ethernet, with records a replay cannot
+//! send as they are, without probes, with repeated probe ids) is reported at the plan's line,
+//! before anything touches a host.
 
 use std::path::Path;
 

@@ -17,6 +17,8 @@
 //! |---|---|
 //! | `title`, `study`, `tool_version`, `tsc_ghz`, `quantile_definition` | strings |
 //! | `provenance`, `testbed_facts`, `bitstreams`, `traces`, `health` | lists of `{label, value, mono}` |
+//! | `problems` | strings: what the analysis could not use or check |
+//! | `variance` | rows `{program, statistic, session, run, probe, shares, design}` |
 //! | `quantile_columns` | `["p5", "p25", …]` |
 //! | `table` | rows `{label, program, quantiles[], median_ci, bound_ns, bound_cycles, median_margin, p99_margin, violations, hw_max_diff, hw_pass, hw_ok, first}` |
 //! | `has_hw`, `has_multi_mode` | booleans |
@@ -47,6 +49,8 @@ use latency_results::summary::Summary;
 use latency_results::write_file;
 
 const HTML_TEMPLATE: &str = "report.html.j2";
+/// Largest report template read.
+const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 const MD_TEMPLATE: &str = "report.md.j2";
 const BUILTIN_HTML: &str = include_str!("templates/report.html.j2");
 const BUILTIN_MD: &str = include_str!("templates/report.md.j2");
@@ -142,7 +146,9 @@ fn render_template(
     let override_path = template_dir.map(|d| d.join(name)).filter(|p| p.is_file());
     let (source, label) = match &override_path {
         Some(p) => (
-            std::fs::read_to_string(p).map_err(|source| ReportError::ReadTemplate { path: p.clone(), source })?,
+            latency_files::read_capped(p, MAX_TEMPLATE_BYTES, "report template")
+                .and_then(|b| String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+                .map_err(|source| ReportError::ReadTemplate { path: p.clone(), source })?,
             p.display().to_string(),
         ),
         None => (builtin.to_string(), format!("built-in template {name}")),

@@ -10,6 +10,7 @@ use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT_MUTED, colour};
 use super::{ReportError, render_template};
 use latency_history::trend::Series;
 use latency_history::trend::SeriesChange;
+use latency_history::trend::SeriesKey;
 use latency_history::trend::Trend;
 
 const TREND_HTML: &str = "trend.html.j2";
@@ -53,18 +54,17 @@ struct ChangeView {
     report: Option<String>,
 }
 
-fn name(program: &str, level: Option<&str>, statistic: &str) -> String {
-    match level {
-        Some(l) => format!("{program} [{l}] {statistic}"),
-        None => format!("{program} {statistic}"),
-    }
+/// A series' name: its study (and testbed), program, level and statistic.
+fn name((study, program, level, statistic): SeriesKey<'_>) -> String {
+    let level = level.map(|l| format!(" [{l}]")).unwrap_or_default();
+    format!("{} ({}): {program}{level} {statistic}", study.name, study.testbed)
 }
 
 /// One line for a change: the series, the shift and its interval, where it starts, the averages.
 pub fn describe(c: &SeriesChange) -> String {
     format!(
         "{}: {:+.1} ns [{:+.1}, {:+.1}] from {} ({}): {} → {} ns",
-        name(&c.program, c.level.as_deref(), &c.statistic),
+        name(c.key()),
         c.change.shift_ns,
         c.change.ci95_ns[0],
         c.change.ci95_ns[1],
@@ -93,12 +93,9 @@ fn view(t: &Trend, store: &str) -> View {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let latest = t
-                .changes
-                .iter()
-                .find(|c| c.latest && c.program == s.program && c.level == s.level && c.statistic == s.statistic);
+            let latest = t.changes.iter().find(|c| c.latest && c.key() == s.key());
             SeriesView {
-                name: name(&s.program, s.level.as_deref(), &s.statistic),
+                name: name(s.key()),
                 nights: s.points.len(),
                 first: s.points.first().map(|p| p.time.clone()).unwrap_or_default(),
                 last: s.points.last().map(|p| p.time.clone()).unwrap_or_default(),
@@ -114,10 +111,9 @@ fn view(t: &Trend, store: &str) -> View {
         .changes
         .iter()
         .map(|c| {
-            let s =
-                t.series.iter().find(|s| s.program == c.program && s.level == c.level && s.statistic == c.statistic);
+            let s = t.series.iter().find(|s| s.key() == c.key());
             ChangeView {
-                name: name(&c.program, c.level.as_deref(), &c.statistic),
+                name: name(c.key()),
                 study: c.change.study.clone(),
                 time: c.change.time.clone(),
                 before: ns(c.change.before_ns),
@@ -149,7 +145,7 @@ fn figure(s: &Series, i: usize) -> String {
         x: Axis::integers(1, n, 12),
         y: Axis::nice(lo - pad, hi + pad, 4),
     };
-    let title = name(&s.program, s.level.as_deref(), &s.statistic);
+    let title = name(s.key());
     frame.draw(
         &mut svg,
         &Decor {
@@ -213,9 +209,8 @@ pub fn junit(t: &Trend) -> Result<String, quick_junit::SerializeError> {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut suite = TestSuite::new("trend");
     for s in &t.series {
-        let name = name(&s.program, s.level.as_deref(), &s.statistic);
-        let regression =
-            t.regressions().find(|c| c.program == s.program && c.level == s.level && c.statistic == s.statistic);
+        let name = name(s.key());
+        let regression = t.regressions().find(|c| c.key() == s.key());
         let status = match regression {
             Some(c) => {
                 let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);

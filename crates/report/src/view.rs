@@ -43,8 +43,12 @@ pub(super) struct View {
     /// How the bounds of header-inserting programs were made.
     bound_notes: Vec<String>,
     health: Vec<Item>,
+    /// What the analysis could not use or check (unreadable runs, missing nulls, ...).
+    problems: Vec<String>,
     programs: Vec<ProgramView>,
     nulls: Vec<NullView>,
+    /// Variance components of each program's median and p99, per level.
+    variance: Vec<VarianceView>,
     tsc_ghz: String,
     quantile_definition: String,
 }
@@ -140,6 +144,38 @@ struct HwLevelView {
     measured: String,
     synthesized: String,
     diff: String,
+}
+
+#[derive(Serialize)]
+struct VarianceView {
+    program: String,
+    statistic: &'static str,
+    session: String,
+    run: String,
+    probe: String,
+    shares: String,
+    design: String,
+}
+
+/// One row per program and statistic with variance components.
+fn variance_views(s: &Summary) -> Vec<VarianceView> {
+    let mut out = Vec::new();
+    for (name, p) in &s.programs {
+        let Some(v) = &p.evidence.variance else { continue };
+        for (statistic, c) in [("p50", &v.median), ("p99", &v.p99)] {
+            let sh = c.shares();
+            out.push(VarianceView {
+                program: name.clone(),
+                statistic,
+                session: format!("{:.3}", c.session_ns2),
+                run: format!("{:.3}", c.run_ns2),
+                probe: format!("{:.3}", c.probe_ns2),
+                shares: format!("{:.0} / {:.0} / {:.0} %", sh.session * 100.0, sh.run * 100.0, sh.probe * 100.0),
+                design: format!("{:.0} × {:.1} × {:.0}", c.design.sessions, c.design.runs, c.design.probes),
+            });
+        }
+    }
+    out
 }
 
 #[derive(Serialize)]
@@ -273,6 +309,8 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
             })
             .collect(),
         health,
+        problems: s.health.problems.clone(),
+        variance: variance_views(s),
         programs,
         nulls,
         tsc_ghz: if s.tsc_hz.is_finite() && s.tsc_hz > 0.0 {

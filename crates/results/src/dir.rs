@@ -9,6 +9,23 @@ use crate::error::{ResultsError, io_err};
 /// The extension of a run's histogram log beside its data file (soak mode).
 pub const HISTOGRAM_EXTENSION: &str = "hlog";
 
+/// The results folder holding `path` (absolute): the nearest folder above it with a journal.
+pub fn results_folder_of(path: &Path) -> Option<&Path> {
+    path.ancestors().skip(1).find(|dir| dir.join("journal.jsonl").is_file())
+}
+
+/// Write a file a user named as an output (a JUnit file, a trend page, a listing): through a
+/// symlink to its target, never onto a device, FIFO or folder, and never inside a results folder,
+/// whose files only the study's own commands write (see [`latency_files::write_output`]).
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), ResultsError> {
+    latency_files::write_output(path, bytes, |absolute| {
+        results_folder_of(absolute).map(|root| {
+            format!("inside the results folder {}, whose files only its study's commands write", root.display())
+        })
+    })?;
+    Ok(())
+}
+
 /// A study's results folder.
 #[derive(Clone, Debug)]
 pub struct ResultsDir {
@@ -120,7 +137,7 @@ impl ResultsDir {
     }
 }
 
-pub use latency_files::{is_partial, read_capped};
+pub use latency_files::{is_partial, open_regular, read_capped};
 
 /// Write `path` atomically ([`latency_files::write_atomic`]), failing as the results folder does.
 pub fn write_atomic(

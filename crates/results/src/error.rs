@@ -65,9 +65,24 @@ pub enum ResultsError {
         /// The decoder's message.
         source: DecoderPanicked,
     },
+    /// A value that makes no physical sense (a TSC rate that is not a positive number).
+    #[error("{path}: `{key}` is {value}: {expected}")]
+    Impossible {
+        /// The file.
+        path: PathBuf,
+        /// The key, as written in the file.
+        key: String,
+        /// The value found.
+        value: f64,
+        /// What it must be.
+        expected: &'static str,
+    },
     /// The folder cannot be used as asked.
     #[error("{0}")]
     Refused(String),
+    /// An output path names a device, FIFO, folder or a results folder's own file.
+    #[error(transparent)]
+    Output(latency_files::FileError),
 }
 
 impl From<latency_files::FileError> for ResultsError {
@@ -76,6 +91,9 @@ impl From<latency_files::FileError> for ResultsError {
             latency_files::FileError::Io { path, source } => ResultsError::Io { path, source },
             latency_files::FileError::Exists(path) => {
                 ResultsError::Refused(format!("{} exists and is never overwritten", path.display()))
+            }
+            e @ (latency_files::FileError::NotRegular { .. } | latency_files::FileError::Protected { .. }) => {
+                ResultsError::Output(e)
             }
         }
     }
@@ -107,7 +125,15 @@ pub enum MetadataError {
     },
 }
 
-/// A decoder of an untrusted file panicked (see [`guarded`]): the panic's message.
+/// A decoder of an untrusted file panicked (see [`guarded`](crate::runfile::guarded)): the panic's message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct DecoderPanicked(pub String);
+
+/// What a TSC rate must be.
+pub(crate) const RATE: &str = "a TSC rate must be a finite number of Hz above 1 MHz";
+
+/// Whether `hz` can be a TSC rate.
+pub(crate) fn is_rate(hz: f64) -> bool {
+    hz.is_finite() && hz >= 1e6
+}

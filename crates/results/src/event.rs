@@ -2,6 +2,8 @@
 //! resume, analysis, import and tests read back. Every line is an [`Entry`]: a millisecond
 //! timestamp `t` beside the event's own fields, tagged by `event`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use latency_plan::Action;
@@ -74,6 +76,11 @@ pub enum Event {
         /// The factor levels of a study with factors, in plan order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         levels: Vec<String>,
+        /// sha256 of every file the study reads besides its plan (pcap traces, bitstream
+        /// manifests, table files, the inventory, the simulator model), by what it is; a resumption
+        /// with any of them changed is refused.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        inputs: BTreeMap<String, String>,
         /// Sessions in the schedule.
         sessions: usize,
         /// Runs in the schedule.
@@ -266,14 +273,21 @@ impl Pacing {
                 && (pps - target).abs() > tolerance * target
             {
                 return Some(format!(
-                    "pacing {pps:.1} pps seen by the {side}, {:+.1} % off the planned {target} pps (tolerance ±{:.1} %)",
+                    "pacing {pps:.1} pps seen by the {side}, {:+.1} % off the planned {} pps (tolerance ±{:.1} %)",
                     (pps / target - 1.0) * 100.0,
+                    planned(target),
                     tolerance * 100.0
                 ));
             }
         }
         None
     }
+}
+
+/// A planned rate as people write it: whole rates as integers, others (a trace-timed pcap)
+/// to at most four decimals.
+fn planned(pps: f64) -> String {
+    if pps.fract() == 0.0 { format!("{pps:.0}") } else { format!("{:.4}", pps).trim_end_matches('0').to_string() }
 }
 
 #[cfg(test)]
@@ -292,6 +306,7 @@ mod tests {
                 sim_model: None,
                 tool_version: "0.1.0".into(),
                 levels: Vec::new(),
+                inputs: BTreeMap::from([("trace t (t.pcap)".into(), "cd".into())]),
                 sessions: 2,
                 runs: 4,
                 complete: 1,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::error::{RATE, is_rate};
 use super::index::{Group, Index, StudyLevel};
 use super::{ResultsDir, ResultsError, write_file};
 use latency_plan::Analysis;
@@ -370,11 +371,31 @@ impl Provenance {
     /// Read a provenance file.
     pub fn read_file(path: &Path) -> Result<Provenance, ResultsError> {
         let bytes = super::read_capped(path, MAX_PROVENANCE_BYTES, "study provenance").map_err(super::io_err(path))?;
-        serde_json::from_slice(&bytes).map_err(|source| ResultsError::Json {
+        let p: Provenance = serde_json::from_slice(&bytes).map_err(|source| ResultsError::Json {
             path: path.to_path_buf(),
             what: "not a study provenance".into(),
             source,
-        })
+        })?;
+        p.check_rates(path)?;
+        Ok(p)
+    }
+
+    /// Every TSC rate recorded is unknown or a positive number (a zero or negative rate would turn
+    /// every stamp into a NaN or a negative latency).
+    fn check_rates(&self, path: &Path) -> Result<(), ResultsError> {
+        let facts = &self.testbed.facts;
+        let by_session =
+            facts.tsc_hz_by_session.iter().flatten().map(|(s, v)| (format!("testbed.facts.tsc_hz_by_session.{s}"), *v));
+        let rates = [
+            ("tsc_hz".to_string(), self.tsc_hz),
+            ("testbed.facts.tsc_hz".to_string(), facts.tsc_hz.unwrap_or(f64::NAN)),
+        ];
+        for (key, value) in rates.into_iter().chain(by_session) {
+            if !value.is_nan() && !is_rate(value) {
+                return Err(ResultsError::Impossible { path: path.to_path_buf(), key, value, expected: RATE });
+            }
+        }
+        Ok(())
     }
 
     /// Write it atomically into a results folder (replacing an earlier one).

@@ -1,7 +1,6 @@
 //! Run data files: the agent's records as Parquet (zstd), with the run's provenance in the file's
 //! key-value metadata, readable by pandas, polars, DuckDB and Spark as a hive-partitioned tree.
 
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,6 +14,7 @@ use parquet::file::properties::WriterProperties;
 use super::{ResultsError, write_atomic};
 use crate::SessionKind;
 pub use crate::error::{DecoderPanicked, MetadataError};
+use crate::error::{RATE, is_rate};
 
 use latency_proto::meta;
 pub use latency_proto::meta::META_PREFIX;
@@ -122,6 +122,9 @@ pub fn write(path: &Path, batches: &[RecordBatch], metadata: &RunMetadata) -> Re
     })
 }
 
+/// Largest run file read (a paper-scale run is about 1 MB; a soak's longest runs stay far below).
+pub const MAX_RUN_FILE_BYTES: u64 = 4 << 30;
+
 /// A run file's records and its metadata.
 pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 
@@ -130,11 +133,15 @@ pub type RunFile = (Vec<RecordBatch>, RunMetadata);
 pub fn read(path: &Path) -> Result<RunFile, ResultsError> {
     let parquet = |source| ResultsError::Parquet { path: path.to_path_buf(), source };
     let arrow = |source| ResultsError::Arrow { path: path.to_path_buf(), source };
-    let f = File::open(path).map_err(super::io_err(path))?;
+    let f = latency_files::open_regular(path, MAX_RUN_FILE_BYTES, "run file").map_err(super::io_err(path))?;
     guarded(|| {
         let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(parquet)?;
         let meta = RunMetadata::from_kv(builder.metadata().file_metadata().key_value_metadata().map_or(&[], |v| v))
             .map_err(|source| ResultsError::Metadata { path: path.to_path_buf(), source })?;
+        if !is_rate(meta.tsc_hz) {
+            let (key, value) = (meta::TSC_HZ.to_string(), meta.tsc_hz);
+            return Err(ResultsError::Impossible { path: path.to_path_buf(), key, value, expected: RATE });
+        }
         let schema = builder.schema().clone();
         let expected = latency_proto::record_schema();
         let with_run = schema.fields() == latency_proto::run_file_schema().fields();
@@ -282,7 +289,7 @@ pub(crate) mod tests {
             .set_compression(Compression::SNAPPY)
             .set_key_value_metadata(Some(meta().to_kv()))
             .build();
-        let f = File::create(&path).unwrap();
+        let f = std::fs::File::create(&path).unwrap();
         let mut w = ArrowWriter::try_new(f, latency_proto::record_schema(), Some(props)).unwrap();
         w.write(&batch).unwrap();
         w.close().unwrap();

@@ -260,6 +260,80 @@ pub struct Gap {
     pub sigmas: Option<f64>,
 }
 
+/// The variance components of a program's median and p99 (headline mode), at each level of the
+/// design (see `latency_analysis::components`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Variance {
+    /// Of the median.
+    pub median: Components,
+    /// Of the p99.
+    pub p99: Components,
+}
+
+/// The variance components of one estimate, ns².
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Components {
+    /// Between bring-ups, beyond what the runs explain (`T_session²`, at least 0).
+    pub session_ns2: f64,
+    /// Between runs of a session, beyond what the probes explain (`T_run²`, at least 0).
+    pub run_ns2: f64,
+    /// Of one run's estimate, from its probes being a sample (`V_probe`).
+    pub probe_ns2: f64,
+    /// Sessions, runs per session (mean) and probes per run (mean) they were estimated from.
+    pub design: Design,
+}
+
+/// How many of each level a study has (or would have).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Design {
+    /// Sessions (bring-ups).
+    pub sessions: f64,
+    /// Runs per session.
+    pub runs: f64,
+    /// Probes per run.
+    pub probes: f64,
+}
+
+/// Each level's share of a study estimate's variance (sums to 1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Shares {
+    /// Of the sessions.
+    pub session: f64,
+    /// Of the runs.
+    pub run: f64,
+    /// Of the probes.
+    pub probe: f64,
+}
+
+impl Components {
+    /// The variance of the estimate of a study of `design` (sessions, runs per session; probes
+    /// per run scale the probe level from the design the components were measured on).
+    pub fn variance(&self, design: Design) -> f64 {
+        let [s, r, p] = self.parts(design);
+        s + r + p
+    }
+
+    fn parts(&self, d: Design) -> [f64; 3] {
+        let probe = self.probe_ns2 * self.design.probes / d.probes.max(1.0);
+        [
+            self.session_ns2 / d.sessions.max(1.0),
+            self.run_ns2 / (d.sessions * d.runs).max(1.0),
+            probe / (d.sessions * d.runs).max(1.0),
+        ]
+    }
+
+    /// Each level's share of the variance of the estimate of the study they were measured on.
+    pub fn shares(&self) -> Shares {
+        let [s, r, p] = self.parts(self.design);
+        let total = s + r + p;
+        if total > 0.0 {
+            Shares { session: s / total, run: r / total, probe: p / total }
+        } else {
+            Shares { session: 0.0, run: 0.0, probe: 0.0 }
+        }
+    }
+}
+
 /// What the uncertainty statements of a program rest on.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Evidence {
@@ -274,6 +348,10 @@ pub struct Evidence {
     pub mode_within_sd_ns: Option<f64>,
     /// The gap between session medians that splits modes, ns.
     pub mode_threshold_ns: Option<f64>,
+    /// Variance components of the headline's median and p99 at each level (none without two
+    /// sessions of two runs each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variance: Option<Variance>,
 }
 
 /// Headroom under the vendor bound, in pipeline clock cycles.
@@ -461,6 +539,14 @@ pub struct Health {
     pub problems: Vec<String>,
 }
 
+impl Health {
+    /// Whether the study is one to judge on (nightly's rule, the history's too): no run failed
+    /// and nothing went unused.
+    pub fn is_clean(&self) -> bool {
+        self.failed_runs == 0 && self.problems.is_empty()
+    }
+}
+
 /// A program's soak summary.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SoakSummary {
@@ -515,6 +601,58 @@ pub struct SoakInterval {
     /// p99 before calibration (ns).
     pub raw_p99_ns: Option<f64>,
 }
+impl Summary {
+    /// The key (as in `summary.json`) of the first figure that is not a finite number, in a
+    /// program or null with data: its quantiles, interval, null offset, spread and session
+    /// medians. A program without data is a problem of its own (in `health.problems`).
+    pub fn non_finite(&self) -> Option<String> {
+        for (name, p) in &self.programs {
+            if let Some(key) = p.non_finite() {
+                return Some(format!("programs.{name}.{key}"));
+            }
+        }
+        for (name, n) in &self.nulls {
+            if !n.sessions.is_empty() && !n.offset_ns.is_finite() {
+                return Some(format!("nulls.{name}.offset_ns"));
+            }
+        }
+        None
+    }
+}
+
+impl ProgramSummary {
+    fn non_finite(&self) -> Option<String> {
+        if self.probes == 0 {
+            return None;
+        }
+        let quantiles = [("latency_ns", &self.latency_ns), ("latency_raw_ns", &self.latency_raw_ns)];
+        for (field, q) in quantiles {
+            if let Some((level, _)) = q.iter().find(|(_, v)| !v.is_finite()) {
+                return Some(format!("{field}.{level}"));
+            }
+        }
+        let figures = [
+            ("median_ci95_ns[0]", self.median_ci95_ns[0]),
+            ("median_ci95_ns[1]", self.median_ci95_ns[1]),
+            ("null_offset_ns", self.null_offset_ns),
+        ];
+        if let Some((key, _)) = figures.iter().find(|(_, v)| !v.is_finite()) {
+            return Some((*key).to_string());
+        }
+        for (i, s) in self.sessions.iter().enumerate() {
+            if s.matched > 0 && !(s.raw_median_ns.is_finite() && s.median_ns.is_finite()) {
+                return Some(format!("sessions[{i}].median_ns"));
+            }
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            if let Some(key) = l.summary.non_finite() {
+                return Some(format!("levels[{i}].summary.{key}"));
+            }
+        }
+        None
+    }
+}
+
 /// Fingerprint of what a summary is computed from: the journal (which holds every run's sha256)
 /// and the provenance.
 pub fn inputs_sha256(dir: &ResultsDir) -> Result<String, ResultsError> {

@@ -37,6 +37,15 @@ pub fn describe(s: &Schedule) -> String {
         p.run_steps,
         hms(p.total)
     );
+    if let Some(c) = s.costs() {
+        let _ = writeln!(
+            out,
+            "one more session costs {} (bring-up), one more run {} (gap, steps, replay), one more probe per run {:.1} ms\n",
+            hms(c.session_s),
+            hms(c.run_s),
+            c.probe_s * 1e3
+        );
+    }
     if !s.levels.is_empty() {
         let f = &s.factors;
         let names: Vec<String> =

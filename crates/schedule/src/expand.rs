@@ -8,7 +8,9 @@
 //! group. A null calibration runs the levels that change the traffic (`frame_size`), every other
 //! factor at its base value; without such a factor it runs once, shared by every level.
 
-use crate::model::{Around, LevelPlan, Predicted, Run, Schedule, Session, Step};
+use std::path::{Path, PathBuf};
+
+use crate::model::{Around, LevelPlan, Pps, Predicted, Run, Schedule, Session, Step};
 use latency_results::SessionKind;
 
 use latency_plan::Bitstream;
@@ -27,6 +29,8 @@ use latency_plan::factors::Order;
 use latency_plan::inventory::Action;
 use latency_plan::inventory::Role;
 use latency_plan::inventory::StepContext;
+use latency_plan::yaml::{Diagnostic, Pos};
+use latency_proto::pcap::{PcapError, Reader};
 
 /// A session group before rendering: one program or one null/trace pair.
 struct Group<'a> {
@@ -37,30 +41,178 @@ struct Group<'a> {
     table: Option<String>,
 }
 
-/// Why a plan cannot be expanded into a schedule.
-#[derive(Debug, thiserror::Error)]
+/// Why a plan cannot be expanded into a schedule: a trace, at its place in the plan
+/// (`plan.yaml:6:5: trace `t` (t.pcap): …`).
+#[derive(Debug)]
 pub enum ExpandError {
-    /// A pcap trace's probes cannot be counted.
-    #[error("{path}: cannot count probes: {source}")]
+    /// A pcap trace cannot be read to count its probes.
     Probes {
-        /// The trace file.
-        path: std::path::PathBuf,
+        /// The trace.
+        trace: Box<TraceAt>,
         /// Why.
-        source: std::io::Error,
+        source: PcapError,
     },
-    /// A trace replayed at its own timing has none.
-    #[error(
-        "trace `{trace}` has no timing to replay (`timing: trace`): fewer than two packets, or all stamped at one \
-         instant"
-    )]
+    /// A trace replayed at its own timing (`timing: trace`) has none to replay.
     NoTiming {
         /// The trace.
-        trace: String,
+        trace: Box<TraceAt>,
+        /// What is wrong with its time stamps.
+        why: NoTiming,
     },
 }
 
+impl ExpandError {
+    /// The error as a diagnostic at the trace's place in the plan.
+    pub fn diagnostic(&self) -> Diagnostic {
+        let (trace, message) = match self {
+            ExpandError::Probes { trace, source } => (trace, format!("{trace}: cannot count its probes: {source}")),
+            ExpandError::NoTiming { trace, why } => (trace, format!("{trace}: {why}")),
+        };
+        Diagnostic { file: trace.plan.clone(), pos: trace.at, message }
+    }
+}
+
+impl std::fmt::Display for ExpandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.diagnostic().fmt(f)
+    }
+}
+
+impl std::error::Error for ExpandError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExpandError::Probes { source, .. } => Some(source),
+            ExpandError::NoTiming { why, .. } => Some(why),
+        }
+    }
+}
+
+/// A trace of a plan and where the plan names it; shown as the trace and its file (`trace `t`
+/// (t.pcap)`), the place being the diagnostic's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceAt {
+    /// The plan file.
+    pub plan: PathBuf,
+    /// Where the trace is in the plan.
+    pub at: Pos,
+    /// The trace's name.
+    pub name: String,
+    /// Its file (none for a generated trace).
+    pub path: Option<PathBuf>,
+}
+
+impl TraceAt {
+    fn of(plan: &Plan, t: &Trace) -> Box<TraceAt> {
+        let path = match &t.source {
+            TraceSource::Pcap { path, .. } => Some(path.clone()),
+            _ => None,
+        };
+        Box::new(TraceAt { plan: plan.path.clone(), at: t.at, name: t.name.clone(), path })
+    }
+}
+
+impl std::fmt::Display for TraceAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "trace `{}`", self.name)?;
+        match &self.path {
+            Some(p) => write!(f, " ({})", p.display()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a trace's time stamps give no timing to replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoTiming {
+    /// A record is stamped before the one it follows.
+    #[error(
+        "record {record} is stamped {} before record {}: with `timing: trace` the time stamps pace the replay, so \
+         they must not go back",
+        duration(*.by_ns),
+        .record - 1
+    )]
+    Back {
+        /// The record, from 1.
+        record: u64,
+        /// How much earlier than the record before it, ns.
+        by_ns: u64,
+    },
+    /// Fewer than two packets: no gap.
+    #[error(
+        "it holds {}: with `timing: trace` there are no gaps to replay",
+        if *.packets == 1 { "one packet".to_owned() } else { format!("{} packets", .packets) }
+    )]
+    TooFew {
+        /// Its packets (0 or 1).
+        packets: u64,
+    },
+    /// Every packet at one instant.
+    #[error("its {packets} packets are all stamped at one instant: with `timing: trace` there are no gaps to replay")]
+    OneInstant {
+        /// Its packets.
+        packets: u64,
+    },
+}
+
+/// A span of time for a message: `2 ms`, `1.5 s`, `250 ns`.
+fn duration(ns: u64) -> String {
+    let (value, unit) = match ns {
+        0..1_000 => return format!("{ns} ns"),
+        1_000..1_000_000 => (ns as f64 / 1e3, "µs"),
+        1_000_000..1_000_000_000 => (ns as f64 / 1e6, "ms"),
+        _ => (ns as f64 / 1e9, "s"),
+    };
+    let text = format!("{value:.3}");
+    format!("{} {unit}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// What the schedule needs of a trace: its packets and, for `timing: trace`, their time stamps.
+#[derive(Clone, Copy, Debug)]
+struct Stamps {
+    /// Packet records.
+    packets: u64,
+    /// From the first stamp to the last, ns.
+    span_ns: u64,
+    /// The first record stamped before the one it follows, and by how much (ns).
+    back: Option<(u64, u64)>,
+}
+
+impl Stamps {
+    /// Read the records of the pcap at `path`.
+    fn of_pcap(path: &Path) -> Result<Stamps, PcapError> {
+        let mut reader = Reader::open(path)?;
+        let mut last: Option<u64> = None;
+        let mut back = None;
+        let mut record = 0;
+        while let Some(p) = reader.next_packet()? {
+            record += 1;
+            if let Some(before) = last
+                && p.ns < before
+                && back.is_none()
+            {
+                back = Some((record, before - p.ns));
+            }
+            last = Some(p.ns);
+        }
+        Ok(Stamps { packets: reader.records(), span_ns: reader.span_ns(), back })
+    }
+
+    /// The mean rate the stamps give, packets per second, or why they give none.
+    fn rate_pps(&self) -> Result<f64, NoTiming> {
+        if let Some((record, by_ns)) = self.back {
+            return Err(NoTiming::Back { record, by_ns });
+        }
+        let extent = latency_proto::pcap::Extent { packets: self.packets, span_ns: self.span_ns };
+        match extent.rate_pps() {
+            Some(rate) => Ok(rate),
+            None if self.packets < 2 => Err(NoTiming::TooFew { packets: self.packets }),
+            None => Err(NoTiming::OneInstant { packets: self.packets }),
+        }
+    }
+}
+
 /// Expand `plan` for `inventory` (`None` = simulated testbed). Fails only if a pcap trace cannot be
-/// read to count its probes.
+/// read to count its probes, or, under `timing: trace`, a trace's time stamps give no timing.
 pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, ExpandError> {
     let mut groups: Vec<Group<'_>> = plan
         .programs
@@ -86,23 +238,25 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             });
         }
     }
-    // Probes of each trace and the mean rate its time stamps give (generated: one per `SPACING`).
-    let extents: Vec<latency_proto::pcap::Extent> =
-        plan.traces
-            .iter()
-            .map(|t| match &t.source {
-                TraceSource::Pcap { path, .. } => latency_proto::pcap::extent(path)
-                    .map_err(|source| ExpandError::Probes { path: path.clone(), source }),
-                TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => {
-                    let spacing = latency_plan::trace::SPACING.as_nanos() as u64;
-                    Ok(latency_proto::pcap::Extent {
-                        packets: u64::from(g.count),
-                        span_ns: u64::from(g.count - 1) * spacing,
-                    })
-                }
-            })
-            .collect::<Result<_, _>>()?;
-    let probes: Vec<u64> = extents.iter().map(|e| e.packets).collect();
+    // Probes of each trace and their time stamps (generated: one per `SPACING`).
+    let stamps: Vec<Stamps> = plan
+        .traces
+        .iter()
+        .map(|t| match &t.source {
+            TraceSource::Pcap { path, .. } => {
+                Stamps::of_pcap(path).map_err(|source| ExpandError::Probes { trace: TraceAt::of(plan, t), source })
+            }
+            TraceSource::Generate(g) | TraceSource::StandIn { generate: g, .. } => {
+                let spacing = latency_plan::trace::SPACING.as_nanos() as u64;
+                Ok(Stamps {
+                    packets: u64::from(g.count),
+                    span_ns: u64::from(g.count.saturating_sub(1)) * spacing,
+                    back: None,
+                })
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let probes: Vec<u64> = stamps.iter().map(|e| e.packets).collect();
 
     let proto = &plan.protocol;
     let levels = plan.factors.levels();
@@ -128,8 +282,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             let first_vars: Vec<(&'static str, &str)> =
                 session_levels.first().and_then(Option::as_ref).map(|l| l.vars().collect()).unwrap_or_default();
             // (run number, pacing, burst, trace file) of a run step, with the variables its level
-            // sets; the protocol's for the bring-up.
-            let render = |action: Action, run: Option<(u32, u32, u32, &str)>, vars: &[(&'static str, &str)]| -> Step {
+            // sets; the protocol's for the bring-up. Templates take the pacing as a whole number.
+            let render = |action: Action, run: Option<(u32, Pps, u32, &str)>, vars: &[(&'static str, &str)]| -> Step {
                 match inventory {
                     None => Step {
                         host: "sim".into(),
@@ -140,7 +294,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                     Some(inv) => {
                         let base_trace = trace.file_name();
                         let (run, pacing_pps, burst, trace_file) = match run {
-                            Some((r, pps, burst, file)) => (Some(r), pps, burst, file),
+                            Some((r, pps, burst, file)) => (Some(r), Pps::whole(pps), burst, file),
                             None => (None, proto.pacing_pps, proto.burst, base_trace.as_str()),
                         };
                         let ctx = StepContext {
@@ -197,20 +351,23 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                 let run_index = plan.level_trace(g.trace, level.as_ref());
                 let run_trace = &plan.traces[run_index];
                 let pacing_pps = match proto.timing {
-                    Timing::Pps => level
-                        .as_ref()
-                        .and_then(|l| l.get(latency_plan::FactorName::PacingPps))
-                        .unwrap_or(proto.pacing_pps),
-                    // The rate the run checks expect: the trace's mean rate, `multiplier` times.
+                    Timing::Pps => Pps::from(
+                        level
+                            .as_ref()
+                            .and_then(|l| l.get(latency_plan::FactorName::PacingPps))
+                            .unwrap_or(proto.pacing_pps),
+                    ),
+                    // The rate the run checks expect: the trace's mean rate, `multiplier` times, as
+                    // slow as the trace is.
                     Timing::Trace { multiplier } => {
-                        let rate = extents[run_index]
+                        let rate = stamps[run_index]
                             .rate_pps()
-                            .ok_or_else(|| ExpandError::NoTiming { trace: run_trace.name.clone() })?;
-                        (rate * multiplier).round().clamp(1.0, f64::from(u32::MAX)) as u32
+                            .map_err(|why| ExpandError::NoTiming { trace: TraceAt::of(plan, run_trace), why })?;
+                        Pps(rate * multiplier)
                     }
                 };
                 let burst = level.as_ref().and_then(|l| l.get(latency_plan::FactorName::Burst)).unwrap_or(proto.burst);
-                let replay_s = probes[run_index] as f64 / f64::from(pacing_pps);
+                let replay_s = probes[run_index] as f64 / pacing_pps.0;
                 let run_vars: Vec<(&'static str, &str)> =
                     level.as_ref().map(|l| l.vars().collect()).unwrap_or_default();
                 for _ in 0..proto.runs {
@@ -375,4 +532,27 @@ fn around(inv: &Inventory) -> Around {
         "[sender] [receiver] release the leases".into(),
     ];
     Around { before, after }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_read_in_their_unit() {
+        let read: Vec<String> = [250, 1_500, 2_000_000, 9_900_000_000, 1_234_567].into_iter().map(duration).collect();
+        assert_eq!(read, ["250 ns", "1.5 µs", "2 ms", "9.9 s", "1.235 ms"]);
+    }
+
+    #[test]
+    fn stamps_give_a_rate_or_say_why_not() {
+        let s = |packets, span_ns, back| Stamps { packets, span_ns, back };
+        assert_eq!(s(400, 399 * 9_900_000_000, None).rate_pps(), Ok(1.0 / 9.9));
+        assert_eq!(
+            s(3, 3_000_000, Some((3, 2_000_000))).rate_pps(),
+            Err(NoTiming::Back { record: 3, by_ns: 2_000_000 })
+        );
+        assert_eq!(s(1, 0, None).rate_pps(), Err(NoTiming::TooFew { packets: 1 }));
+        assert_eq!(s(3, 0, None).rate_pps(), Err(NoTiming::OneInstant { packets: 3 }));
+    }
 }

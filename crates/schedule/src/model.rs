@@ -130,8 +130,9 @@ pub struct Run {
     pub run: u32,
     /// The factor level measured (none without factors).
     pub level: Option<Level>,
-    /// Replay rate, packets per second.
-    pub pacing_pps: u32,
+    /// Replay rate, packets per second: `pacing_pps` (or the level's), or under `timing: trace`
+    /// the trace's own mean rate times `multiplier`, which may be below 1.
+    pub pacing_pps: Pps,
     /// Probes sent back to back at each interval.
     pub burst: u32,
     /// The trace replayed (the session's, or its copy at the level's frame size).
@@ -145,6 +146,49 @@ pub struct Run {
     /// Wait before the run, seconds: the capture's settling before the first run of a session,
     /// the idle gap before the others.
     pub wait_before_s: f64,
+}
+
+/// A replay rate in packets per second: whole under `timing: pps`, any positive rate under
+/// `timing: trace` (a trace stamped 10 s apart replays at 0.1 pps). Written as an integer when it
+/// is whole.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Pps(pub f64);
+
+impl From<u32> for Pps {
+    fn from(pps: u32) -> Pps {
+        Pps(f64::from(pps))
+    }
+}
+
+impl From<Pps> for f64 {
+    fn from(pps: Pps) -> f64 {
+        pps.0
+    }
+}
+
+impl Pps {
+    /// The rate as host-command templates take it (`{{ pacing_pps }}`, a whole number): rounded,
+    /// at least 1. Under `timing: trace` the replay is paced by the trace (`{{ pace_args }}`), so
+    /// this is only what the rate is near.
+    pub fn whole(self) -> u32 {
+        self.0.round().clamp(1.0, f64::from(u32::MAX)) as u32
+    }
+}
+
+impl std::fmt::Display for Pps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Pps {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Whole rates as integers, as plans write them; u32 holds every whole rate a plan sets.
+        match u32::try_from(self.0 as i64) {
+            Ok(whole) if f64::from(whole) == self.0 => s.serialize_u32(whole),
+            _ => s.serialize_f64(self.0),
+        }
+    }
 }
 
 /// Predicted duration of the study, by term.

@@ -82,7 +82,7 @@ fn levels_nest_inside_sessions_or_sessions_inside_levels_and_nulls_run_the_traff
     assert!(null[..3].iter().all(|l| l == "pacing_pps=500/frame_size=128"), "{null:?}");
     // Runs replay the level's trace at the level's pacing.
     let r = &s.sessions[0].runs[23];
-    assert_eq!((r.pacing_pps, r.trace.as_str()), (19_000_000, "fwd-256B"));
+    assert_eq!((r.pacing_pps, r.trace.as_str()), (Pps(19e6), "fwd-256B"));
     assert_eq!(s.levels.len(), 8);
 
     p.factors.order = Order::LevelSessionRun;
@@ -104,4 +104,29 @@ fn durations_read_as_hours_minutes_seconds() {
     assert_eq!(hms(59.4), "59s");
     assert_eq!(hms(61.0), "1m01s");
     assert_eq!(hms(3600.0 * 5.0 + 62.0), "5h01m02s");
+}
+
+#[test]
+fn rates_are_written_whole_when_whole_and_as_slow_as_the_trace_otherwise() {
+    assert_eq!(serde_json::to_string(&Pps(2000.0)).unwrap(), "2000");
+    assert_eq!(serde_json::to_string(&Pps(0.25)).unwrap(), "0.25");
+    assert_eq!((Pps(0.25).whole(), Pps(2000.4).whole()), (1, 2000));
+    assert_eq!(f64::from(Pps::from(500)), 500.0);
+}
+
+#[test]
+fn one_more_of_each_level_costs_what_the_plan_and_the_estimates_say() {
+    // 20,000 probes at 500 pps: 40 s of replay, 2 ms a probe; a 2 s idle gap before each later run.
+    let s = expand(&plan("tests/fixtures/good/study.yaml"), None).expect("expands");
+    let c = s.costs().expect("costs");
+    assert!((c.probe_s - 0.002).abs() < 1e-12, "{c:?}");
+    let first = &s.sessions[0];
+    let run_steps: f64 =
+        first.runs[1].steps.iter().filter(|st| st.action != Action::Replay).map(|st| st.estimate_s).sum();
+    assert!((c.run_s - (2.0 + 40.0 + run_steps)).abs() < 1e-9, "{c:?}");
+    // Flash 420 + boot 30 + driver reload 15 + PCIe 3 + 6 + tables 3 + the rest, as the
+    // built-in estimates give them, plus the capture's settling before the first run.
+    let bring_up: f64 =
+        first.steps.iter().chain(&first.teardown).map(|st| st.estimate_s).sum::<f64>() + first.runs[0].wait_before_s;
+    assert!(bring_up > 420.0 && (c.session_s - bring_up).abs() < 1e-9, "{c:?}");
 }

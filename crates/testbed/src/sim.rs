@@ -3,7 +3,10 @@
 //! store as a real testbed. See [`super::model`] for the model and its parameters.
 //!
 //! Every random draw is keyed by (seed, program, session, run, attempt), never by the order in
-//! which runs happen, so an interrupted and resumed study produces exactly the same data.
+//! which runs happen, so an interrupted and resumed study produces exactly the same data. Each
+//! level's terms have draws of their own: a session's (mode, δ, shift) by (seed, program,
+//! session), a run's (wander phase, null offset) by (seed, program, session, run, attempt), and a
+//! copy's noise from the run's stream.
 
 use std::collections::BTreeMap;
 
@@ -151,12 +154,50 @@ impl SimTestbed {
         if r.random::<f64>() < self.model.mode_change_prob { 1 + r.random_range(0..modes - 1) } else { 0 }
     }
 
-    /// The port asymmetry δ of a session, ns.
+    /// The port asymmetry δ of a session, ns: the trace's, its spread between sessions and, in a
+    /// null session, the null's session offset.
     pub fn session_delta(&self, session: &Session) -> f64 {
         let template = self.template_name(&session.trace);
         let mut r =
             rng(&[&self.seed.to_le_bytes(), b"delta", session.program.as_bytes(), &session.session.to_le_bytes()]);
-        self.model.delta(&template) + self.model.session_delta_spread_ns * (r.random::<f64>() - 0.5)
+        let delta = self.model.delta(&template) + self.model.session_delta_spread_ns * (r.random::<f64>() - 0.5);
+        if session.kind == SessionKind::Null && self.model.null_session_sd_ns > 0.0 {
+            let mut r = rng(&[
+                &self.seed.to_le_bytes(),
+                b"null-session",
+                session.program.as_bytes(),
+                &session.session.to_le_bytes(),
+            ]);
+            return delta + self.model.null_session_sd_ns * normal(&mut r);
+        }
+        delta
+    }
+
+    /// The shift of a program session's pipeline path within its mode (one per bring-up), ns; 0
+    /// in a null session.
+    pub fn session_shift(&self, session: &Session) -> f64 {
+        if session.kind != SessionKind::Program || self.model.session_shift_ns == 0.0 {
+            return 0.0;
+        }
+        let mut r =
+            rng(&[&self.seed.to_le_bytes(), b"shift", session.program.as_bytes(), &session.session.to_le_bytes()]);
+        self.model.session_shift_ns * normal(&mut r)
+    }
+
+    /// A run's own terms: the phase of its wander (radians) and, in a null session, the null's run
+    /// offset (ns).
+    pub fn run_terms(&self, session: &Session, run: &Run, attempt: u32) -> (f64, f64) {
+        let mut r = rng(&[
+            &self.seed.to_le_bytes(),
+            b"run-terms",
+            session.program.as_bytes(),
+            &session.session.to_le_bytes(),
+            &run.run.to_le_bytes(),
+            &attempt.to_le_bytes(),
+        ]);
+        let phase = std::f64::consts::TAU * r.random::<f64>();
+        let null = if session.kind == SessionKind::Null { self.model.null_run_sd_ns * normal(&mut r) } else { 0.0 };
+        (phase, null)
     }
 
     fn template_name(&self, trace: &str) -> String {
@@ -193,7 +234,11 @@ impl SimTestbed {
         let (frame_len, tagged) = generated.map_or((FRAME_LEN, false), |g| (g.frame_len as u16, g.vlan.is_some()));
         let modes = self.program_model(&session.bitstream).modes.len();
         let mode = self.session_mode(session, modes);
-        let delta = self.session_delta(session);
+        // Session and run terms, common to every probe of the run (see the model's levels).
+        let (phase, null_run) = self.run_terms(session, run, attempt);
+        let offset = self.session_delta(session) + self.session_shift(session) + null_run;
+        let wander_amplitude = std::f64::consts::SQRT_2 * m.wander_ns;
+        let wander_step = std::f64::consts::TAU / m.wander_period_probes;
         let n = run.probes;
         let lat = self.packet_part(&session.bitstream, mode, n).to_vec();
         let mut r = rng(&[
@@ -265,7 +310,8 @@ impl SimTestbed {
                 let queue =
                     m.queue_wait_ns(&session.bitstream, pps, id - 1) + m.burst_wait_ns(&session.bitstream, j, wire_ns);
                 let length = m.length_ns(&session.bitstream, u32::from(frame_len));
-                let mut t = arrive + lat[id as usize] + length + delta + queue;
+                let wander = wander_amplitude * (wander_step * (id - 1) as f64 + phase).sin();
+                let mut t = arrive + lat[id as usize] + length + offset + queue + wander;
                 if id == 1 {
                     t += r.random_range(m.first_probe_ns[0]..=m.first_probe_ns[1]);
                 }
@@ -276,7 +322,7 @@ impl SimTestbed {
                 }
                 // The next cards of a multi-hop path: the same image, one link further each.
                 for hop in &mut further {
-                    t += WIRE_NS + lat[id as usize] + length + delta;
+                    t += WIRE_NS + lat[id as usize] + length + offset;
                     hop.extend(copy(&mut r, t).map(|x| (x, id)));
                 }
             }
@@ -302,7 +348,10 @@ impl SimTestbed {
             let hw = self
                 .reflect
                 .then(|| hw_start + (t + REFLECT_NS + m.reflect_channel_ns * normal(&mut r)).round() as i64);
-            b.push_index(id, port, tsc_start + (t * ticks_per_ns).round() as u64, seq, len, hw);
+            // The first probe can arrive before the run's nominal start (the sender's jitter): its
+            // time is then negative, which a cast to u64 would clamp to the run's start.
+            let tsc = tsc_start.saturating_add_signed((t * ticks_per_ns).round() as i64);
+            b.push_index(id, port, tsc, seq, len, hw);
             if b.len() == BATCH {
                 batches.extend(b.finish().ok());
             }
@@ -409,3 +458,5 @@ pub fn normal(r: &mut ChaCha8Rng) -> f64 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod twin_tests;

@@ -4,6 +4,7 @@
 use crate::tool::GIT_COMMIT;
 use crate::tool::TOOL_VERSION;
 use latency_plan::Plan;
+use latency_plan::TraceSource;
 use latency_results::ResultsDir;
 use latency_results::ResultsError;
 use latency_results::now_secs;
@@ -35,7 +36,13 @@ pub fn write_start(
     if started != now || !resumed.is_empty() {
         resumed.push(now);
     }
-    let (bitstreams, traces) = Provenance::plan_facts(plan);
+    let (bitstreams, mut traces) = Provenance::plan_facts(plan);
+    // A pcap the plan gives without its sha256 is recorded with the one it has now.
+    for source in traces.values_mut() {
+        if let TraceSource::Pcap { path, sha256: sha256 @ None } = source {
+            *sha256 = Some(latency_plan::digest::sha256_file(path).map_err(latency_results::io_err(path))?);
+        }
+    }
     Provenance {
         study: plan.study.clone(),
         plan_hash: plan.hash.clone(),

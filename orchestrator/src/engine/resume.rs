@@ -5,12 +5,17 @@
 use std::collections::BTreeMap;
 
 use super::{Engine, EngineError};
+use latency_plan::Plan;
+use latency_plan::TraceSource;
 use latency_plan::digest;
+use latency_plan::inventory::Inventory;
 use latency_results::HISTOGRAM_EXTENSION;
+use latency_results::ResultsError;
 use latency_results::event::Entry;
 use latency_results::event::Event;
 use latency_results::journal;
 use latency_schedule::Schedule;
+use std::path::Path;
 
 /// How a study was started: what a resumption must repeat.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,23 +34,35 @@ pub struct StartedWith {
     pub tool_version: String,
     /// The plan's factor levels, in order.
     pub levels: Vec<String>,
+    /// sha256 of every other file the study reads ([`input_digests`]); none recorded by a
+    /// journal older than the record.
+    pub inputs: BTreeMap<String, String>,
 }
 
 impl StartedWith {
     /// The first `study_started` of a journal.
     pub fn from_journal(entries: &[Entry]) -> Option<StartedWith> {
         entries.iter().find_map(|e| match &e.event {
-            Event::StudyStarted { plan_hash, seed, testbed, testbed_arg, sim_model, tool_version, levels, .. } => {
-                Some(StartedWith {
-                    plan_hash: plan_hash.clone(),
-                    seed: *seed,
-                    testbed: testbed.clone(),
-                    testbed_arg: testbed_arg.clone(),
-                    sim_model: sim_model.clone(),
-                    tool_version: tool_version.clone(),
-                    levels: levels.clone(),
-                })
-            }
+            Event::StudyStarted {
+                plan_hash,
+                seed,
+                testbed,
+                testbed_arg,
+                sim_model,
+                tool_version,
+                levels,
+                inputs,
+                ..
+            } => Some(StartedWith {
+                plan_hash: plan_hash.clone(),
+                seed: *seed,
+                testbed: testbed.clone(),
+                testbed_arg: testbed_arg.clone(),
+                sim_model: sim_model.clone(),
+                tool_version: tool_version.clone(),
+                levels: levels.clone(),
+                inputs: inputs.clone(),
+            }),
             _ => None,
         })
     }
@@ -92,6 +109,9 @@ impl StartedWith {
                 now.sim_model.as_deref().unwrap_or("the built-in model")
             ));
         }
+        if !self.inputs.is_empty() {
+            out.extend(changed_inputs(&self.inputs, &now.inputs));
+        }
         if self.tool_version != now.tool_version {
             out.push(format!(
                 "tool version: started with orchestrate {}, this is {}; resume with the same version",
@@ -119,6 +139,60 @@ fn short(hash: &str) -> &str {
     hash.get(..12).unwrap_or(hash)
 }
 
+/// The sha256 of every file a study reads besides its plan, by what it is: each pcap trace, each
+/// bitstream manifest and table file, the inventory and the simulator model (a generated trace is
+/// part of the plan). Recorded when a study starts; a resumption compares them.
+pub fn input_digests(
+    plan: &Plan,
+    inventory: Option<&Inventory>,
+    sim_model: Option<&Path>,
+) -> Result<BTreeMap<String, String>, ResultsError> {
+    let mut files: Vec<(String, &Path)> = Vec::new();
+    for t in &plan.traces {
+        if let TraceSource::Pcap { path, .. } = &t.source {
+            files.push((format!("trace `{}`", t.name), path));
+        }
+    }
+    for p in &plan.programs {
+        for b in [&p.bitstream, &p.null] {
+            files.push((format!("bitstream manifest `{}`", b.name), &b.manifest));
+        }
+        if let Some(table) = &p.table {
+            files.push((format!("table of `{}`", p.name), table));
+        }
+    }
+    if let Some(inv) = inventory {
+        files.push(("inventory".into(), &inv.path));
+    }
+    if let Some(m) = sim_model {
+        files.push(("simulator model".into(), m));
+    }
+    let mut out = BTreeMap::new();
+    for (what, path) in files {
+        let sha = digest::sha256_file(path).map_err(latency_results::io_err(path))?;
+        out.insert(format!("{what} ({})", path.display()), sha);
+    }
+    Ok(out)
+}
+
+/// How the inputs now differ from those the study started with.
+fn changed_inputs(before: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (what, sha) in before {
+        match now.get(what) {
+            Some(s) if s == sha => {}
+            Some(s) => {
+                out.push(format!("{what} changed since the study started (sha256 {} → {})", short(sha), short(s)))
+            }
+            None => out.push(format!("{what} is no longer an input of this plan")),
+        }
+    }
+    for what in now.keys().filter(|w| !before.contains_key(*w)) {
+        out.push(format!("{what} is a new input"));
+    }
+    out
+}
+
 /// Check the results folder against a resumed study's inputs; returns the runs that are complete
 /// and verified, after moving aside every file under `data/` that is not: a run whose checksum
 /// differs from the journal's, a run the journal does not record, and anything that is not a run
@@ -127,8 +201,9 @@ pub(super) fn prepare(
     engine: &Engine<'_>,
     schedule: &Schedule,
 ) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
+    let entries = journal::read(&engine.dir.journal_path())?;
     engine.dir.remove_partial_files()?;
-    let completed = journal::completed(&journal::read(&engine.dir.journal_path())?);
+    let completed = journal::completed(&entries);
     let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
     for s in &schedule.sessions {
         for r in &s.runs {
@@ -138,40 +213,45 @@ pub(super) fn prepare(
     let mut verified = BTreeMap::new();
     for rel in engine.dir.data_files()? {
         let path = engine.dir.root().join(&rel);
-        let sha256 = || digest::sha256_file(&path).map_err(latency_results::io_err(&path));
-        let reason = if rel.extension().is_some_and(|e| e == HISTOGRAM_EXTENSION) {
+        // A FIFO, a device or a folder in place of a run (or an oversize file) is set apart like
+        // a corrupt run, never read: the hash refuses it at once.
+        let sha256 = || match digest::sha256_file(&path) {
+            Ok(h) => Ok(Ok(h)),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData) => {
+                Ok(Err(e.to_string()))
+            }
+            Err(e) => Err(latency_results::io_err(&path)(e)),
+        };
+        let reason: String = if rel.extension().is_some_and(|e| e == HISTOGRAM_EXTENSION) {
             // A run's histogram log is kept when it is the one the journal recorded with the run.
             let run = expected.get(&rel.with_extension("parquet")).and_then(|k| completed.get(k));
-            let recorded = run.and_then(|c| c.histogram_sha256.as_deref());
-            if let Some(h) = recorded
-                && h == sha256()?
-            {
-                continue;
+            match run.and_then(|c| c.histogram_sha256.as_deref()) {
+                Some(h) => match sha256()? {
+                    Ok(actual) if actual == h => continue,
+                    Ok(_) => "not the histogram log the journal recorded with its run".into(),
+                    Err(unreadable) => unreadable,
+                },
+                None => "not the histogram log the journal recorded with its run".into(),
             }
-            "not the histogram log the journal recorded with its run"
         } else {
             match expected.get(&rel) {
-                None => "not a run of this study's schedule",
+                None => "not a run of this study's schedule".into(),
                 Some(k) => match completed.get(k) {
-                    Some(c) => {
-                        let actual = sha256()?;
-                        if c.sha256 == actual {
+                    Some(c) => match sha256()? {
+                        Ok(actual) if c.sha256 == actual => {
                             verified.insert(k.clone(), actual);
                             continue;
                         }
-                        "checksum differs from the journal (corrupt or truncated)"
-                    }
-                    None => "not recorded as complete in the journal",
+                        Ok(_) => "checksum differs from the journal (corrupt or truncated)".into(),
+                        Err(unreadable) => unreadable,
+                    },
+                    None => "not recorded as complete in the journal".into(),
                 },
             }
         };
         let to = engine.dir.quarantine(&path)?;
         let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
-        engine.emit(Event::Quarantined {
-            path: rel.to_string_lossy().into_owned(),
-            to: rel_to,
-            reason: reason.into(),
-        })?;
+        engine.emit(Event::Quarantined { path: rel.to_string_lossy().into_owned(), to: rel_to, reason })?;
     }
     Ok(verified)
 }

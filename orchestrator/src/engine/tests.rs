@@ -14,7 +14,33 @@ fn started() -> StartedWith {
         sim_model: None,
         tool_version: "0.1.0".into(),
         levels: Vec::new(),
+        inputs: BTreeMap::new(),
     }
+}
+
+#[test]
+fn a_resume_names_every_input_that_changed_appeared_or_went() {
+    let mut original = started();
+    original.inputs = BTreeMap::from([
+        ("trace `t` (t.pcap)".to_string(), "1".repeat(64)),
+        ("inventory (i.yaml)".to_string(), "2".repeat(64)),
+    ]);
+    let mut now = original.clone();
+    assert!(original.differences(&now).is_empty());
+    now.inputs = BTreeMap::from([
+        ("trace `t` (t.pcap)".to_string(), "3".repeat(64)),
+        ("simulator model (m.yaml)".to_string(), "4".repeat(64)),
+    ]);
+    assert_eq!(
+        original.differences(&now),
+        [
+            "inventory (i.yaml) is no longer an input of this plan",
+            "trace `t` (t.pcap) changed since the study started (sha256 111111111111 → 333333333333)",
+            "simulator model (m.yaml) is a new input",
+        ]
+    );
+    // A journal from before inputs were recorded has nothing to compare.
+    assert!(started().differences(&now).is_empty());
 }
 
 #[test]
@@ -29,6 +55,7 @@ fn a_resume_is_compared_field_by_field_and_says_what_differs() {
         sim_model: Some("m.yaml".into()),
         tool_version: "0.2.0".into(),
         levels: vec!["pacing_pps=500".into()],
+        inputs: BTreeMap::new(),
     };
     assert_eq!(
         original.differences(&now),
@@ -78,6 +105,7 @@ fn the_journal_knows_its_first_start_and_the_last_record_of_each_run() {
             sim_model: None,
             tool_version: "0.1.0".into(),
             levels: Vec::new(),
+            inputs: Default::default(),
             sessions: 1,
             runs: 2,
             complete: 0,

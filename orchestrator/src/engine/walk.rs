@@ -48,6 +48,7 @@ pub(super) fn walk(
         sim_model: options.started.sim_model.clone(),
         tool_version: options.started.tool_version.clone(),
         levels: options.started.levels.clone(),
+        inputs: options.started.inputs.clone(),
         sessions: schedule.sessions.len(),
         runs: total_runs,
         complete: done.len(),

@@ -76,7 +76,7 @@ fn run_metadata(input: &Input, plan_hash: &str, probes: u64, sha256: &str) -> Ru
 }
 
 /// Import the LatencyLab folder `src` into a new results folder `out` (which must not exist or
-/// be empty). `probes` is the trace length: ids `1..=probes` are valid ([`DEFAULT_PROBES`] for the
+/// be empty). `probes` is the trace length: ids `1..=probes` are valid ([`DEFAULT_PROBES`](super::DEFAULT_PROBES) for the
 /// published traces). Every file is read and checked before anything is written, and the folder
 /// is built beside `out` and renamed into place only when complete: a failed import leaves
 /// nothing behind.
@@ -194,6 +194,7 @@ fn write_study(
         sim_model: None,
         tool_version: TOOL_VERSION.into(),
         levels: Vec::new(),
+        inputs: Default::default(),
         sessions: sessions.len(),
         runs: inputs.len(),
         complete: 0,

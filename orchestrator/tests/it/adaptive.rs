@@ -59,7 +59,11 @@ fn the_ladder_stops_when_its_rule_holds_and_reports_each_modes_frequency() {
     let total: usize = modes.iter().map(|m| m.sessions.len()).sum();
     assert_eq!(total, sessions as usize);
     for (m, (median, share)) in modes.iter().zip(MODES) {
-        assert!((m.latency_ns.at(50.0).unwrap() - median).abs() < 1.0, "{:?}", m.latency_ns);
+        // Each mode's median carries its own bring-ups' scatter (σ ≈ 1 ns each): its interval
+        // must cover the model's median, and the estimate lie within a few ns of it.
+        let [a, b] = m.median_ci95_ns.unwrap();
+        assert!(a <= median && median <= b, "mode at {median} ns: interval [{a}, {b}]");
+        assert!((m.latency_ns.at(50.0).unwrap() - median).abs() < 4.0, "{:?}", m.latency_ns);
         let f = m.frequency.unwrap();
         assert!((f - m.sessions.len() as f64 / total as f64).abs() < 1e-12);
         let [lo, hi] = m.frequency_ci95.unwrap();

@@ -78,16 +78,46 @@ fn smoke(dir: &Path, seed: &str, model: Option<&str>) -> Output {
     orchestrate(&args)
 }
 
+/// The smoke plan with the paper's protocol, 5 sessions × 10 runs (of 1,000 probes), written into
+/// `dir`; returns its path.
+fn smoke_paper_protocol(dir: &Path) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(root.join("plans/smoke.yaml")).unwrap();
+    let text = text
+        .replace("../bitstreams", root.join("bitstreams").to_str().unwrap())
+        .replace("sessions: 2\n", "sessions: 5\n")
+        .replace("runs: 2\n", "runs: 10\n");
+    assert!(text.contains("sessions: 5\n") && text.contains("runs: 10\n"), "{text}");
+    std::fs::create_dir_all(dir).unwrap();
+    let plan = dir.join("smoke-5x10.yaml");
+    std::fs::write(&plan, text).unwrap();
+    plan
+}
+
+/// A rerun with another seed passes and a pipeline 5 ns slower fails. The studies have the paper's
+/// protocol (5 bring-ups of 10 runs): on the twin, as on the testbed, a study's median moves with
+/// its bring-ups (σ 1 ns each, and the null's offsets), and the smoke plan's 2 × 2 runs leave each
+/// probe's estimate the mean of two noisy differentials (σ ≈ 11 ns), so two of its reruns can
+/// differ by more than compare's defaults (their p99 by 10 ns or more, their modes split).
 #[test]
 fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
     let base = tmp("base");
     let same = tmp("same");
     let slow = tmp("slow");
-    assert!(smoke(&base, "1", None).status.success());
-    assert!(smoke(&same, "2", None).status.success());
+    let plan = smoke_paper_protocol(&tmp("compare-plan"));
+    let run = |dir: &Path, seed: &str, model: Option<&str>| {
+        let mut args = vec!["run", plan.to_str().unwrap(), "--out", dir.to_str().unwrap(), "--seed", seed, "--quiet"];
+        if let Some(m) = model {
+            args.extend(["--sim-model", m]);
+        }
+        let o = orchestrate(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&base, "1", None);
+    run(&same, "2", None);
     let model = tmp("model.yaml");
     std::fs::write(&model, "programs:\n  forward: [[143, 150, 154, 159, 168, 174]]\n").unwrap();
-    assert!(smoke(&slow, "1", Some(model.to_str().unwrap())).status.success());
+    run(&slow, "1", Some(model.to_str().unwrap()));
 
     let junit = tmp("junit.xml");
     let ok =
@@ -107,7 +137,8 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
     assert_eq!(bad.status.code(), Some(1), "{md}");
     assert!(md.contains("REGRESSION"), "{md}");
     let fwd = md.lines().find(|l| l.starts_with("| forward")).unwrap();
-    // The model's Forward median moved by 5 ns (149 → 154); 1,000-probe traces recover it to ±0.5 ns.
+    // The model's Forward median moved by 5 ns (149 → 154); with the same seed (the same bring-ups
+    // and noise), 1,000-probe traces recover it to ±0.5 ns.
     let shift: f64 = fwd.split('|').nth(2).unwrap().trim().parse().unwrap();
     assert!((shift - 5.0).abs() <= 0.5 && fwd.contains("FAIL: median moved +"), "{fwd}");
     let chk = md.lines().find(|l| l.starts_with("| checksum")).unwrap();
@@ -131,7 +162,7 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
         "1",
     ]);
     assert_eq!(loose.status.code(), Some(0), "{}", String::from_utf8_lossy(&loose.stdout));
-    for d in [base, same, slow] {
+    for d in [base, same, slow, plan.parent().unwrap().to_path_buf()] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
@@ -196,8 +227,9 @@ fn duckdb_pyarrow_and_pandas_read_the_results_tree_and_reproduce_the_paper_media
 }
 
 /// One seed of the simulator check: returns, per program and mode, (recovered median, true median
-/// of the model latencies of the probes in the trace, found sessions, simulated sessions).
-type ModeCheck = (String, f64, f64, Vec<u32>, Vec<u32>);
+/// of the model latencies of the probes in the trace, the median's 95 % interval for a new
+/// bring-up, found sessions, simulated sessions).
+type ModeCheck = (String, f64, f64, [f64; 2], Vec<u32>, Vec<u32>);
 
 fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
     let (mut plan, _) = latency_plan::load(
@@ -260,6 +292,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
                 name.clone(),
                 m.latency_ns.at(50.0).unwrap(),
                 latency_analysis::stats::median(&mut lat),
+                m.median_ci95_ns.unwrap(),
                 m.sessions.clone(),
                 want.clone(),
             ));
@@ -272,9 +305,14 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
 #[test]
 fn simulator_medians_and_modes_are_recovered_for_20_seeds() {
     // The paper's protocol (5 sessions x 10 runs, all four programs and their null sets) with
-    // 4,000-probe traces. The recovered median of each program (and of each FiveTuple mode) must be
-    // within 0.5 ns of the true median of the simulated probes' latencies, and the modes must hold
-    // exactly the sessions the simulator put in them.
+    // 4,000-probe traces. The modes must hold exactly the sessions the simulator put in them, and
+    // the recovered median of each program (and of each FiveTuple mode) must be near the true
+    // median of the simulated probes' latencies: a study measures its own bring-ups, each of which
+    // shifts a program's pipeline path (σ 1 ns) and the null's offset (σ 1.5 ns, and 5 ns per null
+    // run), so its median misses the truth by about 1 ns (σ; 40 paper-size seeds of
+    // `make validate-stats`: RMSE 0.87–1.24 ns). Each error is held to 4 ns (the old twin, without
+    // bring-up variance, held 0.5), and the interval for a new bring-up covers the truth as a 95 %
+    // interval should: in at least 85 % of the (seed, mode) cases.
     let results: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..2u64)
             .map(|half| {
@@ -292,10 +330,14 @@ fn simulator_medians_and_modes_are_recovered_for_20_seeds() {
     });
     assert_eq!(results.len(), 20 * 4 + results.iter().filter(|(_, r)| r.0 == "five_tuple").count() - 20);
     let mut worst: f64 = 0.0;
-    for (seed, (name, got, truth, found, simulated)) in &results {
+    let mut covered = 0;
+    for (seed, (name, got, truth, [lo, hi], found, simulated)) in &results {
         assert_eq!(found, simulated, "seed {seed} {name}: mode sessions");
-        assert!((got - truth).abs() <= 0.5, "seed {seed} {name}: recovered {got:.3} vs true {truth:.3}");
+        assert!((got - truth).abs() <= 4.0, "seed {seed} {name}: recovered {got:.3} vs true {truth:.3}");
         worst = worst.max((got - truth).abs());
+        covered += usize::from(lo <= truth && truth <= hi);
     }
-    eprintln!("largest error over 20 seeds: {worst:.3} ns");
+    let coverage = covered as f64 / results.len() as f64;
+    eprintln!("largest error over 20 seeds: {worst:.3} ns; the intervals cover {covered} of {}", results.len());
+    assert!(coverage >= 0.85, "the 95 % intervals cover the truth in {covered} of {}", results.len());
 }

@@ -219,18 +219,17 @@ fn oversized_schedules_and_files_and_non_files_are_rejected() {
     let o = orchestrate(&["plan", "tests/fixtures/bad/huge.yaml"]);
     assert_eq!(o.status.code(), Some(2));
 
-    assert_invalid("/dev/zero", &["/dev/zero:1:1: cannot read: not a regular file (a device, pipe or socket)"]);
+    assert_invalid("/dev/zero", &["/dev/zero:1:1: cannot read: a device, not a YAML file"]);
     let big = std::env::temp_dir().join(format!("orchestrate-big-{}.yaml", std::process::id()));
     let mut text = std::fs::read_to_string("../plans/smoke.yaml").unwrap();
     text.push_str(&format!("#{}\n", "x".repeat(1 << 20)));
     std::fs::write(&big, text).unwrap();
     let big = big.to_str().unwrap();
-    let expected =
-        format!("{big}:1:1: cannot read: the file is larger than 1048576 bytes (1 MiB), the limit for YAML files");
+    let expected = format!("{big}:1:1: cannot read: larger than 1 MiB: not a YAML file");
     assert_invalid(big, &[expected.as_str()]);
     let o = orchestrate(&["run", "../plans/smoke.yaml", "--testbed", big]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).starts_with(&format!("{big}:1:1: cannot read: the file is larger than")), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with(&format!("{big}:1:1: cannot read: larger than 1 MiB")), "{}", stderr(&o));
     std::fs::remove_file(big).unwrap();
 }
 
@@ -582,4 +581,154 @@ fn the_dry_run_shows_leases_agent_control_and_cleanup() {
     let sim = orchestrate(&["plan", "../plans/paper.yaml", "--testbed", "sim"]);
     let sim = String::from_utf8_lossy(&sim.stdout);
     assert!(!sim.contains("before:") && !sim.contains("agent control"), "the simulator has none of these");
+}
+
+/// A first argument that is neither a command nor a file, but close to a command's name, is a
+/// mistyped command: the usage status and the command meant, not a plan file that is not found.
+#[test]
+fn a_mistyped_command_is_suggested_not_read_as_a_plan() {
+    let typos = [
+        ("anlyze", "analyze"),
+        ("reprot", "report"),
+        ("valdate", "validate"),
+        ("histroy", "history"),
+        ("plna", "plan"),
+    ];
+    for (typed, meant) in typos {
+        let o = orchestrate(&[typed, "some/dir"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with(&format!("error: unknown command `{typed}`; did you mean `{meant}`?\n")), "{err}");
+        assert!(!err.contains("file not found"), "{err}");
+    }
+    // A file of that name is a plan (`orchestrate PLAN`), however close its name is to a command.
+    let dir = crate::common::tmp_dir("mistyped");
+    std::fs::write(dir.join("anlyze"), "study: [\n").unwrap();
+    let o = crate::common::bin().current_dir(&dir).args(["anlyze"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("anlyze:2:1: YAML syntax error"), "{}", stderr(&o));
+    // A name close to no command is still read as a plan.
+    let o = orchestrate(&["no-such-plan.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("no-such-plan.yaml:1:1: cannot read: "), "{}", stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Results folders and plans are named in the journal and provenance.json (UTF-8 text): a path
+/// that is not UTF-8 is refused by name before anything is created, never a panic.
+#[test]
+fn non_utf8_paths_are_refused_before_anything_is_created() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = crate::common::tmp_dir("non-utf8");
+    let check = |o: std::process::Output, what: &str| {
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(what) && err.contains("is not valid UTF-8"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [OsStr::from_bytes(b"plans\xff")], "nothing created");
+    };
+    let plans = dir.join(OsStr::from_bytes(b"plans\xff"));
+    std::fs::create_dir(&plans).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(root.join("plans/smoke.yaml"))
+        .unwrap()
+        .replace("../bitstreams", root.join("bitstreams").to_str().unwrap());
+    std::fs::write(plans.join("smoke.yaml"), text).unwrap();
+
+    let out = dir.join(OsStr::from_bytes(b"out\xff"));
+    let smoke = root.join("plans/smoke.yaml");
+    check(
+        crate::common::bin().current_dir(&dir).arg("run").arg(&smoke).arg("--out").arg(&out).output().unwrap(),
+        "--out",
+    );
+    // The plan in a folder whose name is not UTF-8: with `run`, alone, and with `nightly`.
+    let plan = plans.join("smoke.yaml");
+    check(crate::common::bin().current_dir(&dir).arg("run").arg(&plan).output().unwrap(), "<PLAN>");
+    check(crate::common::bin().current_dir(&dir).arg(&plan).output().unwrap(), "<PLAN>");
+    check(
+        crate::common::bin().current_dir(&dir).arg("nightly").arg(&plan).args(["--store", "store"]).output().unwrap(),
+        "<PLAN>",
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Two runs of one plan started in the same second without `--out` each get a folder of their
+/// own: a taken default name gets a suffix, the folder created atomically.
+#[test]
+fn runs_started_in_the_same_second_get_their_own_default_folders() {
+    let cwd = crate::common::tmp_dir("default-out");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/good/pcap-trace.yaml");
+    let hash = latency_plan::load(&plan, None).unwrap().0.hash;
+    let study = cwd.join("results/pcap-trace");
+    // Every default name of the next ten seconds is taken (by a folder of something else).
+    let now = latency_results::now_secs();
+    let taken: Vec<_> = (now..now + 10)
+        .map(|t| study.join(format!("{}-{}", latency_results::utc(t).replace(':', ""), &hash[..12])))
+        .collect();
+    for t in &taken {
+        std::fs::create_dir_all(t).unwrap();
+        std::fs::write(t.join("other.txt"), "not a study").unwrap();
+    }
+    let run = || crate::common::bin().current_dir(&cwd).arg("run").arg(&plan).arg("--quiet").output().unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let folder = cwd.join(String::from_utf8_lossy(&o.stdout).trim());
+    assert!(folder.join("journal.jsonl").is_file() && folder.join("summary.json").is_file(), "{}", folder.display());
+    assert!(folder.to_str().unwrap().ends_with("-2"), "{}", folder.display());
+    assert!(taken.iter().any(|t| folder.to_str().unwrap() == format!("{}-2", t.display())), "{}", folder.display());
+    for t in &taken {
+        let names: Vec<_> = std::fs::read_dir(t).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["other.txt"], "{} untouched", t.display());
+    }
+    // Two at once: both finish, each in its own folder.
+    let spawn = || {
+        crate::common::bin()
+            .current_dir(&cwd)
+            .arg("run")
+            .arg(&plan)
+            .arg("--quiet")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(a.status.success() && b.status.success(), "{}\n{}", stderr(&a), stderr(&b));
+    assert_ne!(a.stdout, b.stdout);
+    std::fs::remove_dir_all(cwd).unwrap();
+}
+
+/// `compare` judges finished studies only: an interrupted candidate (or baseline) is refused as
+/// invalid input, naming the folder, and nothing is judged.
+#[test]
+fn compare_refuses_a_study_that_has_not_ended() {
+    let base = crate::common::tmp("compare-base");
+    let o = crate::run::run(&base, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Stopped in its last null calibration sessions, after every program's runs.
+    let cand = crate::common::tmp("compare-interrupted");
+    let mut child = crate::run::spawn(&cand, &[]);
+    assert!(crate::run::wait_for_lines(&mut child, &cand, 350), "finished too early");
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let (b, c) = (base.to_str().unwrap(), cand.to_str().unwrap());
+    for (args, role) in [([b, c], "candidate"), ([c, b], "baseline")] {
+        let junit = crate::common::tmp("compare-junit.xml");
+        let o = orchestrate(&["compare", args[0], args[1], "--junit", junit.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "error: {c}: the {role} study has not ended (interrupted or still running): finish it with `orchestrate \
+                 run PLAN --out {c} --resume`, or compare a finished study\n"
+            )
+        );
+        assert!(o.stdout.is_empty() && !junit.exists(), "nothing judged");
+    }
+    for d in [base, cand] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
 }

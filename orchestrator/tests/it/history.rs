@@ -47,14 +47,32 @@ fn run(args: &[&str], env: &[(&str, String)]) -> std::process::Output {
 }
 
 /// One simulated night of tests/fixtures/good/nightly.yaml (`seed`, `model`: none for the paper's),
-/// dated night `k` of November 2026 at 02:00 UTC, as a nightly job would have started it.
+/// The steady nights' model: the twin without the scatter between bring-ups and runs, which one
+/// bring-up a night cannot average out (σ ≈ 4 ns night to night on the calibrated twin, so a 5 ns
+/// step needs more bring-ups per night than this fixture has); these tests check the history's
+/// mechanics, not a nightly plan's design.
+pub const STEADY: &str = "tests/fixtures/good/steady-bringups.yaml";
+
+/// [`STEADY`] with Forward 5 ns slower at every quantile (Table I + 5), written into `dir`.
+pub fn slower_model(dir: &Path) -> PathBuf {
+    let model = dir.join("slower.yaml");
+    let steady = std::fs::read_to_string(STEADY).unwrap();
+    std::fs::write(&model, format!("{steady}programs:\n  forward:\n    - [143, 150, 154, 159, 168, 174]\n")).unwrap();
+    model
+}
+
+/// dated night `k` of November 2026 at 02:00 UTC, as a nightly job would have started it
+/// (with [`STEADY`] unless another model is given).
 pub fn night(k: u32, seed: u64, model: Option<&Path>) -> PathBuf {
+    night_of(Path::new("tests/fixtures/good/nightly.yaml"), k, seed, model)
+}
+
+/// [`night`] of another plan.
+fn night_of(plan: &Path, k: u32, seed: u64, model: Option<&Path>) -> PathBuf {
     let dir = tmp("night");
-    let mut args = vec!["run".to_string(), "tests/fixtures/good/nightly.yaml".into(), "--quiet".into()];
+    let mut args = vec!["run".to_string(), plan.display().to_string(), "--quiet".into()];
     args.extend(["--seed".into(), seed.to_string(), "--out".into(), dir.display().to_string()]);
-    if let Some(m) = model {
-        args.extend(["--sim-model".into(), m.display().to_string()]);
-    }
+    args.extend(["--sim-model".into(), model.unwrap_or(Path::new(STEADY)).display().to_string()]);
     let o = orchestrate(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert!(o.status.success(), "{}", stderr(&o));
     let path = dir.join("provenance.json");
@@ -165,6 +183,9 @@ fn a_store_on_a_folder_and_on_s3_keeps_each_study_once_as_its_summary_says() {
 fn nightly_runs_adds_and_judges_and_its_exit_status_says_which() {
     let store = tmp_dir("nightly-store").display().to_string();
     let nightly = |out: &Path, extra: &[&str]| {
+        // Study times have one-second resolution, and the trend cannot order studies started in
+        // the same second: each night starts in a second of its own.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
         let out = out.display().to_string();
         let mut args = vec!["nightly", "tests/fixtures/good/nightly.yaml", "--store", &store, "--out", &out, "--quiet"];
         args.extend_from_slice(extra);
@@ -179,7 +200,7 @@ fn nightly_runs_adds_and_judges_and_its_exit_status_says_which() {
     assert!(orchestrate(&args.iter().map(String::as_str).collect::<Vec<_>>()).status.success());
 
     let pass = tmp("nightly-pass");
-    let o = nightly(&pass, &["--seed", "9"]);
+    let o = nightly(&pass, &["--seed", "9", "--sim-model", STEADY]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for f in ["report.md", "trend.html", "trend.md", "trend.xml"] {
         assert!(pass.join(f).is_file(), "{f}");
@@ -187,8 +208,7 @@ fn nightly_runs_adds_and_judges_and_its_exit_status_says_which() {
     assert!(!std::fs::read_to_string(pass.join("trend.xml")).unwrap().contains("<failure"));
     assert_eq!(listed(), 9);
 
-    let model = tmp_dir("nightly-model").join("slower.yaml");
-    std::fs::write(&model, "programs:\n  forward:\n    - [143, 150, 154, 159, 168, 174]\n").unwrap();
+    let model = slower_model(&tmp_dir("nightly-model"));
     let mut last = None;
     for seed in 10..=12 {
         let out = tmp("nightly-slower");
@@ -196,7 +216,7 @@ fn nightly_runs_adds_and_judges_and_its_exit_status_says_which() {
     }
     let (o, out) = last.unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("regression: forward p50"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("regression: nightly (sim): forward p50"), "{}", stderr(&o));
     assert!(std::fs::read_to_string(out.join("trend.xml")).unwrap().contains("<failure"));
     assert!(std::fs::read_to_string(out.join("trend.md")).unwrap().contains("**regression**"));
     assert_eq!(listed(), 12);
@@ -234,5 +254,297 @@ fn the_reference_documents_every_column_of_the_history() {
             "docs/history.md: column `{}` is not documented",
             field.name()
         );
+    }
+}
+
+/// The S3 server of the tests, when there is one (`LATENCY_TEST_S3`; a part of a test that needs it
+/// is skipped visibly without it, and fails under CI).
+fn s3_here() -> bool {
+    let needs =
+        "an S3-compatible server named by LATENCY_TEST_S3 (scripts/test.sh starts moto on 127.0.0.1 and sets it)";
+    crate::common::part_runs_here("S3", std::env::var_os("LATENCY_TEST_S3").is_some(), needs)
+}
+
+/// Put `body` at `key` of the store `url` as they are (a damaged object, as a crash, a full disk or
+/// a hand would leave it): a file of a folder store, or an object on the S3 server (through boto3,
+/// which the S3 server moto brings, with the store's `env`).
+fn put_raw(url: &str, key: &str, body: &[u8], env: &[(&str, String)]) {
+    let Some(rest) = url.strip_prefix("s3://") else {
+        let path = Path::new(url).join(key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+        return;
+    };
+    use std::io::Write;
+    let (bucket, prefix) = rest.split_once('/').unwrap();
+    let python = crate::common::test_python().expect("the test Python, with boto3");
+    let put = "import boto3, os, sys\n\
+               boto3.client('s3', endpoint_url=os.environ['AWS_ENDPOINT'], region_name='us-east-1')\
+               .put_object(Bucket=sys.argv[1], Key=sys.argv[2], Body=sys.stdin.buffer.read())";
+    let mut c = std::process::Command::new(python);
+    c.args(["-c", put, bucket, &format!("{prefix}/{key}")]).stdin(std::process::Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(body).unwrap();
+    assert!(child.wait().unwrap().success(), "boto3 put {url}/{key}");
+}
+
+/// `history add DIRS --store STORE` with `env`: its exit code, its JSON lines, its stderr.
+fn history_add(store: &str, dirs: &[&Path], env: &[(&str, String)]) -> (Option<i32>, Vec<Value>, String) {
+    let mut args = vec!["history".to_string(), "add".into(), "--store".into(), store.to_string()];
+    args.extend(dirs.iter().map(|d| d.display().to_string()));
+    let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), env);
+    let lines = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (o.status.code(), lines, stderr(&o))
+}
+
+/// `trend` and `history list` of a store that does not exist (a typo) fail as invalid input (2),
+/// naming it, print no listing and create nothing; on S3, a prefix that holds nothing is no store
+/// either. Only `history add` creates a store.
+#[test]
+fn trend_and_list_of_a_store_that_does_not_exist_fail_naming_it() {
+    let typo = tmp("TYPO");
+    let mut stores = vec![(typo.display().to_string(), Vec::new()), (format!("file://{}", typo.display()), Vec::new())];
+    if s3_here() {
+        stores.push(s3_store("typo"));
+    }
+    for (store, env) in &stores {
+        for args in [
+            vec!["trend", "--store", store],
+            vec!["trend", "--store", store, "--json"],
+            vec!["history", "list", "--store", store],
+        ] {
+            let o = run(&args, env);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(store.as_str()) && err.contains("no history store"), "{args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&o.stdout));
+            assert!(!typo.exists(), "{args:?} created {}", typo.display());
+        }
+    }
+    // An existing folder is a store, empty until a study is added.
+    let empty = tmp_dir("empty-store").display().to_string();
+    let o = orchestrate(&["history", "list", "--store", &empty]);
+    assert_eq!((o.status.code(), o.stdout.len()), (Some(0), 0), "{}", stderr(&o));
+}
+
+/// A study of another plan, named otherwise, is a series of its own, not a "+20 µs regression" of
+/// the nightly's: the trend keys series by the study's identity (its name and testbed) and program.
+#[test]
+fn a_study_of_another_plan_is_a_series_of_its_own_not_a_change_of_the_nightly_one() {
+    let dir = tmp_dir("other-plan");
+    let bitstreams = concat!(env!("CARGO_MANIFEST_DIR"), "/../bitstreams");
+    let plan = std::fs::read_to_string("tests/fixtures/good/nightly.yaml")
+        .unwrap()
+        .replace("study: nightly", "study: nightly-big")
+        .replace("../../../../bitstreams", bitstreams);
+    std::fs::write(dir.join("big.yaml"), plan).unwrap();
+    std::fs::write(
+        dir.join("big-model.yaml"),
+        "programs:\n  forward:\n    - [20133, 20140, 20144, 20149, 20158, 20164]\n",
+    )
+    .unwrap();
+    let mut nights: Vec<PathBuf> = (1..=8).map(|k| night(k, u64::from(k), None)).collect();
+    nights.push(night_of(&dir.join("big.yaml"), 9, 9, Some(&dir.join("big-model.yaml"))));
+    let store = tmp_dir("two-studies").display().to_string();
+    let (code, _, err) = history_add(&store, &nights.iter().map(PathBuf::as_path).collect::<Vec<_>>(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+
+    let o = orchestrate(&["trend", "--store", &store, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "no regression: {}", stderr(&o));
+    let t: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(t["changes"].as_array().unwrap().len(), 0, "{t}");
+    let mut forward_p50: Vec<(String, usize)> = t["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["program"] == "forward" && s["statistic"] == "p50")
+        .map(|s| (s["name"].as_str().unwrap_or_default().to_string(), s["points"].as_array().unwrap().len()))
+        .collect();
+    forward_p50.sort();
+    assert_eq!(forward_p50, [("nightly".to_string(), 8), ("nightly-big".to_string(), 1)], "{t}");
+}
+
+/// `history add` refuses a study with failed runs, as `nightly` does (exit 2, naming the folder and
+/// its failed runs): nothing is written, not even a store.
+#[test]
+fn a_study_with_failed_runs_is_not_added_as_nightly_does_not_add_it() {
+    let lossy = tmp("lossy");
+    let o = orchestrate(&[
+        "run",
+        "tests/fixtures/good/nightly.yaml",
+        "--sim-model",
+        "tests/fixtures/good/lossy.yaml",
+        "--quiet",
+        "--out",
+        &lossy.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "runs failed their checks: {}", stderr(&o));
+    let missing = tmp("lossy-store");
+    let (code, lines, err) = history_add(&missing.display().to_string(), &[&lossy], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(lines.is_empty(), "{lines:?}");
+    assert!(err.contains(&lossy.display().to_string()) && err.contains("not added"), "{err}");
+    assert!(!missing.exists(), "a refused study creates no store");
+
+    let store = tmp_dir("lossy-store").display().to_string();
+    let good = night(1, 1, None);
+    let (code, _, err) = history_add(&store, &[&good, &lossy], &[]);
+    assert_eq!(code, Some(2), "{err}");
+    let o = orchestrate(&["history", "list", "--store", &store]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1, "only the good night: {}", stderr(&o));
+}
+
+/// A truncated rows or estimates object makes `trend` fail (4, naming it); adding its study again
+/// rewrites it (`already` false, `repaired` naming the table), after which the trend reads it and
+/// another add changes nothing. On a folder and on the S3 server.
+#[test]
+fn adding_a_study_whose_stored_tables_are_damaged_rewrites_them() {
+    let nights = [night(1, 1, None), night(2, 2, None)];
+    let mut stores = vec![(tmp("damaged").display().to_string(), Vec::new())];
+    // On S3, the damaged objects are put through boto3 (moto refuses an unsigned overwrite).
+    if s3_here() && crate::common::test_python().is_some() {
+        stores.push(s3_store("damaged"));
+    }
+    let mut damaged: Option<(Vec<u8>, Vec<u8>)> = None;
+    for (store, env) in &stores {
+        let (code, lines, err) = history_add(store, &[&nights[0], &nights[1]], env);
+        assert_eq!(code, Some(0), "{store}: {err}");
+        let (date, study) = (lines[0]["key"]["date"].as_str().unwrap(), lines[0]["key"]["study"].as_str().unwrap());
+        let object = |table: &str| format!("{table}/date={date}/study={study}/part-0.parquet");
+        // Truncated copies of the first night's tables, taken from the folder store.
+        let (rows, estimates) = damaged
+            .get_or_insert_with(|| {
+                let half = |t: &str| {
+                    let bytes = std::fs::read(Path::new(store).join(object(t))).unwrap();
+                    bytes[..bytes.len() / 2].to_vec()
+                };
+                (half("rows"), half("estimates"))
+            })
+            .clone();
+        let want: Vec<f64> =
+            nights.iter().map(|d| summary(d).programs["forward"].latency_ns.at_key("p50").unwrap()).collect();
+
+        put_raw(store, &object("rows"), &rows, env);
+        let o = run(&["trend", "--store", store], env);
+        assert_eq!(o.status.code(), Some(4), "{store}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&object("rows")), "{store}: {}", stderr(&o));
+        let (code, lines, err) = history_add(store, &[&nights[0]], env);
+        assert_eq!(code, Some(0), "{store}: {err}");
+        assert_eq!(lines[0]["already"], false, "{store}: {lines:?}");
+        assert_eq!(lines[0]["rows"], 1, "{store}: {lines:?}");
+        assert_eq!(lines[0]["repaired"], serde_json::json!(["rows"]), "{store}: {lines:?}");
+        let (code, t) = trend_json(store, env, &[]);
+        assert_eq!((code, series_values(&t, "forward", "p50")), (Some(0), want.clone()), "{store}");
+        let (code, lines, err) = history_add(store, &[&nights[0]], env);
+        assert_eq!((code, &lines[0]["already"]), (Some(0), &Value::Bool(true)), "{store}: {err}");
+
+        put_raw(store, &object("estimates"), &estimates, env);
+        let (code, lines, err) = history_add(store, &[&nights[0]], env);
+        assert_eq!(code, Some(0), "{store}: {err}");
+        assert_eq!(lines[0]["already"], false, "{store}: {lines:?}");
+        assert_eq!(lines[0]["repaired"], serde_json::json!(["estimates"]), "{store}: {lines:?}");
+        let st = Store::open_with(store, env.iter().map(|(k, v)| (k.to_string(), v.clone()))).unwrap();
+        let key = st.studies().unwrap().into_iter().find(|k| k.study == study).unwrap();
+        let forward = summary(&nights[0]).programs["forward"].probes;
+        let stored = st.estimates(&key).unwrap().iter().filter(|e| e.program == "forward").count();
+        assert_eq!(stored as u64, forward, "{store}");
+        let (code, lines, _) = history_add(store, &[&nights[0]], env);
+        assert_eq!((code, &lines[0]["already"]), (Some(0), &Value::Bool(true)), "{store}");
+    }
+}
+
+/// A study stored with other figures than its results folder gives now is not overwritten, nor
+/// taken as "already there": `history add` refuses (2), naming the store, the study and the
+/// column, and the stored rows stay as they were.
+#[test]
+fn a_study_stored_with_other_figures_is_neither_overwritten_nor_already_there() {
+    let n = night(1, 1, None);
+    let store = tmp("other-figures").display().to_string();
+    let (code, lines, err) = history_add(&store, &[&n], &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let study = lines[0]["key"]["study"].as_str().unwrap().to_string();
+    let st = Store::open(&store).unwrap();
+    let key = st.studies().unwrap().remove(0);
+    let mut rows: Vec<_> = st.rows().unwrap().into_iter().map(|r| r.row).collect();
+    rows[0].p50_ns = 1.0;
+    let estimates = st.estimates(&key).unwrap();
+    std::fs::remove_file(Path::new(&store).join(format!("rows/date={}/study={}/part-0.parquet", key.date, study)))
+        .unwrap();
+    assert!(st.put_study(&key, &rows, &estimates).unwrap());
+
+    let (code, lines, err) = history_add(&store, &[&n], &[]);
+    assert_eq!(code, Some(2), "{lines:?} {err}");
+    assert!(err.contains(&store) && err.contains(&study) && err.contains("p50_ns"), "{err}");
+    assert_eq!(st.rows().unwrap()[0].row.p50_ns, 1.0, "the stored study is left as it is");
+}
+
+/// A summary whose figures contradict themselves, or that the run data does not match any more,
+/// is not trusted: `history add` refuses it (2), naming the file and the key, and writes nothing.
+#[test]
+fn a_summary_that_contradicts_itself_or_its_run_data_is_not_added() {
+    let edit_summary = |dir: &Path, f: &dyn Fn(&mut Value)| {
+        let path = dir.join("summary.json");
+        let mut s: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        f(&mut s);
+        std::fs::write(&path, serde_json::to_vec_pretty(&s).unwrap()).unwrap();
+    };
+    type Edit<'a> = Box<dyn Fn(&Path) + 'a>;
+    let cases: Vec<(&str, &str, Edit)> = vec![
+        (
+            "summary.json",
+            "programs.forward.latency_ns.p50",
+            Box::new(|d: &Path| {
+                edit_summary(d, &|s| {
+                    s["programs"]["forward"]["latency_ns"]["p50"] = 1.0.into();
+                    s["programs"]["forward"]["modes"][0]["latency_ns"]["p50"] = 1.0.into();
+                });
+            }),
+        ),
+        (
+            "summary.json",
+            "programs.forward.latency_ns.p99",
+            Box::new(|d: &Path| {
+                edit_summary(d, &|s| {
+                    let f = &mut s["programs"]["forward"];
+                    f["latency_ns"]["p99"] = 120.0.into();
+                    f["p99_ci95_ns"] = serde_json::json!([119.0, 121.0]);
+                    f["modes"][0]["latency_ns"]["p99"] = 120.0.into();
+                    f["modes"][0]["p99_ci95_ns"] = serde_json::json!([119.0, 121.0]);
+                });
+            }),
+        ),
+        ("summary.json", "study", Box::new(|d: &Path| edit_summary(d, &|s| s["study"] = "another-study".into()))),
+        (
+            "data/program=forward/session=1/run=2.parquet",
+            "sha256",
+            Box::new(|d: &Path| {
+                // One byte changed, the file's time kept: the summary still looks current.
+                let path = d.join("data/program=forward/session=1/run=2.parquet");
+                let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+                let mut bytes = std::fs::read(&path).unwrap();
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x55;
+                std::fs::write(&path, bytes).unwrap();
+                std::fs::File::options().write(true).open(&path).unwrap().set_modified(modified).unwrap();
+            }),
+        ),
+    ];
+    for (k, (file, key, edit)) in cases.iter().enumerate() {
+        let n = night(k as u32 + 1, k as u64 + 1, None);
+        // Analysed again after the night's date was set, so that the summary is current.
+        let o = orchestrate(&["analyze", &n.display().to_string()]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        edit(&n);
+        let store = tmp("untrusted");
+        let (code, lines, err) = history_add(&store.display().to_string(), &[&n], &[]);
+        assert_eq!(code, Some(2), "{key}: {lines:?} {err}");
+        assert!(err.contains(&n.join(file).display().to_string()) && err.contains(key), "{key}: {err}");
+        assert!(!store.exists(), "{key}: nothing written");
     }
 }

@@ -10,10 +10,13 @@ mod adaptive;
 mod analysis;
 mod cli;
 mod common;
+mod design;
 #[cfg(feature = "failpoints")]
 mod e2e;
+mod export;
 mod history;
 mod hops;
+mod hostile;
 mod import;
 mod levels;
 mod replay;

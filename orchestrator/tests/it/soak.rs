@@ -102,10 +102,26 @@ fn soak_logs_are_stored_hashed_and_summarised_like_the_records_say() {
 fn a_soak_without_records_keeps_histograms_only_and_its_headline_is_theirs() {
     // The same simulated study (same seed), once with records and once with histograms only.
     let kept = tmp_dir("soak-kept");
-    let o = orchestrate(&["run", PLAN, "--out", kept.to_str().unwrap(), "--quiet"]);
+    // Two bring-ups check the histograms against the records, not the bring-ups' scatter.
+    let o = orchestrate(&[
+        "run",
+        PLAN,
+        "--sim-model",
+        "tests/fixtures/good/steady-bringups.yaml",
+        "--out",
+        kept.to_str().unwrap(),
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let dir = tmp_dir("soak-histograms");
-    let o = orchestrate(&["run", "tests/fixtures/good/soak-histograms.yaml", "--out", dir.to_str().unwrap()]);
+    let o = orchestrate(&[
+        "run",
+        "tests/fixtures/good/soak-histograms.yaml",
+        "--sim-model",
+        "tests/fixtures/good/steady-bringups.yaml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s: Summary = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
     let with: Summary = serde_json::from_slice(&std::fs::read(kept.join("summary.json")).unwrap()).unwrap();

@@ -1,7 +1,9 @@
 //! Generated probe traces, read back independently of the generator: with etherparse (headers,
 //! IPv4 and UDP checksums, VLAN tags, destinations against the programs' tables), pcap-file (the
 //! records and timestamps), scapy (frame sizes and checksums) and, where installed, tcpdump; and inspection of a hand-built pcap with
-//! a duplicated id and a packet that is not a probe.
+//! a duplicated id and a packet that is not a probe; pcaps written byte by byte with what a replay
+//! cannot send (link type, record lengths, time stamps, frame sizes) or with time stamps a
+//! `timing: trace` replay cannot follow, and one slower than a packet a second.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -494,4 +496,200 @@ fn scapy_reads_the_asked_frame_sizes_with_valid_checksums_and_int_stacks() {
     let o = orchestrate(&["trace", "generate", "--template", "int", "--count", "3", "--ip", "ipv6", "--out", "x.pcap"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ip ipv6: template `int` is IPv4 traffic"));
+}
+
+/// A classic pcap written byte by byte (little-endian): ns stamps when `nanos` (else µs), the
+/// file's link type, and each record as (seconds, fraction, captured bytes, original length).
+fn raw_pcap(nanos: bool, link_type: u32, records: &[(u32, u32, Vec<u8>, u32)]) -> Vec<u8> {
+    let magic: u32 = if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 };
+    let mut b = Vec::new();
+    for word in [magic, 0x0004_0002, 0, 0, 65_535, link_type] {
+        b.extend_from_slice(&word.to_le_bytes());
+    }
+    for (secs, fraction, data, orig) in records {
+        for word in [*secs, *fraction, data.len() as u32, *orig] {
+            b.extend_from_slice(&word.to_le_bytes());
+        }
+        b.extend_from_slice(data);
+    }
+    b
+}
+
+/// Probe `id` of a forward trace, as the generator makes it.
+fn probe_frame(id: u64) -> Vec<u8> {
+    trace::frame(&Generated::new(TraceTemplate::Forward, 400, ProbeFormat::Latencylab), id).unwrap()
+}
+
+/// Records of probes 1..=n stamped `ns(i)` (ns from 0), whole frames, in a nanosecond pcap.
+fn stamped(n: u64, ns: impl Fn(u64) -> u64) -> Vec<u8> {
+    let records: Vec<_> = (1..=n)
+        .map(|id| {
+            let (t, f) = (ns(id), probe_frame(id));
+            ((t / 1_000_000_000) as u32, (t % 1_000_000_000) as u32, f.clone(), f.len() as u32)
+        })
+        .collect();
+    raw_pcap(true, 1, &records)
+}
+
+/// A plan in `dir` replaying the pcap `file` (in `dir`) as trace `t` (its source at line 6), with
+/// the bitstreams of the repository.
+fn pcap_plan(dir: &Path, file: &str, protocol: &str) -> std::path::PathBuf {
+    let bitstreams = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("bitstreams");
+    let text = format!(
+        "study: pcap-plan\ntestbed: sim\nprotocol: {protocol}\ntraces:\n  t:\n    pcap: {file}\nprograms:\n  - name: \
+         forward\n    bitstream: {b}/forward.yaml\n    trace: t\n    \"null\": {b}/golden_nic.yaml\nreport:\n  \
+         formats: [markdown]\n",
+        b = bitstreams.display()
+    );
+    let path = dir.join(format!("{file}.yaml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const PPS: &str = "{ sessions: 1, runs: 2, pacing_pps: 500, idle_gap_s: 0, seed: 1 }";
+const TRACE_TIMED: &str = "{ sessions: 1, runs: 2, timing: trace, idle_gap_s: 0, seed: 1 }";
+
+/// What a replay cannot send faithfully is refused by `validate` (at the plan's `pcap:`) and by
+/// `trace inspect`, naming the file, the record and what is wrong: a link type other than
+/// Ethernet, a record holding more than its frame, a time stamp's fraction of a second not below
+/// a second, a frame longer than the largest a probe trace may hold.
+#[test]
+fn pcap_records_a_replay_cannot_send_are_refused_with_their_record() {
+    let dir = tmp_dir("pcap-defects");
+    let good = |id: u64| {
+        let f = probe_frame(id);
+        (0, id as u32 * 2_000_000, f.clone(), f.len() as u32)
+    };
+    let mut captured_beyond = good(2);
+    captured_beyond.3 = 100;
+    let mut oversized = good(2);
+    oversized.2.resize(9300, 0);
+    oversized.3 = 9300;
+    let ns_fraction = |id: u64| (id as u32, 1_000_000_000, probe_frame(id), probe_frame(id).len() as u32);
+    let us_fraction = (9, 1_000_000, probe_frame(3), probe_frame(3).len() as u32);
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        (
+            "raw-ip.pcap",
+            raw_pcap(true, 101, &[good(1), good(2), good(3)]),
+            "the file's link type is 101, not Ethernet (1): a replay sends every record as an Ethernet frame",
+        ),
+        (
+            "beyond.pcap",
+            raw_pcap(true, 1, &[good(1), captured_beyond, good(3)]),
+            "record 2: 128 bytes captured of a frame of 100 bytes (a record cannot hold more than its frame)",
+        ),
+        (
+            "ns-fraction.pcap",
+            raw_pcap(true, 1, &[good(1), ns_fraction(2), ns_fraction(3), ns_fraction(4)]),
+            "record 2 and 2 more: time stamp fraction 1000000000 ns is not below a second (10^9 ns)",
+        ),
+        (
+            "us-fraction.pcap",
+            raw_pcap(false, 1, &[(0, 1, probe_frame(1), 128), (0, 2, probe_frame(2), 128), us_fraction]),
+            "record 3: time stamp fraction 1000000 µs is not below a second (10^6 µs)",
+        ),
+        (
+            "jumbo.pcap",
+            raw_pcap(true, 1, &[good(1), oversized, good(3)]),
+            "record 2: a frame of 9300 bytes, longer than 9216 bytes, the largest a probe trace may hold",
+        ),
+    ];
+    for (file, bytes, problem) in cases {
+        let pcap = dir.join(file);
+        std::fs::write(&pcap, bytes).unwrap();
+        let plan = pcap_plan(&dir, file, PPS);
+        let o = orchestrate(&["validate", plan.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{file}: {}", crate::common::stderr(&o));
+        assert_eq!(
+            crate::common::stderr(&o),
+            format!("{}:6:11: {}: {problem}\n1 problem found\n", plan.display(), pcap.display()),
+            "{file}"
+        );
+        let o = orchestrate(&["trace", "inspect", pcap.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{file}: {}", crate::common::stderr(&o));
+        assert_eq!(crate::common::stderr(&o), format!("{}: {problem}\n", pcap.display()), "{file}");
+    }
+    // The same records, sound, validate.
+    std::fs::write(dir.join("sound.pcap"), raw_pcap(true, 1, &[good(1), good(2), good(3)])).unwrap();
+    let o = orchestrate(&["validate", pcap_plan(&dir, "sound.pcap", PPS).to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::stderr(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A pcap replayed at its own timing (`timing: trace`) needs time stamps that go forward:
+/// `validate` refuses what `plan` refuses, both at the trace's position in the plan and saying
+/// what is wrong with the stamps; under `pacing_pps` the stamps do not matter.
+#[test]
+fn a_trace_timed_pcap_whose_stamps_go_back_is_refused_by_validate_and_plan_alike() {
+    let dir = tmp_dir("stamps");
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        (
+            "back.pcap",
+            stamped(3, |id| [0, 5_000_000, 3_000_000][id as usize - 1]),
+            "record 3 is stamped 2 ms before record 2: with `timing: trace` the time stamps pace the replay, so they \
+             must not go back",
+        ),
+        (
+            "instant.pcap",
+            stamped(3, |_| 7_000_000_000),
+            "its 3 packets are all stamped at one instant: with `timing: trace` there are no gaps to replay",
+        ),
+        ("single.pcap", stamped(1, |_| 0), "it holds one packet: with `timing: trace` there are no gaps to replay"),
+    ];
+    for (file, bytes, problem) in cases {
+        let pcap = dir.join(file);
+        std::fs::write(&pcap, bytes).unwrap();
+        let plan = pcap_plan(&dir, file, TRACE_TIMED);
+        let expected = format!("{}:6:5: trace `t` ({}): {problem}\n1 problem found\n", plan.display(), pcap.display());
+        for command in ["validate", "plan"] {
+            let o = orchestrate(&[command, plan.to_str().unwrap()]);
+            assert_eq!(o.status.code(), Some(2), "{command} {file}: {}", crate::common::stderr(&o));
+            assert_eq!(crate::common::stderr(&o), expected, "{command} {file}");
+        }
+        let o = orchestrate(&["validate", pcap_plan(&dir, file, PPS).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{file} under pacing_pps: {}", crate::common::stderr(&o));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A trace slower than one packet a second is replayed, and predicted, at its own rate: 400
+/// probes 9.9 s apart take 3,960 s (399 gaps at 1/0.10101 s, counted per probe), not the 400 s of
+/// a rate clamped to 1 pps, and the simulated replay sends them at 0.101 pps.
+#[test]
+fn a_pcap_slower_than_one_packet_a_second_keeps_its_timing() {
+    let dir = tmp_dir("slow-pcap");
+    std::fs::write(dir.join("slow.pcap"), stamped(400, |id| (id - 1) * 9_900_000_000)).unwrap();
+    let plan = pcap_plan(&dir, "slow.pcap", TRACE_TIMED);
+    let o = orchestrate(&["plan", plan.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rate = 399.0 / (399.0 * 9.9);
+    for run in v["sessions"][0]["runs"].as_array().unwrap() {
+        assert!((run["pacing_pps"].as_f64().unwrap() - rate).abs() < 1e-9, "{run}");
+        assert!((run["replay_s"].as_f64().unwrap() - 3960.0).abs() < 1e-6, "{run}");
+    }
+    // Two runs of the program and two of its null calibration.
+    assert!((v["predicted_seconds"]["replay"].as_f64().unwrap() - 4.0 * 3960.0).abs() < 1e-6, "{v}");
+    let o = orchestrate(&["plan", plan.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("run 1 (3960 s replay)"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    let out = crate::common::tmp("slow-pcap-run");
+    let o = orchestrate(&["run", plan.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::stderr(&o));
+    let journal = latency_results::journal::read(&out.join("journal.jsonl")).unwrap();
+    let mut finished = 0;
+    for e in &journal {
+        if let latency_results::event::Event::RunFinished { pacing, .. } = &e.event {
+            let pps = pacing.receiver_pps.unwrap();
+            assert!((pps / rate - 1.0).abs() < 0.01, "{pps} pps seen by the receiver, not {rate}");
+            finished += 1;
+        }
+    }
+    assert_eq!(finished, 4);
+    std::fs::remove_dir_all(out).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -105,8 +105,7 @@ fn a_five_nanosecond_slowdown_from_night_twenty_is_the_one_change_and_a_steady_s
     use crate::history::{night, series_values, trend_json};
     // From night 20 on, every quantile of Forward's model is 5 ns higher (Table I + 5).
     let dir = crate::common::tmp_dir("slower-forward");
-    let model = dir.join("slower.yaml");
-    std::fs::write(&model, "programs:\n  forward:\n    - [143, 150, 154, 159, 168, 174]\n").unwrap();
+    let model = crate::history::slower_model(&dir);
     let steady: Vec<_> = (1..=30).map(|k| night(k, u64::from(k), None)).collect();
     let mut slower = steady[..19].to_vec();
     slower.extend((20..=30).map(|k| night(k, u64::from(k), Some(&model))));
@@ -136,7 +135,7 @@ fn a_five_nanosecond_slowdown_from_night_twenty_is_the_one_change_and_a_steady_s
     assert_eq!(p50.len(), 1, "{t:?}");
     assert!((p50[0].change.shift_ns - 5.0).abs() < 1.0 && p50[0].regression, "{t:?}");
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("<testcase name=\"forward p50\"") && xml.contains("<failure"), "{xml}");
+    assert!(xml.contains("<testcase name=\"nightly (sim): forward p50\"") && xml.contains("<failure"), "{xml}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<svg") && page.contains("regression") && !page.contains("<script"), "self-contained page");
 

@@ -1,13 +1,18 @@
 //! What a pcap holds, read as a study would replay it.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use latency_proto::probe;
 use serde::Serialize;
 
 use super::TraceError;
 use crate::ProbeFormat;
+use crate::trace_spec::MAX_FRAME_LEN;
 use latency_proto::pcap::PcapError;
 use latency_proto::pcap::Reader;
 
@@ -51,17 +56,101 @@ pub struct Inspection {
     pub frame_len_max: Option<u32>,
     /// Whether probe ids increase strictly in file order.
     pub strictly_increasing: bool,
+    /// What a replay cannot send as the file has it: its link type, records holding more than
+    /// their frame, time stamps out of range, frames too long (each kind once, at its first record).
+    pub defects: Vec<Defect>,
 }
+
+/// Something in a pcap that a replay cannot send as the file has it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "defect")]
+pub enum Defect {
+    /// The file's link type is not Ethernet (1): its records are no Ethernet frames.
+    LinkType {
+        /// The link type of the file header.
+        link_type: u32,
+    },
+    /// A record holds more bytes than its frame had (`incl_len` > `orig_len`).
+    CapturedBeyondFrame {
+        /// The first such record, from 1.
+        record: u64,
+        /// Its captured length.
+        captured: u32,
+        /// Its original length.
+        original: u32,
+        /// Records like it.
+        records: u64,
+    },
+    /// A time stamp's fraction of a second is a second or more (≥ 10⁹ ns, or ≥ 10⁶ µs).
+    Fraction {
+        /// The first such record, from 1.
+        record: u64,
+        /// Its fraction.
+        fraction: u32,
+        /// Whether the file's fractions are ns (else µs).
+        nanos: bool,
+        /// Records like it.
+        records: u64,
+    },
+    /// A frame longer than the largest a probe trace may hold ([`MAX_FRAME_LEN`]).
+    Oversized {
+        /// The first such record, from 1.
+        record: u64,
+        /// Its captured length.
+        len: u32,
+        /// Records like it.
+        records: u64,
+    },
+}
+
+impl fmt::Display for Defect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = |f: &mut fmt::Formatter<'_>, record: u64, records: u64| {
+            write!(f, "record {record}")?;
+            if records > 1 { write!(f, " and {} more", records - 1) } else { Ok(()) }
+        };
+        match *self {
+            Defect::LinkType { link_type } => write!(
+                f,
+                "the file's link type is {link_type}, not Ethernet ({ETHERNET}): a replay sends every record as an \
+                 Ethernet frame"
+            ),
+            Defect::CapturedBeyondFrame { record, captured, original, records } => {
+                at(f, record, records)?;
+                write!(
+                    f,
+                    ": {captured} bytes captured of a frame of {original} bytes (a record cannot hold more than its frame)"
+                )
+            }
+            Defect::Fraction { record, fraction, nanos, records } => {
+                at(f, record, records)?;
+                let (unit, power) = if nanos { ("ns", 9) } else { ("µs", 6) };
+                write!(f, ": time stamp fraction {fraction} {unit} is not below a second (10^{power} {unit})")
+            }
+            Defect::Oversized { record, len, records } => {
+                at(f, record, records)?;
+                write!(
+                    f,
+                    ": a frame of {len} bytes, longer than {MAX_FRAME_LEN} bytes, the largest a probe trace may hold"
+                )
+            }
+        }
+    }
+}
+
+/// The link type of Ethernet frames (LINKTYPE_ETHERNET).
+const ETHERNET: u32 = 1;
 
 impl Inspection {
     /// What makes the trace unfit as a probe trace to replay: no packets or probes, packets without
     /// a probe, duplicated or missing ids, ids out of order, tagged probes, probes of the other
     /// format. Empty when the trace is fine.
     pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.defects.iter().map(Defect::to_string).collect();
         if self.packets == 0 {
-            return vec![NO_PACKETS.to_owned()];
+            out.push(NO_PACKETS.to_owned());
+            return out;
         }
-        let mut out = Vec::new();
         if self.probes == 0 {
             out.push(self.no_probe());
         } else if self.non_probes > 0 {
@@ -91,14 +180,17 @@ impl Inspection {
         out
     }
 
-    /// What makes the trace unusable for a study, which plan validation rejects: no packets, no
-    /// probe in the format looked for, repeated probe ids (the copies of a probe could not be
-    /// paired). A subset of [`Inspection::problems`].
+    /// What makes the trace unusable for a study, which plan validation rejects: its defects
+    /// (what a replay cannot send as the file has it), no packets, no probe in the format looked
+    /// for, repeated probe ids (the copies of a probe could not be paired). A subset of
+    /// [`Inspection::problems`].
     pub fn unusable(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.defects.iter().map(Defect::to_string).collect();
         if self.packets == 0 {
-            return vec![NO_PACKETS.to_owned()];
+            out.push(NO_PACKETS.to_owned());
+            return out;
         }
-        let mut out: Vec<String> = (self.probes == 0).then(|| self.no_probe()).into_iter().collect();
+        out.extend((self.probes == 0).then(|| self.no_probe()));
         out.extend(self.repeated());
         out
     }
@@ -134,7 +226,18 @@ pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceErro
         PcapError::Io(source) => TraceError::Io { path: path.to_path_buf(), source },
         other => TraceError::Pcap { path: path.to_path_buf(), message: other.to_string() },
     };
-    let mut reader = Reader::open(path).map_err(read_err)?;
+    // As `Reader::open`: a directory or special file is refused before it is opened (opening a
+    // FIFO would block until a writer appears).
+    let meta = std::fs::metadata(path).map_err(|e| read_err(PcapError::Io(e)))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() { "a directory" } else { "a device, pipe or socket" };
+        return Err(read_err(PcapError::NotAFile(kind)));
+    }
+    let file = std::fs::File::open(path).map_err(|e| read_err(PcapError::Io(e)))?;
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let mut reader = Reader::new(Tap { inner: BufReader::new(file), seen: Rc::clone(&seen) }).map_err(read_err)?;
+    let mut headers = Headers::of_file(&seen.take());
+    let mut record = 0u64;
     let mut packets = 0u64;
     let mut tagged = 0u64;
     let mut formats: BTreeMap<String, u64> = ProbeFormat::ALL.iter().map(|f| (f.name().to_owned(), 0)).collect();
@@ -143,6 +246,8 @@ pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceErro
     let mut ids: Vec<u64> = Vec::new();
     while let Some(data) = reader.next_record().map_err(read_err)? {
         packets += 1;
+        record += 1;
+        headers.record(record, &seen.take());
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         frame_len = Some(frame_len.map_or((len, len), |(lo, hi)| (lo.min(len), hi.max(len))));
         let mut found = None;
@@ -198,7 +303,91 @@ pub fn inspect(path: &Path, format: ProbeFormat) -> Result<Inspection, TraceErro
         frame_len_min: frame_len.map(|(lo, _)| lo),
         frame_len_max: frame_len.map(|(_, hi)| hi),
         strictly_increasing,
+        defects: headers.defects(),
     })
+}
+
+/// The bytes a [`Reader`] takes from its source, kept until taken: the file header after
+/// [`Reader::new`], a record's header and data after each record (the reader reads exactly
+/// these, in this order). The reader checks the framing; the fields it does not give (the link
+/// type, a record's original length, its raw time stamp) are read from these bytes.
+struct Tap<R> {
+    inner: R,
+    seen: Rc<RefCell<Vec<u8>>>,
+}
+
+impl<R: Read> Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.seen.borrow_mut().extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The header fields of a pcap, and the defects found in them so far.
+struct Headers {
+    big_endian: bool,
+    nanos: bool,
+    link_type: u32,
+    /// Per kind (captured beyond the frame, fraction, oversized): its first defect and how many.
+    found: [Option<(Defect, u64)>; 3],
+}
+
+impl Headers {
+    /// The fields of the file header (24 bytes the reader has accepted).
+    fn of_file(header: &[u8]) -> Headers {
+        let word = |at: usize| header.get(at..at + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        // The magic numbers the reader accepts: µs or ns, either byte order.
+        let (big_endian, nanos) = match word(0) {
+            0xa1b2_3c4d => (false, true),
+            0xd4c3_b2a1 => (true, false),
+            0x4d3c_b2a1 => (true, true),
+            _ => (false, false),
+        };
+        let link_type = if big_endian { word(20).swap_bytes() } else { word(20) };
+        // The low 16 bits are the link type; the high ones say whether frames carry their FCS.
+        Headers { big_endian, nanos, link_type: link_type & 0xffff, found: [None, None, None] }
+    }
+
+    fn word(&self, bytes: &[u8], at: usize) -> u32 {
+        let b = bytes.get(at..at + 4).map_or([0; 4], |b| [b[0], b[1], b[2], b[3]]);
+        if self.big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) }
+    }
+
+    /// Check record `record` (its 16-byte header and data, as the reader read them).
+    fn record(&mut self, record: u64, bytes: &[u8]) {
+        let (fraction, captured, original) = (self.word(bytes, 4), self.word(bytes, 8), self.word(bytes, 12));
+        let limit = if self.nanos { 1_000_000_000 } else { 1_000_000 };
+        let nanos = self.nanos;
+        let found = [
+            (captured > original).then_some(Defect::CapturedBeyondFrame { record, captured, original, records: 1 }),
+            (fraction >= limit).then_some(Defect::Fraction { record, fraction, nanos, records: 1 }),
+            (captured > MAX_FRAME_LEN).then_some(Defect::Oversized { record, len: captured, records: 1 }),
+        ];
+        for (slot, defect) in self.found.iter_mut().zip(found) {
+            if let Some(d) = defect {
+                match slot {
+                    Some((_, n)) => *n += 1,
+                    None => *slot = Some((d, 1)),
+                }
+            }
+        }
+    }
+
+    /// Every defect found, the link type's first, each record kind's with its count.
+    fn defects(self) -> Vec<Defect> {
+        let link = (self.link_type != ETHERNET).then_some(Defect::LinkType { link_type: self.link_type });
+        let records = self.found.into_iter().flatten().map(|(mut d, n)| {
+            if let Defect::CapturedBeyondFrame { records, .. }
+            | Defect::Fraction { records, .. }
+            | Defect::Oversized { records, .. } = &mut d
+            {
+                *records = n;
+            }
+            d
+        });
+        link.into_iter().chain(records).collect()
+    }
 }
 
 #[cfg(test)]
@@ -225,6 +414,7 @@ mod tests {
             frame_len_min: Some(128),
             frame_len_max: Some(128),
             strictly_increasing: true,
+            defects: vec![],
         };
         assert!(clean.problems().is_empty());
         let broken = Inspection {

@@ -8,7 +8,9 @@
 //! addresses and timestamps id × 2 ms, i.e. 500 pps).
 //!
 //! Inspection ([`inspect()`]) reads any classic pcap (µs or ns, either byte order) and reports what a
-//! replay would send: packets, probes, duplicates, gaps, frame lengths, and the problems found.
+//! replay would send: packets, probes, duplicates, gaps, frame lengths, and the problems found,
+//! among them what a replay cannot send as the file has it ([`Defect`]: a link type other than
+//! Ethernet, records holding more than their frame, time stamps out of range, frames too long).
 
 mod frame;
 mod inspect;
@@ -22,7 +24,7 @@ use pcap_file::{DataLink, Endianness, TsResolution};
 use serde::Serialize;
 
 pub use frame::*;
-pub use inspect::{Inspection, inspect};
+pub use inspect::{Defect, Inspection, inspect};
 // The templates, limits and shapes of a generation spec (defined with the spec, which plans decode)
 // are named here too, beside the frames they make.
 pub use crate::trace_spec::{

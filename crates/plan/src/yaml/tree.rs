@@ -2,7 +2,6 @@
 //! diagnostics that point into it.
 
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
@@ -99,21 +98,8 @@ pub const MAX_YAML_BYTES: u64 = 1 << 20;
 /// reported at 1:1 of the file.
 pub fn read_source(path: &Path) -> Result<String, Diagnostic> {
     let fail = |message: String| Diagnostic { file: path.to_path_buf(), pos: Pos { line: 1, col: 1 }, message };
-    // Checked before opening: opening a FIFO would block until a writer appears.
-    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        let what = if meta.is_dir() { "a directory" } else { "a device, pipe or socket" };
-        return Err(fail(format!("cannot read: not a regular file ({what})")));
-    }
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_YAML_BYTES + 1).read_to_end(&mut bytes).map_err(|e| fail(format!("cannot read: {e}")))?;
-    if bytes.len() as u64 > MAX_YAML_BYTES {
-        return Err(fail(format!(
-            "cannot read: the file is larger than {} bytes (1 MiB), the limit for YAML files",
-            MAX_YAML_BYTES
-        )));
-    }
+    let bytes =
+        latency_files::read_capped(path, MAX_YAML_BYTES, "YAML file").map_err(|e| fail(format!("cannot read: {e}")))?;
     String::from_utf8(bytes)
         .map_err(|e| fail(format!("cannot read: not UTF-8 text (byte {})", e.utf8_error().valid_up_to())))
 }

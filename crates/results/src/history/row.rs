@@ -151,7 +151,7 @@ pub fn rows(summary: &Summary, prov: &Provenance, time: Micros, report: Option<S
                 probes: s.probes,
                 failed_runs,
                 problems,
-                healthy: failed_runs == 0 && problems == 0,
+                healthy: summary.health.is_clean(),
                 vendor_violations: s.vendor_bound.as_ref().map(|v| v.violations),
             };
             let sessions = u32::try_from(s.sessions.len()).unwrap_or(u32::MAX);

@@ -6,7 +6,7 @@
 //! each host keeps a second orchestrator away (`lease`); what a study needs is uploaded verified
 //! (`transfer`); the agent is driven through its control pipe and events (`agent`), and each
 //! run's Arrow stream is streamed back and checked against the receiver's sha256 of it. Host
-//! facts go to the provenance (`facts`). Every remote path comes from the [`RemoteLayout`].
+//! facts go to the provenance (`facts`). Every remote path comes from the [`RemoteLayout`](latency_plan::layout::RemoteLayout).
 
 mod agent;
 mod dpdk;

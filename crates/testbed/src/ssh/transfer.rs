@@ -61,8 +61,8 @@ pub fn upload(hosts: &Hosts, role: Role, local: &Path, remote: &str) -> Result<(
     if have.trim() == want {
         return Ok(());
     }
-    let bytes =
-        std::fs::read(local).map_err(|e| failed("local", Doing::Upload, format!("{}: {e}", local.display())))?;
+    let bytes = latency_results::read_capped(local, latency_plan::digest::MAX_HASHED_BYTES, "file to upload")
+        .map_err(|e| failed("local", Doing::Upload, format!("{}: {e}", local.display())))?;
     let cmd = receive_command(remote, &want);
     let mut mismatch = String::new();
     for attempt in 1..=2 {

@@ -19,13 +19,15 @@ pub(crate) struct Cli {
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
     /// Plan file.
+    #[arg(value_parser = utf8_path())]
     pub(crate) plan: PathBuf,
     /// `sim` or an inventory file (overrides the plan's `testbed`); several, comma-separated, run
     /// the sessions on that many slices at once (`sim,sim`: two simulated slices).
     #[arg(long)]
     pub(crate) testbed: Option<String>,
-    /// Results folder (default: results/STUDY/UTCTIME-PLANHASH/).
-    #[arg(long)]
+    /// Results folder (default: results/STUDY/UTCTIME-PLANHASH/, with a suffix -2, -3, … when
+    /// another study took that name in the same second).
+    #[arg(long, value_parser = utf8_path())]
     pub(crate) out: Option<PathBuf>,
     /// Continue the study in --out: keep verified runs, redo the rest.
     #[arg(long, requires = "out")]
@@ -34,7 +36,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) seed: Option<u64>,
     /// Simulated testbed: YAML file overriding model parameters.
-    #[arg(long)]
+    #[arg(long, value_parser = utf8_path())]
     pub(crate) sim_model: Option<PathBuf>,
     /// Simulated testbed: take the modelled wall time of every step and replay.
     #[arg(long)]
@@ -100,12 +102,34 @@ pub(crate) enum Command {
         #[arg(long, value_parser = non_negative)]
         ks: Option<f64>,
     },
+    /// Design a study: from a dimensioning study's variance components and the testbed's costs,
+    /// the runs per session and sessions that reach a precision in the least testbed time (or the
+    /// best within a budget); writes the designed plan. Exit 1 when the target cannot be met.
+    Design {
+        /// The plan to design.
+        plan: PathBuf,
+        /// The dimensioning study (a results folder of this plan, or one like it).
+        #[arg(long)]
+        from: PathBuf,
+        /// Target: every program's median and p99 95 % half-width at most this, ns.
+        #[arg(long, value_parser = positive)]
+        ci95_ns: Option<f64>,
+        /// Budget of testbed time (`3h`, `90m`, `5400s`).
+        #[arg(long, value_parser = parse_duration)]
+        budget: Option<f64>,
+        /// The testbed whose costs count (`sim` or an inventory; default: the plan's).
+        #[arg(long)]
+        testbed: Option<String>,
+        /// Write the designed plan here (must not exist).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// The results history: finished studies in a store (a folder or `s3://bucket/prefix`).
     History {
         #[command(subcommand)]
         op: HistoryOp,
     },
-    /// Trend of a history: per program, level and statistic (p50, p99) the series of nights,
+    /// Trend of a history: per study, program, level and statistic (p50, p99) the series of nights,
     /// its changes (jumpavg) as Markdown on stdout; exit 1 when a series' latest change is a
     /// regression.
     Trend {
@@ -202,8 +226,9 @@ pub(crate) enum Command {
 
 #[derive(Subcommand)]
 pub(crate) enum HistoryOp {
-    /// Add finished studies (results folders, analysed first if needed) to a store; a study that
-    /// is there already is left as it is.
+    /// Add finished studies (results folders, analysed first if needed) to a store (created if
+    /// absent); a study there already is left as it is, a damaged one rewritten; a study whose
+    /// runs failed or whose summary cannot be trusted is refused.
     Add {
         /// Results folders.
         #[arg(required = true)]
@@ -283,6 +308,52 @@ fn parse_vlan(s: &str) -> Result<Vlan, String> {
             _ => Err(format!("`{s}` is no VLAN id (1..=4094) nor `none`")),
         },
     }
+}
+
+/// A path a study records (the plan, its results folder, a model file): the journal and
+/// `provenance.json` name it in UTF-8 text, so a path that is not UTF-8 is refused before
+/// anything is created.
+fn utf8_path() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().try_map(|s: std::ffi::OsString| match s.into_string() {
+        Ok(s) => Ok(PathBuf::from(s)),
+        Err(_) => Err("the path is not valid UTF-8: a study names its plan and results folder in its journal and \
+             provenance.json, which are UTF-8 text; rename it"),
+    })
+}
+
+/// A finite number > 0.
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err(format!("`{text}` must be a finite number > 0")),
+        Err(e) => Err(format!("`{text}`: {e}")),
+    }
+}
+
+/// A duration in seconds from `3h`, `90m`, `5400s` or `1h30m`.
+fn parse_duration(text: &str) -> Result<f64, String> {
+    let mut total = 0.0;
+    let mut number = String::new();
+    for c in text.chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'h' | 'm' | 's' if !number.is_empty() => {
+                let v: f64 = number.parse().map_err(|e| format!("`{text}`: {e}"))?;
+                total += v * match c {
+                    'h' => 3600.0,
+                    'm' => 60.0,
+                    _ => 1.0,
+                };
+                number.clear();
+            }
+            _ => return Err(format!("`{text}` is no duration (e.g. 3h, 90m, 1h30m, 5400s)")),
+        }
+    }
+    if !number.is_empty() || total <= 0.0 {
+        return Err(format!("`{text}` is no duration (e.g. 3h, 90m, 1h30m, 5400s)"));
+    }
+    Ok(total)
 }
 
 /// A threshold: a finite number ≥ 0 (NaN would silently disable a check).

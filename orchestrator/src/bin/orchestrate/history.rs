@@ -1,4 +1,5 @@
-//! `orchestrate history` and `orchestrate trend`: the results history in a store.
+//! `orchestrate history` and `orchestrate trend`: the results history in a store. Only adding
+//! (`history add`, `nightly`) creates a store; reading one that is not there is an error.
 
 use std::path::Path;
 
@@ -24,7 +25,7 @@ impl From<StoreError> for Failure {
 pub(crate) fn history(op: HistoryOp) -> Result<(), Failure> {
     match op {
         HistoryOp::Add { results, store } => {
-            let store = Store::open(&store)?;
+            let store = Store::create(&store)?;
             for dir in &results {
                 add(&store, dir)?;
             }
@@ -45,6 +46,14 @@ pub(crate) fn add(store: &Store, dir: &Path) -> Result<(), Failure> {
     let added = store.add(&rd)?;
     if added.already {
         progress(format_args!("history: {} is in {} already; nothing written", added.key.study, store.url()));
+    } else if !added.repaired.is_empty() {
+        progress(format_args!(
+            "history: {} was in {} with damaged tables; rewrote its {} ({})",
+            added.key.study,
+            store.url(),
+            added.repaired.join(" and "),
+            added.damage.join("; ")
+        ));
     } else {
         progress(format_args!(
             "history: added {} ({} rows, {} probe estimates) to {}",
@@ -73,31 +82,58 @@ pub(crate) fn trend(
     html: Option<&Path>,
     junit: Option<&Path>,
 ) -> Result<(), Failure> {
-    trend_of(&Store::open(store)?, listing, html, junit)
+    trend_of(&Store::open(store)?, listing, html, junit, latency_results::write_output)
 }
 
-fn trend_of(s: &Store, listing: Listing<'_>, html: Option<&Path>, junit: Option<&Path>) -> Result<(), Failure> {
+/// How the trend's files are written: a user's output path ([`latency_results::write_output`]),
+/// or a file of the study's own results folder (`nightly`).
+type Writer = fn(&Path, &[u8]) -> Result<(), latency_results::ResultsError>;
+
+fn trend_of(
+    s: &Store,
+    listing: Listing<'_>,
+    html: Option<&Path>,
+    junit: Option<&Path>,
+    write: Writer,
+) -> Result<(), Failure> {
     use latency_report::trend as page;
-    let t: Trend = trend::trend(&s.rows()?);
+    let rows = s.rows().map_err(|e| {
+        let damaged = e.is_damaged_table();
+        let mut f = Failure::from(e);
+        if damaged && let Failure::Exit(_, message) = &mut f {
+            message.push_str(&format!(
+                "\n  adding its study's results folder again (`orchestrate history add DIR --store {}`) rewrites it",
+                s.url()
+            ));
+        }
+        f
+    })?;
+    let t: Trend = trend::trend(&rows);
+    for l in &t.left_out {
+        eprintln!(
+            "trend: {} ({}) left out: {} failed run(s), {} problem(s); a study whose runs failed is never judged on",
+            l.study, l.time, l.failed_runs, l.problems
+        );
+    }
     let fail = |e: String| Failure::Exit(ExitStatus::Results, e);
     match listing {
         Listing::Json => print_out(&(serde_json::to_string_pretty(&t).map_err(|e| fail(e.to_string()))? + "\n"))?,
         Listing::Markdown(to) => {
             let text = page::markdown(&t, s.url()).map_err(|e| fail(e.to_string()))?;
             match to {
-                Some(path) => latency_results::write_file(path, text.as_bytes(), true)?,
+                Some(path) => write(path, text.as_bytes())?,
                 None => print_out(&text)?,
             }
         }
     }
     if let Some(path) = html {
         let text = page::html(&t, s.url()).map_err(|e| fail(e.to_string()))?;
-        latency_results::write_file(path, text.as_bytes(), true)?;
+        write(path, text.as_bytes())?;
         progress(format_args!("trend page: {}", path.display()));
     }
     if let Some(path) = junit {
         let xml = page::junit(&t).map_err(|e| fail(e.to_string()))?;
-        latency_results::write_file(path, xml.as_bytes(), true)?;
+        write(path, xml.as_bytes())?;
     }
     for c in t.regressions() {
         eprintln!("regression: {}", page::describe(c));
@@ -109,7 +145,7 @@ fn trend_of(s: &Store, listing: Listing<'_>, html: Option<&Path>, junit: Option<
 /// study runs; a study whose runs failed is neither added nor judged ([`ExitStatus::Unjudged`]);
 /// else it is added, and the trend judged and written into its results folder.
 pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
-    let store = Store::open(store)?;
+    let store = Store::create(store)?;
     let (dir, passed) = crate::run::run_plan(args)?;
     if !passed {
         return Err(Failure::Exit(
@@ -123,5 +159,6 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
         Listing::Markdown(Some(&dir.join("trend.md"))),
         Some(&dir.join("trend.html")),
         Some(&dir.join("trend.xml")),
+        |path, bytes| latency_results::write_file(path, bytes, true),
     )
 }

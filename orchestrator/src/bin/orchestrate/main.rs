@@ -12,6 +12,7 @@ use latency_plan::yaml::Diagnostic;
 use orchestrator::exit::ExitStatus;
 
 mod cli;
+mod design;
 mod history;
 mod run;
 mod slices;
@@ -52,28 +53,70 @@ impl From<latency_analysis::AnalysisError> for Failure {
     }
 }
 
-/// `orchestrate PLAN ...` is `orchestrate run PLAN ...`.
-fn args() -> Vec<std::ffi::OsString> {
+/// The command line, with `orchestrate PLAN ...` read as `orchestrate run PLAN ...`: a first
+/// argument that is no command is a plan file, unless no such file exists and it is close to a
+/// command's name (a mistyped command, refused with the name meant).
+fn args() -> Result<Vec<std::ffi::OsString>, Failure> {
     let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = <Cli as clap::CommandFactory>::command();
-    let known = |name: &str| name == "help" || cli.get_subcommands().any(|c| c.get_name() == name);
-    if let Some(first) = args.get(1).and_then(|a| a.to_str())
-        && !first.starts_with('-')
-        && !known(first)
+    let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).chain(["help"]).collect();
+    if let Some(first) = args.get(1)
+        && !first.as_encoded_bytes().starts_with(b"-")
+        && !first.to_str().is_some_and(|f| names.contains(&f))
     {
+        if let Some(word) = first.to_str()
+            && !Path::new(first).exists()
+            && let Some(meant) = latency_plan::yaml::closest(word, &names)
+                .or_else(|| names.iter().copied().find(|name| swapped_once(word, name)))
+        {
+            return Err(Failure::Usage(format!("unknown command `{word}`; did you mean `{meant}`?")));
+        }
         args.insert(1, "run".into());
     }
-    args
+    Ok(args)
+}
+
+/// Whether `typed` is `name` with two neighbouring letters swapped (`plna` for `plan`).
+fn swapped_once(typed: &str, name: &str) -> bool {
+    let (t, n): (Vec<char>, Vec<char>) = (typed.chars().collect(), name.chars().collect());
+    let differ: Vec<usize> = (0..t.len()).filter(|&i| t.len() == n.len() && t[i] != n[i]).collect();
+    matches!(differ[..], [i, j] if j == i + 1 && t[i] == n[j] && t[j] == n[i])
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(args());
-    let result = match cli.command {
+    let result = args().and_then(|args| dispatch(Cli::parse_from(args)));
+    let status = match result {
+        Ok(()) => ExitStatus::Success,
+        Err(Failure::Exit(status, msg)) => {
+            if !msg.is_empty() {
+                eprintln!("error: {msg}");
+            }
+            status
+        }
+        Err(Failure::Invalid(diags)) => {
+            print_diagnostics(&diags);
+            ExitStatus::Invalid
+        }
+        Err(Failure::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            ExitStatus::Invalid
+        }
+    };
+    ExitCode::from(status.code())
+}
+
+/// Run the command parsed.
+fn dispatch(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Validate { plans } => validate(&plans),
         Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
         Command::Analyze { dir } => analyze(&dir),
         Command::Report { dir, format } => report(&dir, &format),
+        Command::Design { plan, from, ci95_ns, budget, testbed, out } => {
+            let goal = latency_analysis::design::Goal { half_width_ns: ci95_ns, budget_s: budget };
+            design::design(&plan, &from, goal, testbed.as_deref(), out.as_deref())
+        }
         Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
             compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
         }
@@ -96,25 +139,7 @@ fn main() -> ExitCode {
         Command::Man { out } => std::fs::create_dir_all(&out)
             .and_then(|()| clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), &out))
             .map_err(|e| Failure::Exit(ExitStatus::Results, format!("{}: {e}", out.display()))),
-    };
-    let status = match result {
-        Ok(()) => ExitStatus::Success,
-        Err(Failure::Exit(status, msg)) => {
-            if !msg.is_empty() {
-                eprintln!("error: {msg}");
-            }
-            status
-        }
-        Err(Failure::Invalid(diags)) => {
-            print_diagnostics(&diags);
-            ExitStatus::Invalid
-        }
-        Err(Failure::Usage(msg)) => {
-            eprintln!("error: {msg}");
-            ExitStatus::Invalid
-        }
-    };
-    ExitCode::from(status.code())
+    }
 }
 
 /// Every schema into `dir`.
@@ -144,6 +169,14 @@ fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
     for p in plans {
         match plan::load_any(p) {
             Ok(doc) => {
+                // A plan is valid when its schedule can be made: what `plan` and `run` refuse
+                // (a trace's timing), `validate` refuses.
+                if let plan::Document::Plan(plan, inv) = &doc
+                    && let Err(e) = latency_schedule::expand(plan, inv.as_deref())
+                {
+                    all.push(e.diagnostic());
+                    continue;
+                }
                 eprintln!("{}: ok ({})", p.display(), doc.summary());
                 if let plan::Document::Plan(plan, Some(inv)) = &doc {
                     for d in plan::refused_on(plan, inv) {
@@ -212,7 +245,11 @@ fn print_headline(summary: &latency_results::summary::Summary) {
 
 fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
     let rd = latency_results::ResultsDir::open(dir)?;
-    let e = orchestrator::export::latencylab_csv(&rd, out)?;
+    let e = orchestrator::export::latencylab_csv(&rd, out).map_err(|e| match e {
+        orchestrator::export::ExportError::Analysis(e) => e.into(),
+        e if e.refused() => Failure::Usage(e.to_string()),
+        e => Failure::Exit(ExitStatus::Results, e.to_string()),
+    })?;
     eprintln!("exported {} runs ({} rows) to {}", e.files.len(), e.rows, out.display());
     for why in &e.skipped {
         eprintln!("problem: {why}");
@@ -232,7 +269,7 @@ fn analyze(dir: &Path) -> Result<(), Failure> {
 }
 
 /// The current summary of a folder (recomputed when its inputs changed), under its lock.
-fn load_summary(dir: &Path) -> Result<latency_results::summary::Summary, Failure> {
+pub(crate) fn load_summary(dir: &Path) -> Result<latency_results::summary::Summary, Failure> {
     let (rd, _lock) = open_locked(dir)?;
     Ok(latency_analysis::current_summary(&rd)?)
 }
@@ -261,15 +298,27 @@ fn report(dir: &Path, formats: &[latency_plan::ReportFormat]) -> Result<(), Fail
 
 fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
     use latency_analysis::compare;
-    use latency_analysis::compare::Thresholds;
+    use latency_analysis::compare::{Role, Thresholds};
+    let dir_of = |role| if role == Role::Baseline { baseline } else { candidate };
+    let not_ended = |e: compare::NotEnded| {
+        let dir = dir_of(e.role).display();
+        Failure::Usage(format!(
+            "{dir}: {e}: finish it with `orchestrate run PLAN --out {dir} --resume`, or compare a finished study"
+        ))
+    };
+    // Before any analysis: the runs of a study that has not ended are not all there.
+    for role in [Role::Baseline, Role::Candidate] {
+        let prov = latency_results::provenance::Provenance::read(&latency_results::ResultsDir::open(dir_of(role))?)?;
+        compare::ended(role, Some(&prov)).map_err(not_ended)?;
+    }
     let b = load_summary(baseline)?;
     let c = load_summary(candidate)?;
     let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
-    let cmp = compare::compare(&b, &c, t);
+    let cmp = compare::compare(&b, &c, t).map_err(not_ended)?;
     print_out(&compare::markdown(&cmp))?;
     if let Some(path) = junit {
         let xml = compare::junit(&cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
-        latency_results::write_file(path, xml.as_bytes(), true)?;
+        latency_results::write_output(path, xml.as_bytes())?;
     }
     if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }

@@ -18,9 +18,34 @@ pub(crate) fn shell_word(w: &str) -> String {
     }
 }
 
-/// This process's command line, for the lock's holder message.
+/// This process's command line, for the lock's holder message (an argument that is not UTF-8
+/// shown with replacement characters).
 pub(crate) fn command_line() -> String {
-    std::env::args().map(|a| shell_word(&a)).collect::<Vec<_>>().join(" ")
+    std::env::args_os().map(|a| shell_word(&a.to_string_lossy())).collect::<Vec<_>>().join(" ")
+}
+
+/// Most suffixes tried for a default results folder before giving up.
+const MAX_SUFFIX: u32 = 1000;
+
+/// A new, empty folder `name` in `parent` (created with it), or `name-2`, `name-3`, … when another
+/// study took that name in the same second: each made with one `create_dir`, which fails for a
+/// name that exists, so two studies never share a folder.
+fn default_folder(parent: &Path, name: &str) -> Result<std::path::PathBuf, Failure> {
+    let failed =
+        |path: &Path, e: std::io::Error| Failure::Exit(ExitStatus::Results, format!("{}: {e}", path.display()));
+    std::fs::create_dir_all(parent).map_err(|e| failed(parent, e))?;
+    for k in 1..=MAX_SUFFIX {
+        let path = parent.join(if k == 1 { name.to_owned() } else { format!("{name}-{k}") });
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(failed(&path, e)),
+        }
+    }
+    Err(Failure::Usage(format!(
+        "{}: {name} and {MAX_SUFFIX} suffixed names are taken; choose a folder with --out",
+        parent.display()
+    )))
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
@@ -55,7 +80,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     if !refused.is_empty() && !args.resume {
         return Err(Failure::Invalid(refused));
     }
-    let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let schedule = schedule::expand(&plan, inventory.as_ref()).map_err(|e| Failure::Invalid(vec![e.diagnostic()]))?;
     for note in &schedule.stand_ins {
         eprintln!("stand-in: {note}");
     }
@@ -76,6 +101,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
         sim_model: args.sim_model.as_ref().map(|p| p.display().to_string()),
         tool_version: TOOL_VERSION.into(),
         levels: plan.factors.levels().iter().map(plan::Level::name).collect(),
+        inputs: engine::input_digests(&plan, inventory.as_ref(), args.sim_model.as_deref())?,
     };
     // Every check before a byte is written: the folder, its lock and, on resume, the study in it.
     let dir = match &args.out {
@@ -83,7 +109,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
         Some(out) => ResultsDir::create(out, true)?,
         None => {
             let name = format!("{}-{}", results::utc(results::now_secs()).replace(':', ""), &plan.hash[..12]);
-            ResultsDir::create(&Path::new("results").join(&plan.study).join(name), true)?
+            ResultsDir::create(&default_folder(&Path::new("results").join(&plan.study), &name)?, true)?
         }
     };
     let _lock = dir.lock(&command_line())?;
@@ -187,7 +213,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     let usable = if outcome.complete > 0 {
         let summary = analyze_dir(&dir)?;
         report_dir(&dir, &summary, &[])?;
-        summary.health.problems.is_empty()
+        summary.health.is_clean()
     } else {
         true
     };

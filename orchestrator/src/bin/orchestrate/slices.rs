@@ -49,7 +49,7 @@ pub(crate) fn names(inventories: &[Option<Inventory>]) -> Vec<String> {
 /// when there are several.
 pub(crate) fn load_schedule(path: &Path, testbed: Option<&str>) -> Result<Schedule, Failure> {
     let (plan, inventories) = load(path, testbed)?;
-    let mut s = schedule::expand(&plan, inventories[0].as_ref()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut s = schedule::expand(&plan, inventories[0].as_ref()).map_err(|e| Failure::Invalid(vec![e.diagnostic()]))?;
     if inventories.len() > 1 {
         s.slices = Some(schedule::slices::assign(&s, names(&inventories)));
     }

@@ -1,0 +1,160 @@
+//! Variance components of an estimate at each level of the study's design — bring-up (session),
+//! run, probe — by the method of Kalibera & Jones ("Rigorous benchmarking in reasonable time",
+//! ISMM 2013), with the corrected (unbiased) estimator of their libkalibera.
+//!
+//! The design nests probes in runs in sessions: n sessions, r runs per session, N probes per run.
+//! The estimate θ is a quantile (p50, p99) of the per-probe differentials, so the levels are read
+//! on per-run quantiles `θ_sr` rather than means:
+//!
+//! - probe level: the variance a run's quantile has because its probes are a sample, `V_probe`,
+//!   from the two halves of each run (odd and even probe ids): each half's quantile has twice the
+//!   variance of the whole run's, so `V_probe = mean over runs of (θ_odd − θ_even)² / 4`;
+//! - run level: `S_run²` the variance of `θ_sr` over a session's runs, averaged over sessions; its
+//!   part not explained by the probes is `T_run² = S_run² − V_probe`;
+//! - session level: `S_session²` the variance over sessions of the session means `θ̄_s`; its part
+//!   not explained by the runs is `T_session² = S_session² − S_run²/r`.
+//!
+//! A component estimated below zero is reported as zero (its estimate is kept apart: it says the
+//! level adds nothing measurable). The variance of a study's estimate with n sessions of r runs is
+//! then `T_session²/n + (T_run² + V_probe)/(n r)`, and each level's share of it says where more
+//! repetitions would narrow the interval (see [`Components::shares`]).
+
+use super::stats::quantile_sorted;
+pub use latency_results::summary::{Components, Design, Shares};
+
+/// The components of quantile `p` from per-run values: for each session, for each run, its
+/// `(probe id, value)` pairs. None without two sessions that each have two runs of at least two
+/// probes (no level can be separated then).
+pub fn of_quantile(sessions: &[Vec<&[(u64, f64)]>], p: f64) -> Option<Components> {
+    let mut session_means = Vec::new();
+    let mut run_vars = Vec::new();
+    let mut half_diffs = Vec::new();
+    let (mut runs, mut probes) = (0usize, 0usize);
+    for s in sessions {
+        let mut thetas = Vec::new();
+        for run in s.iter().filter(|r| r.len() >= 2) {
+            let mut all: Vec<f64> = run.iter().map(|e| e.1).collect();
+            all.sort_unstable_by(f64::total_cmp);
+            thetas.push(quantile_sorted(&all, p));
+            let (mut odd, mut even): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+            for &(id, v) in run.iter() {
+                if id % 2 == 1 { odd.push(v) } else { even.push(v) }
+            }
+            if !odd.is_empty() && !even.is_empty() {
+                odd.sort_unstable_by(f64::total_cmp);
+                even.sort_unstable_by(f64::total_cmp);
+                half_diffs.push(quantile_sorted(&odd, p) - quantile_sorted(&even, p));
+            }
+            probes += run.len();
+        }
+        if thetas.len() >= 2 {
+            runs += thetas.len();
+            run_vars.push(variance(&thetas));
+            session_means.push(thetas.iter().sum::<f64>() / thetas.len() as f64);
+        }
+    }
+    if session_means.len() < 2 || half_diffs.is_empty() {
+        return None;
+    }
+    let n = session_means.len() as f64;
+    let r = runs as f64 / n;
+    let probe_ns2 = half_diffs.iter().map(|d| d * d).sum::<f64>() / half_diffs.len() as f64 / 4.0;
+    let s_run2 = run_vars.iter().sum::<f64>() / run_vars.len() as f64;
+    let s_session2 = variance(&session_means);
+    Some(Components {
+        session_ns2: (s_session2 - s_run2 / r).max(0.0),
+        run_ns2: (s_run2 - probe_ns2).max(0.0),
+        probe_ns2,
+        design: Design { sessions: n, runs: r, probes: probes as f64 / runs.max(1) as f64 },
+    })
+}
+
+/// Sample variance (n − 1).
+fn variance(x: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::normal;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    /// Probes N(0, σ_p²) + run shift N(0, σ_r²) + session shift N(0, σ_s²).
+    fn study(n: usize, r: usize, probes: u64, sd: [f64; 3], seed: u64) -> Vec<Vec<Vec<(u64, f64)>>> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| {
+                let s = sd[0] * normal(&mut rng);
+                (0..r)
+                    .map(|_| {
+                        let run = s + sd[1] * normal(&mut rng);
+                        (1..=probes).map(|id| (id, run + sd[2] * normal(&mut rng))).collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn borrowed(s: &[Vec<Vec<(u64, f64)>>]) -> Vec<Vec<&[(u64, f64)]>> {
+        s.iter().map(|runs| runs.iter().map(Vec::as_slice).collect()).collect()
+    }
+
+    #[test]
+    fn the_components_of_a_median_are_those_the_data_were_drawn_with() {
+        // The median of N normal values has variance ≈ (π/2) σ²/N (Kenney & Keeping), here
+        // (π/2) · 100 / 2000 = 0.0785 ns²; runs add 1 ns², sessions 4 ns². Averaged over ten
+        // studies of 200 sessions × 5 runs, whose session estimates scatter by about 0.6 ns² each.
+        let probe = std::f64::consts::FRAC_PI_2 * 100.0 / 2000.0;
+        let mut sum = [0.0; 3];
+        for seed in 1..=10 {
+            let data = study(200, 5, 2000, [2.0, 1.0, 10.0], seed);
+            let c = of_quantile(&borrowed(&data), 0.5).unwrap();
+            assert_eq!(c.design, Design { sessions: 200.0, runs: 5.0, probes: 2000.0 });
+            for (s, v) in sum.iter_mut().zip([c.session_ns2, c.run_ns2, c.probe_ns2]) {
+                *s += v / 10.0;
+            }
+        }
+        let [session, run, probe_got] = sum;
+        assert!((probe_got - probe).abs() < 0.05 * probe, "{probe_got} vs {probe}");
+        assert!((run - 1.0).abs() < 0.08, "{run}");
+        assert!((session - 4.0).abs() < 0.6, "{session}");
+    }
+
+    #[test]
+    fn a_level_that_adds_nothing_is_estimated_near_zero_not_inflated_by_the_levels_below() {
+        // No session effect: the uncorrected session variance would be σ_r²/r + V_probe/r ≈ 0.2.
+        let data = study(200, 5, 2000, [0.0, 1.0, 10.0], 5);
+        let c = of_quantile(&borrowed(&data), 0.5).unwrap();
+        assert!(c.session_ns2 < 0.1, "{c:?}");
+        let shares = c.shares();
+        assert!((shares.session + shares.run + shares.probe - 1.0).abs() < 1e-12);
+        assert!(shares.run > 0.8, "{shares:?}");
+    }
+
+    #[test]
+    fn the_variance_of_a_design_follows_the_hierarchy() {
+        let c = Components {
+            session_ns2: 4.0,
+            run_ns2: 1.0,
+            probe_ns2: 0.5,
+            design: Design { sessions: 5.0, runs: 10.0, probes: 1000.0 },
+        };
+        // 4/5 + 1/50 + 0.5/50.
+        assert!((c.variance(c.design) - 0.83).abs() < 1e-12);
+        // Twice the probes per run halve the probe part: 4/10 + 1/20 + 0.25/20.
+        let d = Design { sessions: 10.0, runs: 2.0, probes: 2000.0 };
+        assert!((c.variance(d) - 0.4625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_session_or_one_run_each_separates_nothing() {
+        let data = study(1, 5, 100, [1.0, 1.0, 1.0], 1);
+        assert!(of_quantile(&borrowed(&data), 0.5).is_none());
+        let data = study(5, 1, 100, [1.0, 1.0, 1.0], 1);
+        assert!(of_quantile(&borrowed(&data), 0.5).is_none());
+    }
+}

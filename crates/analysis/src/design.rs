@@ -1,0 +1,166 @@
+//! Designed studies: from the variance components a dimensioning study measured and what each
+//! level costs on the testbed, the runs per session and the sessions that reach a target
+//! precision in the least testbed time, or the best precision within a budget (Kalibera & Jones,
+//! "Rigorous benchmarking in reasonable time", ISMM 2013).
+//!
+//! With `T_s²` the session component, `T_r² + V_p` the variance a run adds (its own component and
+//! its probes'), `c_s` the cost of a session's bring-up and `c_r` that of a run, the runs per
+//! session that minimise the cost of a given variance are
+//! `r = ⌈√((c_s / c_r) · (T_r² + V_p) / T_s²)⌉` (their optimum for the level below the top),
+//! and the sessions are then the fewest whose 95 % half-width `t₀.₉₇₅(n − 1) · √Var(n, r)` meets
+//! the target for every estimate. The probes per run stay those of the plan's traces.
+
+use serde::Serialize;
+
+use super::components::{Components, Design};
+use super::uncertainty::t975;
+
+/// What one more repetition costs, seconds of testbed time (from the schedule's predictions).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Costs {
+    /// One more session of every group that has one (programs and their null calibrations).
+    pub session_s: f64,
+    /// One more run in each of those sessions.
+    pub run_s: f64,
+}
+
+/// What a design must reach: every estimate's 95 % half-width at most `half_width_ns` (in the
+/// least time), within `budget_s` seconds of testbed time (the narrowest it pays for), or both
+/// (the target if the budget pays for it, else the best the budget can do, not met).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Goal {
+    /// Half-width of every 95 % interval, ns.
+    pub half_width_ns: Option<f64>,
+    /// Testbed time, seconds.
+    pub budget_s: Option<f64>,
+}
+
+/// A design and what it predicts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Designed {
+    /// Sessions per program (and per null calibration).
+    pub sessions: u32,
+    /// Runs per session.
+    pub runs: u32,
+    /// Predicted testbed time, seconds.
+    pub seconds: f64,
+    /// Predicted 95 % half-width of each estimate, ns, in the order given.
+    pub half_widths_ns: Vec<f64>,
+    /// Whether the goal is met: the target reached (within the budget, if both are given); a
+    /// budget alone is met when it pays for two sessions.
+    pub met: bool,
+}
+
+/// Most sessions a design may have.
+pub const MAX_SESSIONS: u32 = 1000;
+/// Most runs per session.
+pub const MAX_RUNS: u32 = 100;
+
+/// The runs per session that buy a given variance most cheaply (at least 1), and why: the ratio of
+/// what a run adds to what a session adds.
+pub fn runs_per_session(c: &Components, costs: Costs) -> u32 {
+    let run = c.run_ns2 + c.probe_ns2;
+    if c.session_ns2 <= 0.0 {
+        // Sessions add nothing measurable: one run per session would waste bring-ups, but more
+        // runs do not reduce what sessions add either; take what the data had.
+        return (c.design.runs.round() as u32).clamp(1, MAX_RUNS);
+    }
+    let r = ((costs.session_s / costs.run_s.max(1e-9)) * run / c.session_ns2).sqrt().ceil();
+    (r as u32).clamp(1, MAX_RUNS)
+}
+
+/// The 95 % half-width of an estimate of components `c` from `sessions` of `runs` (probes per run
+/// as measured), with Student's t on n − 1 degrees of freedom.
+pub fn half_width(c: &Components, sessions: u32, runs: u32) -> f64 {
+    let d = Design { sessions: f64::from(sessions), runs: f64::from(runs), probes: c.design.probes };
+    t975(f64::from(sessions.max(2) - 1)) * c.variance(d).sqrt()
+}
+
+/// Design a study for `estimates` (each program's median and p99 components), `groups` session
+/// groups sharing the design (programs and null calibrations), to reach `goal`.
+pub fn design(estimates: &[Components], costs: Costs, groups: u32, goal: Goal) -> Option<Designed> {
+    if estimates.is_empty() {
+        return None;
+    }
+    // The run count each estimate would choose; the one the most demanding estimate (the widest
+    // at a common design) chooses is taken.
+    let widest = estimates
+        .iter()
+        .max_by(|a, b| half_width(a, 5, 10).total_cmp(&half_width(b, 5, 10)))
+        .copied()
+        .unwrap_or(estimates[0]);
+    let runs = runs_per_session(&widest, costs);
+    let seconds = |n: u32| f64::from(groups) * f64::from(n) * (costs.session_s + f64::from(runs) * costs.run_s);
+    let widths = |n: u32| estimates.iter().map(|c| half_width(c, n, runs)).collect::<Vec<_>>();
+    let meets = |w: &[f64], target: f64| w.iter().all(|&x| x <= target);
+    let target = goal.half_width_ns.map(|t| (2..=MAX_SESSIONS).find(|&n| meets(&widths(n), t)));
+    let affordable = goal.budget_s.map(|b| (2..=MAX_SESSIONS).take_while(|&n| seconds(n) <= b).last());
+    let chosen = match (target, affordable) {
+        (Some(Some(n)), None) => (n, true),
+        (Some(None), None) => (MAX_SESSIONS, false),
+        (None, Some(Some(n))) => (n, true),
+        (Some(Some(n)), Some(Some(m))) if n <= m => (n, true),
+        (_, Some(Some(m))) => (m, false),
+        (_, Some(None)) => (2, false),
+        (None, None) => return None,
+    };
+    let (sessions, met) = chosen;
+    Some(Designed { sessions, runs, seconds: seconds(sessions), half_widths_ns: widths(sessions), met })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn components(session: f64, run: f64, probe: f64) -> Components {
+        Components {
+            session_ns2: session,
+            run_ns2: run,
+            probe_ns2: probe,
+            design: Design { sessions: 5.0, runs: 10.0, probes: 20_000.0 },
+        }
+    }
+
+    #[test]
+    fn runs_per_session_follow_kalibera_and_jones() {
+        // r = ⌈√((c_s/c_r) · (T_r² + V_p)/T_s²)⌉: √((480/52) · 0.5/1) = √4.615 = 2.15 → 3.
+        let c = components(1.0, 0.3, 0.2);
+        assert_eq!(runs_per_session(&c, Costs { session_s: 480.0, run_s: 52.0 }), 3);
+        // Cheap sessions, dear runs: one run each. √((10/100) · 0.5/1) = 0.22 → 1.
+        assert_eq!(runs_per_session(&c, Costs { session_s: 10.0, run_s: 100.0 }), 1);
+        // Quiet sessions: many runs. √((480/52) · 4/0.01) = 60.8 → 61.
+        let c = components(0.01, 3.0, 1.0);
+        assert_eq!(runs_per_session(&c, Costs { session_s: 480.0, run_s: 52.0 }), 61);
+    }
+
+    #[test]
+    fn the_half_width_is_student_t_times_the_standard_error_of_the_design() {
+        // Var = 1/5 + (0.3 + 0.2)/50 = 0.21; t(4) = 2.776445.
+        let c = components(1.0, 0.3, 0.2);
+        assert!((half_width(&c, 5, 10) - 2.776_445 * 0.21_f64.sqrt()).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_target_takes_the_fewest_sessions_that_meet_it_and_a_budget_the_most_it_pays_for() {
+        let c = components(1.0, 0.3, 0.2);
+        let costs = Costs { session_s: 480.0, run_s: 52.0 };
+        let d = design(&[c], costs, 2, Goal { half_width_ns: Some(1.0), budget_s: None }).unwrap();
+        assert_eq!(d.runs, 3);
+        assert!(d.met && d.half_widths_ns[0] <= 1.0);
+        let fewer = half_width(&c, d.sessions - 1, d.runs);
+        assert!(fewer > 1.0, "{} sessions would do: {fewer}", d.sessions - 1);
+        // 2 groups × n × (480 + 3 × 52) s.
+        assert!((d.seconds - 2.0 * f64::from(d.sessions) * 636.0).abs() < 1e-9);
+        let b = design(&[c], costs, 2, Goal { half_width_ns: None, budget_s: Some(3.0 * 3600.0) }).unwrap();
+        assert_eq!(b.sessions, (3.0 * 3600.0 / 1272.0) as u32);
+        assert!(b.met && b.seconds <= 3.0 * 3600.0);
+        // A target below what any number of sessions can reach is not met.
+        let never = design(&[c], costs, 2, Goal { half_width_ns: Some(0.01), budget_s: None }).unwrap();
+        assert!(!never.met && never.sessions == MAX_SESSIONS);
+        // Within a budget that does not pay for the target: the most the budget pays for, not met.
+        let both = Goal { half_width_ns: Some(0.3), budget_s: Some(3.0 * 3600.0) };
+        let d = design(&[c], costs, 2, both).unwrap();
+        assert_eq!((d.sessions, d.met), (b.sessions, false));
+        assert!(d.half_widths_ns[0] > 0.3);
+    }
+}
