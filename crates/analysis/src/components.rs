@@ -151,6 +151,26 @@ mod tests {
     }
 
     #[test]
+    fn a_calibrated_estimate_adds_the_null_calibrations_components() {
+        let program = Components {
+            session_ns2: 1.0,
+            run_ns2: 0.1,
+            probe_ns2: 0.04,
+            design: Design { sessions: 5.0, runs: 10.0, probes: 20_000.0 },
+        };
+        let null = Components {
+            session_ns2: 2.0,
+            run_ns2: 0.5,
+            probe_ns2: 0.2,
+            design: Design { sessions: 5.0, runs: 10.0, probes: 10_000.0 },
+        };
+        // The null's probe part at the program's 20,000 probes per run: 0.2 × 10,000/20,000.
+        let sum = program.plus(&null);
+        assert_eq!((sum.session_ns2, sum.run_ns2, sum.probe_ns2), (3.0, 0.6, 0.04 + 0.1));
+        assert_eq!(sum.design, program.design);
+    }
+
+    #[test]
     fn one_session_or_one_run_each_separates_nothing() {
         let data = study(1, 5, 100, [1.0, 1.0, 1.0], 1);
         assert!(of_quantile(&borrowed(&data), 0.5).is_none());

@@ -72,40 +72,48 @@ pub fn runs_per_session(c: &Components, costs: Costs) -> u32 {
 /// The 95 % half-width of an estimate of components `c` from `sessions` of `runs` (probes per run
 /// as measured), with Student's t on n − 1 degrees of freedom.
 pub fn half_width(c: &Components, sessions: u32, runs: u32) -> f64 {
+    t975(f64::from(sessions.max(2) - 1)) * standard_error(c, sessions, runs)
+}
+
+fn standard_error(c: &Components, sessions: u32, runs: u32) -> f64 {
     let d = Design { sessions: f64::from(sessions), runs: f64::from(runs), probes: c.design.probes };
-    t975(f64::from(sessions.max(2) - 1)) * c.variance(d).sqrt()
+    c.variance(d).sqrt()
 }
 
 /// Design a study for `estimates` (each program's median and p99 components), `groups` session
-/// groups sharing the design (programs and null calibrations), to reach `goal`.
+/// groups sharing the design (programs and null calibrations), to reach `goal`: every (sessions,
+/// runs per session) is weighed — the cheapest that meets the target (within the budget), else
+/// the narrowest the budget pays for. Kalibera & Jones's `r` ([`runs_per_session`]) is the
+/// continuous optimum this search lands next to.
 pub fn design(estimates: &[Components], costs: Costs, groups: u32, goal: Goal) -> Option<Designed> {
-    if estimates.is_empty() {
+    if estimates.is_empty() || goal == Goal::default() {
         return None;
     }
-    // The run count each estimate would choose; the one the most demanding estimate (the widest
-    // at a common design) chooses is taken.
-    let widest = estimates
-        .iter()
-        .max_by(|a, b| half_width(a, 5, 10).total_cmp(&half_width(b, 5, 10)))
-        .copied()
-        .unwrap_or(estimates[0]);
-    let runs = runs_per_session(&widest, costs);
-    let seconds = |n: u32| f64::from(groups) * f64::from(n) * (costs.session_s + f64::from(runs) * costs.run_s);
-    let widths = |n: u32| estimates.iter().map(|c| half_width(c, n, runs)).collect::<Vec<_>>();
-    let meets = |w: &[f64], target: f64| w.iter().all(|&x| x <= target);
-    let target = goal.half_width_ns.map(|t| (2..=MAX_SESSIONS).find(|&n| meets(&widths(n), t)));
-    let affordable = goal.budget_s.map(|b| (2..=MAX_SESSIONS).take_while(|&n| seconds(n) <= b).last());
-    let chosen = match (target, affordable) {
-        (Some(Some(n)), None) => (n, true),
-        (Some(None), None) => (MAX_SESSIONS, false),
-        (None, Some(Some(n))) => (n, true),
-        (Some(Some(n)), Some(Some(m))) if n <= m => (n, true),
-        (_, Some(Some(m))) => (m, false),
-        (_, Some(None)) => (2, false),
-        (None, None) => return None,
+    let seconds = |n: u32, r: u32| f64::from(groups) * f64::from(n) * (costs.session_s + f64::from(r) * costs.run_s);
+    let t: Vec<f64> = (0..=MAX_SESSIONS).map(|n| t975(f64::from(n.max(2) - 1))).collect();
+    let widest = |n: u32, r: u32| t[n as usize] * estimates.iter().map(|c| standard_error(c, n, r)).fold(0.0, f64::max);
+    let affordable = |n: u32, r: u32| goal.budget_s.is_none_or(|b| seconds(n, r) <= b);
+    let candidates = (2..=MAX_SESSIONS).flat_map(|n| (1..=MAX_RUNS).map(move |r| (n, r)));
+    let meeting = goal.half_width_ns.and_then(|t| {
+        candidates
+            .clone()
+            .filter(|&(n, r)| affordable(n, r) && widest(n, r) <= t)
+            .min_by(|a, b| seconds(a.0, a.1).total_cmp(&seconds(b.0, b.1)))
+    });
+    let (sessions, runs, met) = match meeting {
+        Some((n, r)) => (n, r, true),
+        None => {
+            let best = candidates.filter(|&(n, r)| affordable(n, r)).min_by(|a, b| {
+                widest(a.0, a.1).total_cmp(&widest(b.0, b.1)).then(seconds(a.0, a.1).total_cmp(&seconds(b.0, b.1)))
+            });
+            match best {
+                Some((n, r)) => (n, r, goal.half_width_ns.is_none()),
+                None => (2, 1, false),
+            }
+        }
     };
-    let (sessions, met) = chosen;
-    Some(Designed { sessions, runs, seconds: seconds(sessions), half_widths_ns: widths(sessions), met })
+    let half_widths_ns = estimates.iter().map(|c| half_width(c, sessions, runs)).collect();
+    Some(Designed { sessions, runs, seconds: seconds(sessions, runs), half_widths_ns, met })
 }
 
 #[cfg(test)]
@@ -145,22 +153,35 @@ mod tests {
         let c = components(1.0, 0.3, 0.2);
         let costs = Costs { session_s: 480.0, run_s: 52.0 };
         let d = design(&[c], costs, 2, Goal { half_width_ns: Some(1.0), budget_s: None }).unwrap();
-        assert_eq!(d.runs, 3);
         assert!(d.met && d.half_widths_ns[0] <= 1.0);
-        let fewer = half_width(&c, d.sessions - 1, d.runs);
-        assert!(fewer > 1.0, "{} sessions would do: {fewer}", d.sessions - 1);
-        // 2 groups × n × (480 + 3 × 52) s.
-        assert!((d.seconds - 2.0 * f64::from(d.sessions) * 636.0).abs() < 1e-9);
+        // The cheapest: every cheaper (sessions, runs) misses the target, found by brute force.
+        let cost = |n: u32, r: u32| 2.0 * f64::from(n) * (480.0 + f64::from(r) * 52.0);
+        assert!((d.seconds - cost(d.sessions, d.runs)).abs() < 1e-9);
+        for n in 2..=60 {
+            for r in 1..=20 {
+                if cost(n, r) < d.seconds {
+                    assert!(half_width(&c, n, r) > 1.0, "{n} × {r} is cheaper and meets it");
+                }
+            }
+        }
+        // Near Kalibera & Jones's r = 3 for these costs and components.
+        assert!((2..=4).contains(&d.runs), "{d:?}");
         let b = design(&[c], costs, 2, Goal { half_width_ns: None, budget_s: Some(3.0 * 3600.0) }).unwrap();
-        assert_eq!(b.sessions, (3.0 * 3600.0 / 1272.0) as u32);
         assert!(b.met && b.seconds <= 3.0 * 3600.0);
+        for n in 2..=60 {
+            for r in 1..=20 {
+                if cost(n, r) <= 3.0 * 3600.0 {
+                    assert!(half_width(&c, n, r) >= b.half_widths_ns[0] - 1e-12, "{n} × {r} is narrower");
+                }
+            }
+        }
         // A target below what any number of sessions can reach is not met.
         let never = design(&[c], costs, 2, Goal { half_width_ns: Some(0.01), budget_s: None }).unwrap();
-        assert!(!never.met && never.sessions == MAX_SESSIONS);
+        assert!(!never.met);
         // Within a budget that does not pay for the target: the most the budget pays for, not met.
         let both = Goal { half_width_ns: Some(0.3), budget_s: Some(3.0 * 3600.0) };
         let d = design(&[c], costs, 2, both).unwrap();
-        assert_eq!((d.sessions, d.met), (b.sessions, false));
+        assert_eq!((d.sessions, d.runs, d.met), (b.sessions, b.runs, false));
         assert!(d.half_widths_ns[0] > 0.3);
     }
 }

@@ -25,6 +25,8 @@ pub(super) struct Input<'a> {
     pub runs: Vec<&'a [&'a RunPairs]>,
     /// The calibrating null's per-probe estimates, per session.
     pub null_sessions: Vec<&'a [(u64, f64)]>,
+    /// The calibrating null's runs, per session.
+    pub null_runs: Vec<&'a [&'a RunPairs]>,
     /// The null calibration.
     pub null: &'a NullSummary,
     /// Levels stored (percent).
@@ -208,7 +210,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             p99_ci95_sessions_ns: Some(intervals[1].1),
             mode_within_sd_ns: split.within_sd_ns,
             mode_threshold_ns: split.threshold_ns.is_finite().then_some(split.threshold_ns),
-            variance: variance_of(&members_of[main], &input.runs),
+            variance: variance_of(&members_of[main], &input.runs, &input.null_runs),
         },
         hw_check,
         probes: all.len() as u64,
@@ -221,14 +223,19 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     })
 }
 
-/// The variance components of the median and p99 of a mode's sessions (`members`), from their
-/// runs' differentials.
-fn variance_of(members: &[usize], runs: &[&[&RunPairs]]) -> Option<Variance> {
-    let sessions: Vec<Vec<&[(u64, f64)]>> =
-        members.iter().map(|&i| runs[i].iter().map(|r| r.diffs.as_slice()).collect()).collect();
+/// The variance components of the calibrated median and p99 of a mode's sessions (`members`):
+/// those of the program's differentials plus those of the null calibration's median, which every
+/// calibrated estimate subtracts (each level adds, the two sides being independent bring-ups).
+fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPairs]]) -> Option<Variance> {
+    fn per_run<'a>(sessions: &[&'a [&'a RunPairs]]) -> Vec<Vec<&'a [(u64, f64)]>> {
+        sessions.iter().map(|s| s.iter().map(|r| r.diffs.as_slice()).collect()).collect()
+    }
+    let mine: Vec<&[&RunPairs]> = members.iter().map(|&i| runs[i]).collect();
+    let (program, null) = (per_run(&mine), per_run(null_runs));
+    let null_median = crate::components::of_quantile(&null, 0.5)?;
     Some(Variance {
-        median: crate::components::of_quantile(&sessions, 0.5)?,
-        p99: crate::components::of_quantile(&sessions, 0.99)?,
+        median: crate::components::of_quantile(&program, 0.5)?.plus(&null_median),
+        p99: crate::components::of_quantile(&program, 0.99)?.plus(&null_median),
     })
 }
 

@@ -80,6 +80,7 @@ pub(crate) fn analyse_runs(
             sessions: sessions_of(gi).map(|((_, s), e)| (*s, e.as_slice())).collect(),
             runs: sessions_of(gi).map(|(k, _)| by_session[k].as_slice()).collect(),
             null_sessions: sessions_of(*null_gi).map(|(_, e)| e.as_slice()).collect(),
+            null_runs: sessions_of(*null_gi).map(|(k, _)| by_session[k].as_slice()).collect(),
             null,
             levels,
             analysis: a,

@@ -322,6 +322,19 @@ impl Components {
         ]
     }
 
+    /// The components of a difference of two independent estimates (a program's quantile less
+    /// the null calibration's median): each level's variances added, on this side's design (the
+    /// other's probe part scaled to this side's probes per run).
+    pub fn plus(&self, other: &Components) -> Components {
+        let scale = other.design.probes / self.design.probes.max(1.0);
+        Components {
+            session_ns2: self.session_ns2 + other.session_ns2,
+            run_ns2: self.run_ns2 + other.run_ns2,
+            probe_ns2: self.probe_ns2 + other.probe_ns2 * scale,
+            design: self.design,
+        }
+    }
+
     /// Each level's share of the variance of the estimate of the study they were measured on.
     pub fn shares(&self) -> Shares {
         let [s, r, p] = self.parts(self.design);

@@ -4,7 +4,6 @@
 use serde::Serialize;
 
 use crate::model::{Schedule, Session};
-use latency_plan::inventory::Action;
 use latency_results::SessionKind;
 
 /// Seconds of testbed time one more of each level costs, averaged over the program sessions.
@@ -32,12 +31,7 @@ impl Schedule {
         for s in &sessions {
             bring_up += s.steps.iter().chain(&s.teardown).map(|st| st.estimate_s).sum::<f64>();
             for (k, r) in s.runs.iter().enumerate() {
-                let steps: f64 = r
-                    .steps
-                    .iter()
-                    .filter(|st| !matches!(st.action, Action::Replay | Action::Originate))
-                    .map(|st| st.estimate_s)
-                    .sum();
+                let steps = r.other_steps_s();
                 if k == 0 {
                     bring_up += r.wait_before_s;
                     (firsts, first_s) = (firsts + 1, first_s + steps + r.replay_s);

@@ -92,6 +92,15 @@ pub struct Session {
 }
 
 impl Run {
+    /// Predicted seconds of the run's steps other than the replay itself (captures, …).
+    pub fn other_steps_s(&self) -> f64 {
+        self.steps
+            .iter()
+            .filter(|st| !matches!(st.action, Action::Replay | Action::Originate))
+            .map(|st| st.estimate_s)
+            .sum()
+    }
+
     /// The name of the run's level, if it has one.
     pub fn level_name(&self) -> Option<String> {
         self.level.as_ref().map(Level::name)

@@ -3,24 +3,11 @@
 //! every session takes its predicted time, that is list scheduling in schedule order, as here.
 
 use crate::model::{Assignment, Schedule, Session};
-use latency_plan::inventory::Action;
 
 /// A session's predicted seconds: bring-up, waits, replays, run steps and teardown.
 pub fn session_seconds(s: &Session) -> f64 {
     let steps: f64 = s.steps.iter().chain(&s.teardown).map(|st| st.estimate_s).sum();
-    let runs: f64 = s
-        .runs
-        .iter()
-        .map(|r| {
-            let other: f64 = r
-                .steps
-                .iter()
-                .filter(|st| !matches!(st.action, Action::Replay | Action::Originate))
-                .map(|st| st.estimate_s)
-                .sum();
-            r.wait_before_s + r.replay_s + other
-        })
-        .sum();
+    let runs: f64 = s.runs.iter().map(|r| r.wait_before_s + r.replay_s + r.other_steps_s()).sum();
     steps + runs
 }
 

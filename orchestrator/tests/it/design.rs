@@ -47,7 +47,13 @@ fn a_design_meets_its_target_in_a_plan_that_loads_and_carries_it() {
         assert!(w <= 5.0, "{line}");
     }
     let designed = std::fs::read_to_string(&out).unwrap();
-    assert!(designed.starts_with("# Designed by `orchestrate design`"), "{designed}");
+    let mut lines = designed.lines();
+    assert_eq!(
+        lines.next(),
+        Some("# yaml-language-server: $schema=../schemas/plan.schema.json"),
+        "the schema line stays first"
+    );
+    assert!(lines.next().unwrap().starts_with("# Designed by `orchestrate design`"), "{designed}");
     let o = bin().arg("validate").arg(&out).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }

@@ -130,10 +130,15 @@ fn explain(
     );
     let _ = writeln!(
         s,
-        "costs: one session {} (bring-up), one run {}; runs per session = ⌈√((c_session/c_run) · (T_run² + V_probe)/T_session²)⌉ \
-         for the widest estimate",
+        "costs: one session {} (bring-up), one run {}; the cheapest (sessions, runs) that meets the goal \
+         (Kalibera & Jones's r for the widest estimate: {})",
         hms(costs.session_s),
-        hms(costs.run_s)
+        hms(costs.run_s),
+        estimates
+            .iter()
+            .map(|e| e.2)
+            .max_by(|a, b| design::half_width(a, 5, 10).total_cmp(&design::half_width(b, 5, 10)))
+            .map_or(0, |c| design::runs_per_session(&c, costs))
     );
     if let Some(t) = goal.half_width_ns {
         let _ = writeln!(s, "target: every 95 % half-width ≤ {t} ns{}", if d.met { " (met)" } else { " (not met)" });
@@ -154,9 +159,16 @@ fn explain(
 }
 
 /// The plan's text with `protocol.sessions` and `protocol.runs` set to the design, its reasoning
-/// as comments on top.
+/// as comments on top (below the editor's schema line, which stays first).
 fn designed_plan(path: &Path, source: &str, d: &Designed, from: &Path, text: &str) -> Result<String, Failure> {
     let mut out = String::new();
+    let (schema, source) = match source.split_once('\n') {
+        Some((first, rest)) if first.starts_with("# yaml-language-server:") => (Some(first), rest),
+        _ => (None, source),
+    };
+    if let Some(line) = schema {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(
         out,
         "# Designed by `orchestrate design` from {} and the study in {}:",
