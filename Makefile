@@ -84,11 +84,13 @@ bench-sweep: build
 
 ## The estimators against the simulator's truth: 40 seeds of the paper plan, per program the bias,
 ## RMSE and 95 % interval coverage of p5/p50/p99 (raw and corrected), and mode separation; then
-## the same with FiveTuple's two modes only 8 ns apart. SEEDS=N for another count.
+## the same with FiveTuple's two modes only 8 ns apart. SEEDS=N for another count, PLAN=FILE for
+## another plan than the paper's (e.g. plans/paper-designed.yaml).
 SEEDS ?= 40
+PLAN ?= plans/paper.yaml
 validate-stats:
-	$(CARGO) run --release -q -p orchestrator --example validate_stats -- $(SEEDS)
-	$(CARGO) run --release -q -p orchestrator --example validate_stats -- $(SEEDS) --modes-apart 8
+	$(CARGO) run --release -q -p orchestrator --example validate_stats -- $(SEEDS) --plan $(abspath $(PLAN))
+	$(CARGO) run --release -q -p orchestrator --example validate_stats -- $(SEEDS) --plan $(abspath $(PLAN)) --modes-apart 8
 
 ## `orchestrate analyze` on paper-scale simulated results: wall time and peak memory.
 bench-analysis: build

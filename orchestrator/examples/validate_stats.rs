@@ -6,7 +6,8 @@
 //! paper's reading against Table I; it exits 1 when the twin's session bands miss the paper's.
 //!
 //! `cargo run --release -p orchestrator --example validate_stats -- [SEEDS] [--modes-apart NS]
-//! [--sim-model FILE]` (`make validate-stats`). With `--modes-apart`, FiveTuple's second mode is
+//! [--sim-model FILE] [--plan FILE]` (`make validate-stats`, `PLAN=…` for another plan than the
+//! paper's, e.g. a designed one; the session bands are judged on the paper plan only). With `--modes-apart`, FiveTuple's second mode is
 //! moved to NS above its first, to measure how often modes that close are told apart; with
 //! `--sim-model`, the simulator's model is the built-in one overridden by FILE (e.g.
 //! `testbeds/sim/calibration/old-twin.yaml`, the twin before its calibration).
@@ -52,17 +53,20 @@ struct NullOutcome {
     spread: f64,
 }
 
-const USAGE: &str = "usage: validate_stats [SEEDS] [--modes-apart NS] [--sim-model FILE]";
+const USAGE: &str = "usage: validate_stats [SEEDS] [--modes-apart NS] [--sim-model FILE] [--plan FILE]";
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut seeds = 40u64;
     let mut apart: Option<f64> = None;
     let mut model_file: Option<std::path::PathBuf> = None;
+    let paper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/paper.yaml");
+    let mut plan_path = paper.clone();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--modes-apart" => apart = args.next().and_then(|v| v.parse().ok()),
             "--sim-model" => model_file = Some(args.next().expect(USAGE).into()),
+            "--plan" => plan_path = args.next().expect(USAGE).into(),
             n => seeds = n.parse().unwrap_or_else(|_| panic!("{USAGE}")),
         }
     }
@@ -83,8 +87,12 @@ fn main() {
         let first = ft.modes[0];
         ft.modes[1] = first.map(|q| q + ns);
     }
-    let plan_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plans/paper.yaml");
-    let (mut plan, _) = latency_plan::load(&plan_path, Some("sim")).expect("the paper plan loads");
+    let (mut plan, _) = latency_plan::load(&plan_path, Some("sim")).unwrap_or_else(|e| {
+        for d in &e.0 {
+            eprintln!("{d}");
+        }
+        std::process::exit(2)
+    });
     // The hardware-clock check is not judged here; without reflection the simulation is faster.
     plan.protocol.reflect = false;
     plan.analysis.hw_clock_check = false;
@@ -106,12 +114,14 @@ fn main() {
     let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
     let nulls: Vec<NullOutcome> = nulls.into_iter().flatten().collect();
     println!(
-        "validate-stats: {seeds} seeds of plans/paper.yaml on sim{}{}",
+        "validate-stats: {seeds} seeds of {} on sim{}{}",
+        plan_path.display(),
         apart.map_or(String::new(), |a| format!(", FiveTuple's modes {a} ns apart")),
         model_file.map_or(String::new(), |f| format!(", model {}", f.display()))
     );
     report(&outcomes);
-    if !twin_against_the_paper(&outcomes, &nulls) {
+    let is_paper = std::fs::canonicalize(&plan_path).ok() == std::fs::canonicalize(&paper).ok();
+    if is_paper && !twin_against_the_paper(&outcomes, &nulls) {
         std::process::exit(1);
     }
 }
