@@ -81,7 +81,7 @@ impl std::fmt::Display for Kind {
             Kind::Fifo => "a named pipe (FIFO)",
             Kind::Device => "a device",
             Kind::Socket => "a socket",
-            Kind::Other => "not a regular file",
+            Kind::Other => "a special file",
         })
     }
 }

@@ -495,6 +495,7 @@ mod tests {
 
     use super::*;
     use latency_results::history::table::Micros;
+    use latency_results::summary::Quantiles;
 
     fn row(p50_ns: f64) -> Row {
         Row {
@@ -517,7 +518,8 @@ mod tests {
             p99_ns: f64::NAN,
             p99_ci95_lo_ns: None,
             p99_ci95_hi_ns: None,
-            quantiles_json: serde_json::to_string(&serde_json::json!({ "p50": p50_ns, "p99": 170.0 })).unwrap(),
+            quantiles_json: serde_json::to_string(&[(50.0, p50_ns), (99.0, 170.0)].into_iter().collect::<Quantiles>())
+                .unwrap(),
             null_offset_ns: 24.0,
             reproducibility_ns: 0.0,
             sessions: 1,
