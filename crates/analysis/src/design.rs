@@ -8,7 +8,9 @@
 //! session that minimise the cost of a given variance are
 //! `r = ⌈√((c_s / c_r) · (T_r² + V_p) / T_s²)⌉` (their optimum for the level below the top),
 //! and the sessions are then the fewest whose 95 % half-width `t₀.₉₇₅(n − 1) · √Var(n, r)` meets
-//! the target for every estimate. The probes per run stay those of the plan's traces.
+//! the target for every estimate. The probes per run stay those of the plan's traces. A study of
+//! `g` session groups then takes `c_0 + g · n · (c_s + r · c_r)`, `c_0` being what it costs
+//! whatever its sessions (writing each image once when later sessions only boot it).
 
 use serde::Serialize;
 
@@ -22,6 +24,8 @@ pub struct Costs {
     pub session_s: f64,
     /// One more run in each of those sessions.
     pub run_s: f64,
+    /// What the study costs whatever its sessions and runs (writing each image once).
+    pub fixed_s: f64,
 }
 
 /// What a design must reach: every estimate's 95 % half-width at most `half_width_ns` (in the
@@ -89,7 +93,9 @@ pub fn design(estimates: &[Components], costs: Costs, groups: u32, goal: Goal) -
     if estimates.is_empty() || goal == Goal::default() {
         return None;
     }
-    let seconds = |n: u32, r: u32| f64::from(groups) * f64::from(n) * (costs.session_s + f64::from(r) * costs.run_s);
+    let seconds = |n: u32, r: u32| {
+        costs.fixed_s + f64::from(groups) * f64::from(n) * (costs.session_s + f64::from(r) * costs.run_s)
+    };
     let t: Vec<f64> = (0..=MAX_SESSIONS).map(|n| t975(f64::from(n.max(2) - 1))).collect();
     let widest = |n: u32, r: u32| t[n as usize] * estimates.iter().map(|c| standard_error(c, n, r)).fold(0.0, f64::max);
     let affordable = |n: u32, r: u32| goal.budget_s.is_none_or(|b| seconds(n, r) <= b);
@@ -116,6 +122,50 @@ pub fn design(estimates: &[Components], costs: Costs, groups: u32, goal: Goal) -
     Some(Designed { sessions, runs, seconds: seconds(sessions, runs), half_widths_ns, met })
 }
 
+/// One level of a load sweep: its pacing, the rest of its level (the program and the other
+/// factors' values), and its median and p99.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// Probes per second.
+    pub pacing_pps: f64,
+    /// Everything else that names the level.
+    pub rest: String,
+    /// Median, ns.
+    pub median_ns: f64,
+    /// p99, ns.
+    pub p99_ns: f64,
+}
+
+/// The highest pacing of a load sweep whose median and p99 stay within `within_ns` of those at
+/// `base_pps` for every program and setting of the other factors, as do all pacings between (so
+/// that faster replays give the same probes): `base_pps` when no faster one does; none when some
+/// setting was not measured at `base_pps`.
+pub fn fastest_pacing(points: &[SweepPoint], base_pps: f64, within_ns: f64) -> Option<f64> {
+    let mut rests: Vec<&str> = points.iter().map(|p| p.rest.as_str()).collect();
+    rests.sort_unstable();
+    rests.dedup();
+    let bases = rests
+        .iter()
+        .map(|r| points.iter().find(|p| p.rest == *r && p.pacing_pps == base_pps).map(|b| (*r, b)))
+        .collect::<Option<Vec<_>>>()?;
+    let close = |p: &SweepPoint| {
+        bases.iter().find(|(r, _)| *r == p.rest).is_some_and(|(_, b)| {
+            (p.median_ns - b.median_ns).abs() <= within_ns && (p.p99_ns - b.p99_ns).abs() <= within_ns
+        })
+    };
+    let mut faster: Vec<f64> = points.iter().map(|p| p.pacing_pps).filter(|&x| x > base_pps).collect();
+    faster.sort_by(f64::total_cmp);
+    faster.dedup();
+    let mut best = base_pps;
+    for pps in faster {
+        if !points.iter().filter(|p| p.pacing_pps == pps).all(close) {
+            break;
+        }
+        best = pps;
+    }
+    Some(best)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,12 +183,12 @@ mod tests {
     fn runs_per_session_follow_kalibera_and_jones() {
         // r = ⌈√((c_s/c_r) · (T_r² + V_p)/T_s²)⌉: √((480/52) · 0.5/1) = √4.615 = 2.15 → 3.
         let c = components(1.0, 0.3, 0.2);
-        assert_eq!(runs_per_session(&c, Costs { session_s: 480.0, run_s: 52.0 }), 3);
+        assert_eq!(runs_per_session(&c, Costs { session_s: 480.0, run_s: 52.0, fixed_s: 0.0 }), 3);
         // Cheap sessions, dear runs: one run each. √((10/100) · 0.5/1) = 0.22 → 1.
-        assert_eq!(runs_per_session(&c, Costs { session_s: 10.0, run_s: 100.0 }), 1);
+        assert_eq!(runs_per_session(&c, Costs { session_s: 10.0, run_s: 100.0, fixed_s: 0.0 }), 1);
         // Quiet sessions: many runs. √((480/52) · 4/0.01) = 60.8 → 61.
         let c = components(0.01, 3.0, 1.0);
-        assert_eq!(runs_per_session(&c, Costs { session_s: 480.0, run_s: 52.0 }), 61);
+        assert_eq!(runs_per_session(&c, Costs { session_s: 480.0, run_s: 52.0, fixed_s: 0.0 }), 61);
     }
 
     #[test]
@@ -151,7 +201,7 @@ mod tests {
     #[test]
     fn a_target_takes_the_fewest_sessions_that_meet_it_and_a_budget_the_most_it_pays_for() {
         let c = components(1.0, 0.3, 0.2);
-        let costs = Costs { session_s: 480.0, run_s: 52.0 };
+        let costs = Costs { session_s: 480.0, run_s: 52.0, fixed_s: 0.0 };
         let d = design(&[c], costs, 2, Goal { half_width_ns: Some(1.0), budget_s: None }).unwrap();
         assert!(d.met && d.half_widths_ns[0] <= 1.0);
         // The cheapest: every cheaper (sessions, runs) misses the target, found by brute force.
@@ -183,5 +233,44 @@ mod tests {
         let d = design(&[c], costs, 2, both).unwrap();
         assert_eq!((d.sessions, d.runs, d.met), (b.sessions, b.runs, false));
         assert!(d.half_widths_ns[0] > 0.3);
+        // What the study costs whatever its design is added once, and spent before the budget.
+        let fixed = Costs { fixed_s: 600.0, ..costs };
+        let t = Goal { half_width_ns: Some(1.0), budget_s: None };
+        let (plain, with) = (design(&[c], costs, 2, t).unwrap(), design(&[c], fixed, 2, t).unwrap());
+        assert_eq!((with.sessions, with.runs), (plain.sessions, plain.runs));
+        assert!((with.seconds - plain.seconds - 600.0).abs() < 1e-9);
+        let tight = design(&[c], fixed, 2, Goal { half_width_ns: None, budget_s: Some(3.0 * 3600.0) }).unwrap();
+        assert!(tight.seconds <= 3.0 * 3600.0 && tight.seconds - 600.0 <= b.seconds);
+    }
+
+    #[test]
+    fn the_fastest_pacing_is_the_last_of_an_unbroken_run_within_the_tolerance() {
+        let point = |pps: f64, rest: &str, median_ns: f64, p99_ns: f64| SweepPoint {
+            pacing_pps: pps,
+            rest: rest.into(),
+            median_ns,
+            p99_ns,
+        };
+        let sweep = [
+            point(500.0, "128", 150.0, 170.0),
+            point(5e3, "128", 150.5, 170.4),
+            point(5e5, "128", 151.0, 172.9),
+            point(2e6, "128", 152.0, 174.0), // p99 4 ns above: out at 3 ns
+            point(5e6, "128", 151.0, 171.0), // within again, but past a break
+            point(500.0, "512", 160.0, 180.0),
+            point(5e3, "512", 160.2, 180.1),
+            point(5e5, "512", 161.0, 181.0),
+            point(2e6, "512", 161.0, 181.0),
+            point(5e6, "512", 161.0, 181.0),
+        ];
+        assert_eq!(fastest_pacing(&sweep, 500.0, 3.0), Some(5e5));
+        assert_eq!(fastest_pacing(&sweep, 500.0, 4.0), Some(5e6));
+        // A setting the 512-byte frames fail first bounds both.
+        let mut worse = sweep.clone();
+        worse[7].median_ns = 164.5;
+        assert_eq!(fastest_pacing(&worse, 500.0, 3.0), Some(5e3));
+        assert_eq!(fastest_pacing(&sweep, 500.0, 0.1), Some(500.0));
+        // Without the base rate measured, nothing can be said.
+        assert_eq!(fastest_pacing(&sweep[1..], 500.0, 3.0), None);
     }
 }

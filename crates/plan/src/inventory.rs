@@ -158,6 +158,23 @@ pub struct Inventory {
     /// built yet (`sha256: unbuilt`) be flashed: true only on testbeds that are not the real
     /// hardware (`stand_in_traces: true`, as the emulated one).
     pub stand_in_traces: bool,
+    /// The bring-up steps after which the card's reset mode is drawn anew (`mode_redrawn_by`;
+    /// among `flash`, `boot` and `flash_jtag`): a testbed fact. By default writing the flash
+    /// (with its boot) and a JTAG load, the bring-ups LatencyLab observed.
+    pub mode_redrawn_by: Vec<Action>,
+}
+
+/// What redraws the reset mode unless the inventory says otherwise.
+pub const DEFAULT_MODE_REDRAWN_BY: [Action; 2] = [Action::Flash, Action::FlashJtag];
+
+/// The steps a bring-up may redraw the reset mode by.
+pub const BRING_UP_ACTIONS: [Action; 3] = [Action::Flash, Action::Boot, Action::FlashJtag];
+
+impl Inventory {
+    /// Whether a bring-up made of `steps` redraws the reset mode on this testbed.
+    pub fn redraws_mode(&self, steps: impl IntoIterator<Item = Action>) -> bool {
+        steps.into_iter().any(|a| self.mode_redrawn_by.contains(&a))
+    }
 }
 
 // Beside the inventory rather than in `layout`: the layout names files below two work folders and
@@ -352,6 +369,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let estimates = m.or(d, "estimates_s", BTreeMap::new(), decode_estimates);
     let stand_in_traces = m.or(d, "stand_in_traces", false, Decoder::boolean);
+    let mode_redrawn_by = m.or(d, "mode_redrawn_by", DEFAULT_MODE_REDRAWN_BY.to_vec(), decode_redrawn_by);
     m.done(d);
 
     let mut all_actions = BTreeMap::new();
@@ -379,7 +397,19 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         steps,
         estimates_s,
         stand_in_traces: stand_in_traces?,
+        mode_redrawn_by: mode_redrawn_by?,
     })
+}
+
+fn decode_redrawn_by(d: &mut Decoder, n: &Node) -> Option<Vec<Action>> {
+    let names: Vec<(&str, Action)> = BRING_UP_ACTIONS.iter().map(|a| (a.name(), *a)).collect();
+    let items = d.seq(n)?;
+    let list: Vec<Option<Action>> = items.iter().map(|v| d.choice(v, &names)).collect();
+    if items.is_empty() {
+        d.error(n.pos, "`mode_redrawn_by` needs at least one of `flash`, `boot`, `flash_jtag`");
+        return None;
+    }
+    list.into_iter().collect()
 }
 
 fn decode_actions(d: &mut Decoder, n: &Node) -> Option<BTreeMap<Action, Template>> {

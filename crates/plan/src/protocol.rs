@@ -141,6 +141,10 @@ pub enum FlashPolicy {
     EverySession = "every_session",
     /// Skip flash and boot when the previous session left the same image on the card.
     OnChange = "on_change",
+    /// Every session redraws the reset mode with the cheapest bring-up the testbed says redraws it
+    /// (its inventory's `mode_redrawn_by`): the image is written only when the card does not hold
+    /// it already, and then booted or loaded every session.
+    Redraw = "redraw",
 }
 }
 

@@ -40,10 +40,19 @@ pub fn describe(s: &Schedule) -> String {
     if let Some(c) = s.costs() {
         let _ = writeln!(
             out,
-            "one more session costs {} (bring-up), one more run {} (gap, steps, replay), one more probe per run {:.1} ms\n",
+            "one more session costs {} (bring-up), one more run {} (gap, steps, replay), one more probe per run {}{}\n",
             hms(c.session_s),
             hms(c.run_s),
-            c.probe_s * 1e3
+            if c.probe_s >= 1e-4 {
+                format!("{:.1} ms", c.probe_s * 1e3)
+            } else {
+                format!("{:.1} µs", c.probe_s * 1e6)
+            },
+            if c.fixed_s >= 1.0 {
+                format!("; {} whatever the sessions (images written once)", hms(c.fixed_s))
+            } else {
+                String::new()
+            }
         );
     }
     if !s.levels.is_empty() {

@@ -2,7 +2,9 @@
 //! and that `orchestrate plan` shows.
 //!
 //! Order: each program's sessions in plan order, then the null sessions of each trace (in order of
-//! first use), so that with `flash: on_change` the null image is written once. With factors, a
+//! first use), so that with `flash: on_change` or `redraw` the null image is written once (and a
+//! program's sessions and its null calibration's run hours apart: drift between them is not
+//! cancelled by the order). With factors, a
 //! session's runs go through the levels (`order: session_level_run`) or each level has its own
 //! sessions (`level_session_run`); runs are numbered through the session, and sessions through the
 //! group. A null calibration runs the levels that change the traffic (`frame_size`), every other
@@ -265,6 +267,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
     let mut per_level: Vec<LevelPlan> =
         levels.iter().map(|l| LevelPlan { name: l.name(), runs: 0, seconds: 0.0 }).collect();
     let mut on_card: Option<&str> = None;
+    let redrawn_by: &[Action] =
+        inventory.map_or(&latency_plan::inventory::DEFAULT_MODE_REDRAWN_BY, |inv| &inv.mode_redrawn_by);
     // Predicted time of the sessions adaptive programs may not need.
     let mut beyond_min = 0.0;
     for g in &groups {
@@ -327,8 +331,15 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                     }
                 }
             };
-            let reflash = proto.flash == FlashPolicy::EverySession || on_card != Some(g.bitstream.name.as_str());
+            let holds_image = on_card == Some(g.bitstream.name.as_str());
             on_card = Some(g.bitstream.name.as_str());
+            // Write the image (QSPI), boot it, or neither; a JTAG load is both at once.
+            let (write, boot) = match proto.flash {
+                FlashPolicy::EverySession => (true, true),
+                FlashPolicy::OnChange => (!holds_image, !holds_image),
+                // A boot from the image the card holds, where a boot redraws the mode.
+                FlashPolicy::Redraw => (!(holds_image && redrawn_by.contains(&Action::Boot)), true),
+            };
             let steps: Vec<Step> = Action::ALL
                 .into_iter()
                 .filter(|a| a.role() == Role::Receiver && *a != Action::AgentStop)
@@ -337,7 +348,11 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                     Sender::Tcpreplay => *a != Action::ReflectorStart,
                     Sender::Agent { .. } => *a != Action::AgentStart,
                 })
-                .filter(|a| reflash || !matches!(a, Action::Flash | Action::FlashJtag | Action::Boot))
+                .filter(|a| match a {
+                    Action::Flash => write,
+                    Action::Boot | Action::FlashJtag => boot,
+                    _ => true,
+                })
                 .filter(|a| match g.bitstream.programming {
                     Programming::Qspi => *a != Action::FlashJtag,
                     // Loaded over JTAG, the image runs at once: there is nothing to boot.

@@ -125,8 +125,67 @@ fn one_more_of_each_level_costs_what_the_plan_and_the_estimates_say() {
         first.runs[1].steps.iter().filter(|st| st.action != Action::Replay).map(|st| st.estimate_s).sum();
     assert!((c.run_s - (2.0 + 40.0 + run_steps)).abs() < 1e-9, "{c:?}");
     // Flash 420 + boot 30 + driver reload 15 + PCIe 3 + 6 + tables 3 + the rest, as the
-    // built-in estimates give them, plus the capture's settling before the first run.
-    let bring_up: f64 =
-        first.steps.iter().chain(&first.teardown).map(|st| st.estimate_s).sum::<f64>() + first.runs[0].wait_before_s;
+    // built-in estimates give them, plus the capture's settling before the first run in place of
+    // the idle gap its run is priced with.
+    let bring_up: f64 = first.steps.iter().chain(&first.teardown).map(|st| st.estimate_s).sum::<f64>()
+        + first.runs[0].wait_before_s
+        - 2.0;
     assert!(bring_up > 420.0 && (c.session_s - bring_up).abs() < 1e-9, "{c:?}");
+}
+
+fn oct_inventory() -> latency_plan::Inventory {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbeds/oct-u280.yaml");
+    let mut diags = Vec::new();
+    latency_plan::yaml::load_file(&path, &mut diags, latency_plan::inventory::decode).expect("the OCT inventory loads")
+}
+
+/// Which sessions write the flash and which boot, in schedule order.
+fn writes_and_boots(s: &Schedule) -> (Vec<bool>, Vec<bool>) {
+    let has = |x: &Session, a: Action| x.steps.iter().any(|t| t.action == a);
+    (
+        s.sessions.iter().map(|x| has(x, Action::Flash)).collect(),
+        s.sessions.iter().map(|x| has(x, Action::Boot)).collect(),
+    )
+}
+
+#[test]
+fn redraw_boots_every_session_and_writes_an_image_only_where_a_boot_redraws_and_the_card_holds_it() {
+    let mut p = plan("tests/fixtures/good/study.yaml");
+    p.protocol.flash = FlashPolicy::Redraw;
+    // Where only writing the flash redraws the mode (the default), every session writes.
+    let mut inv = oct_inventory();
+    assert_eq!(inv.mode_redrawn_by, [Action::Flash, Action::FlashJtag]);
+    let (writes, boots) = writes_and_boots(&expand(&p, Some(&inv)).expect("expands"));
+    assert!(writes.iter().all(|&w| w) && boots.iter().all(|&b| b));
+    // Where a boot redraws it: one write per image change (forward, five_tuple, the null image
+    // both traces use), a boot every session.
+    inv.mode_redrawn_by = vec![Action::Flash, Action::Boot];
+    let s = expand(&p, Some(&inv)).expect("expands");
+    let (writes, boots) = writes_and_boots(&s);
+    assert_eq!(writes, [true, false, false, true, false, false, true, false, false, false, false, false]);
+    assert!(boots.iter().all(|&b| b));
+    // One more session costs a boot's bring-up, not a write's; the three writes are paid once.
+    let c = s.costs().expect("costs");
+    let flash = inv.estimates_s[&Action::Flash];
+    let later = &s.sessions[1];
+    let bring_up = later.steps.iter().chain(&later.teardown).map(|st| st.estimate_s).sum::<f64>()
+        + later.runs[0].wait_before_s
+        - later.runs[1].wait_before_s;
+    assert!((c.session_s - bring_up).abs() < 1e-9 && bring_up < flash, "{c:?}");
+    let every = {
+        let mut p = p.clone();
+        p.protocol.flash = FlashPolicy::EverySession;
+        expand(&p, Some(&inv)).expect("expands")
+    };
+    // The schedule is the every-session one less nine writes.
+    assert!((every.predicted_seconds.total - s.predicted_seconds.total - 9.0 * flash).abs() < 1e-6);
+    // What the sessions and runs at their price leave: the three writes, less the table loads the
+    // six null sessions do not have (priced as the program sessions).
+    let nulls_without_tables = s
+        .sessions
+        .iter()
+        .filter(|x| x.kind == SessionKind::Null && x.steps.iter().all(|t| t.action != Action::TableLoad))
+        .count();
+    assert_eq!(nulls_without_tables, 6);
+    assert!((c.fixed_s - (3.0 * flash - 6.0 * inv.estimates_s[&Action::TableLoad])).abs() < 1e-6, "{c:?}");
 }

@@ -20,6 +20,8 @@
 //! | `reflect_channel_ns` | 4 | σ of the hardware-clock channel noise per reflected copy |
 //! | `step_failure_prob` | 0 | probability that a bring-up step attempt fails (exercises retries) |
 //! | `step_time_scale` | 1 | a step takes its predicted time × this (wall time with `--realtime`) |
+//! | `mode_redrawn_by` | [flash, boot, flash_jtag] | the bring-up steps after which a session lands in a new reset mode (a session without one keeps its program's) |
+//! | `step_s` | none | seconds each step takes on the twin, per action (absent: its predicted time) |
 //! | `mode_change_prob` | 0.5 | multi-mode programs: probability that a bring-up lands in each non-first mode |
 //! | `delta_ns` | per trace template | port asymmetry δ of each trace: forward 17, five_tuple 14, remove_header 28, checksum 24; other traces 20 |
 //! | `programs` | per bitstream | latency quantiles (p5 p25 p50 p75 p95 p99, ns) of each mode as the paper's reading measures them: the paper's Table I |
@@ -103,6 +105,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use latency_plan::Action;
 use latency_plan::yaml::Decoder;
 use latency_plan::yaml::Node;
 
@@ -223,6 +226,17 @@ pub struct SimModel {
     /// ns; each stamp also has its poll phase.
     #[serde(default = "default_echo_return_ns")]
     pub echo_return_ns: f64,
+    /// The bring-up steps after which a session lands in a new reset mode: every step that
+    /// configures the FPGA (a boot from flash, a JTAG load), the flash's write with its boot.
+    #[serde(default = "default_mode_redrawn_by")]
+    pub mode_redrawn_by: Vec<Action>,
+    /// How long each step takes on the twin, seconds (absent: its predicted time), × `step_time_scale`.
+    #[serde(default)]
+    pub step_s: BTreeMap<Action, f64>,
+}
+
+fn default_mode_redrawn_by() -> Vec<Action> {
+    vec![Action::Flash, Action::Boot, Action::FlashJtag]
 }
 
 fn default_echo_return_ns() -> f64 {
@@ -253,6 +267,8 @@ impl Default for SimModel {
             .map(|(k, v)| (k.to_string(), v))
             .collect();
         SimModel {
+            mode_redrawn_by: default_mode_redrawn_by(),
+            step_s: BTreeMap::new(),
             ns_per_byte: [("int_transit".to_string(), 0.0625)].into(),
             echo_return_ns: default_echo_return_ns(),
             line_gbps: 100.0,
@@ -425,9 +441,40 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<SimModel> {
             }
         }
     }
+    if let Some(v) = m.get(d, "mode_redrawn_by") {
+        let names: Vec<(&str, Action)> =
+            latency_plan::inventory::BRING_UP_ACTIONS.iter().map(|a| (a.name(), *a)).collect();
+        if let Some(items) = d.seq(v) {
+            let list: Option<Vec<Action>> = items.iter().map(|i| d.choice(i, &names)).collect();
+            if let Some(list) = list {
+                out.mode_redrawn_by = list;
+            }
+        }
+    }
+    if let Some(v) = m.get(d, "step_s")
+        && let Some(mut sm) = d.map(v, "seconds per step")
+    {
+        for (k, x) in sm.names(d) {
+            match Action::from_name(k) {
+                Some(a) => {
+                    if let Some(x) = d.number(x, 0.0..=86_400.0) {
+                        out.step_s.insert(a, x);
+                    }
+                }
+                None => {
+                    let hint = latency_plan::yaml::closest(k, &Action::NAMES)
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
+                    d.error(x.pos, format!("`step_s`: unknown step `{k}`{hint}"));
+                }
+            }
+        }
+    }
     m.finish(
         d,
         &[
+            "mode_redrawn_by",
+            "step_s",
             "tsc_hz",
             "poll_phase_ns",
             "dma_jitter_ns",

@@ -17,7 +17,6 @@ use rand_chacha::ChaCha8Rng;
 use super::model::{ProgramModel, SimModel};
 use super::replay::ReplayReport;
 use super::{Cancel, RunData, Testbed, TestbedError};
-use latency_plan::Action;
 use latency_plan::Generated;
 use latency_plan::Plan;
 use latency_plan::digest::key;
@@ -129,16 +128,16 @@ impl SimTestbed {
             / (1u64 << 53) as f64
     }
 
-    /// The reset mode a session lands in. The mode is decided when the FPGA comes up after a flash
-    /// and kept until the next flash (paper), so it is drawn per flash: a session that does not
-    /// flash (`flash: on_change`, the image already on the card) keeps the mode of its program's
-    /// flash, which under that policy is the program's first session.
+    /// The reset mode a session lands in. The mode is decided when the FPGA is configured (a
+    /// flash with its boot, a boot from flash, a JTAG load: the model's `mode_redrawn_by`) and kept
+    /// until the next, so it is drawn per such bring-up: a session without one (`flash:
+    /// on_change`, the image already on the card) keeps the mode of its program's first session.
     pub fn session_mode(&self, session: &Session, modes: usize) -> usize {
         if modes < 2 {
             return 0;
         }
-        let flashes = session.steps.iter().any(|s| matches!(s.action, Action::Flash | Action::FlashJtag));
-        let flash = if flashes { session.session } else { 1 };
+        let redraws = session.steps.iter().any(|s| self.model.mode_redrawn_by.contains(&s.action));
+        let flash = if redraws { session.session } else { 1 };
         let mut r = rng(&[&self.seed.to_le_bytes(), b"mode", session.program.as_bytes(), &flash.to_le_bytes()]);
         if let Some(w) = self.model.mode_weights.get(&session.bitstream).filter(|w| w.len() == modes) {
             let u = r.random::<f64>() * w.iter().sum::<f64>();
@@ -420,7 +419,8 @@ impl Testbed for SimTestbed {
         if cancel.is_cancelled() {
             return Err(TestbedError::Interrupted);
         }
-        let seconds = step.estimate_s * self.model.step_time_scale;
+        let seconds =
+            self.model.step_s.get(&step.action).copied().unwrap_or(step.estimate_s) * self.model.step_time_scale;
         self.pause(seconds, cancel)?;
         if self.step_fails(session, step.action.name(), attempt) {
             return Err(TestbedError::Failed {

@@ -162,6 +162,45 @@ fn without_a_reflash_sessions_keep_the_mode_of_the_flash() {
 }
 
 #[test]
+fn a_boot_from_flash_redraws_the_mode_where_the_twin_says_it_does() {
+    let (p, s) = paper();
+    // Five sessions of five_tuple that only boot the image the card holds.
+    let boots: Vec<Session> = (1..=5)
+        .map(|n| {
+            let mut x = session(&s, "five_tuple", n).clone();
+            x.steps.retain(|st| st.action != latency_plan::Action::Flash);
+            assert!(x.steps.iter().any(|st| st.action == latency_plan::Action::Boot));
+            x
+        })
+        .collect();
+    let modes = |model: SimModel, seed: u64| -> Vec<usize> {
+        let sim = SimTestbed::new(&p, model, false).with_seed(seed);
+        boots.iter().map(|x| sim.session_mode(x, 2)).collect()
+    };
+    // By default a boot configures the FPGA and draws the mode anew: some seed's sessions differ.
+    assert!((0..50).any(|seed| modes(quiet(), seed).windows(2).any(|w| w[0] != w[1])));
+    // A twin where only writing the flash redraws it keeps one mode through boots.
+    let flash_only = SimModel { mode_redrawn_by: vec![latency_plan::Action::Flash], ..quiet() };
+    for seed in 0..50 {
+        let m = modes(flash_only.clone(), seed);
+        assert!(m.iter().all(|&x| x == m[0]), "seed {seed}: {m:?}");
+    }
+}
+
+#[test]
+fn a_step_takes_the_twins_time_for_it_where_the_model_gives_one() {
+    let (p, s) = paper();
+    let ses = session(&s, "forward", 1);
+    let flash = ses.steps.iter().find(|st| st.action == latency_plan::Action::Flash).unwrap();
+    let boot = ses.steps.iter().find(|st| st.action == latency_plan::Action::Boot).unwrap();
+    let model = SimModel { step_s: [(latency_plan::Action::Flash, 600.0)].into(), step_time_scale: 0.5, ..quiet() };
+    let mut sim = SimTestbed::new(&p, model, false);
+    let cancel = Cancel::default();
+    assert_eq!(sim.step(ses, flash, 1, &cancel).unwrap(), 300.0);
+    assert_eq!(sim.step(ses, boot, 1, &cancel).unwrap(), boot.estimate_s * 0.5);
+}
+
+#[test]
 fn null_forwards_every_probe_and_first_probe_arrives_late() {
     let (p, s) = paper();
     let model =

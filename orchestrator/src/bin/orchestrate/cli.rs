@@ -123,6 +123,19 @@ pub(crate) enum Command {
         /// Write the designed plan here (must not exist).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Step costs from what these studies' journals measured (results folders run on the
+        /// testbed), instead of the inventory's estimates.
+        #[arg(long, num_args = 1..)]
+        costs_from: Vec<PathBuf>,
+        /// A load sweep on the testbed (a results folder of a plan with a `pacing_pps` factor):
+        /// replay at its highest pacing whose median and p99 stay within --pacing-within of those
+        /// at the plan's pacing.
+        #[arg(long)]
+        pacing_from: Option<PathBuf>,
+        /// How close to the plan's pacing's latency a faster pacing must stay, ns (default: the
+        /// target, --ci95-ns).
+        #[arg(long, value_parser = positive)]
+        pacing_within: Option<f64>,
     },
     /// The results history: finished studies in a store (a folder or `s3://bucket/prefix`).
     History {
@@ -221,6 +234,10 @@ pub(crate) enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Step costs from what these studies' journals measured (results folders run on the
+        /// testbed), instead of the inventory's estimates.
+        #[arg(long, num_args = 1..)]
+        costs_from: Vec<PathBuf>,
     },
 }
 

@@ -14,6 +14,7 @@ use orchestrator::exit::ExitStatus;
 mod cli;
 mod design;
 mod history;
+mod measured;
 mod run;
 mod slices;
 
@@ -110,12 +111,19 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Validate { plans } => validate(&plans),
-        Command::Plan { plan, testbed, json } => show_plan(&plan, testbed.as_deref(), json),
+        Command::Plan { plan, testbed, json, costs_from } => show_plan(&plan, testbed.as_deref(), json, &costs_from),
         Command::Analyze { dir } => analyze(&dir),
         Command::Report { dir, format } => report(&dir, &format),
-        Command::Design { plan, from, ci95_ns, budget, testbed, out } => {
+        Command::Design { plan, from, ci95_ns, budget, testbed, out, costs_from, pacing_from, pacing_within } => {
             let goal = latency_analysis::design::Goal { half_width_ns: ci95_ns, budget_s: budget };
-            design::design(&plan, &from, goal, testbed.as_deref(), out.as_deref())
+            let inputs = design::Inputs {
+                testbed: testbed.as_deref(),
+                out: out.as_deref(),
+                costs_from: &costs_from,
+                pacing_from: pacing_from.as_deref(),
+                pacing_within,
+            };
+            design::design(&plan, &from, goal, inputs)
         }
         Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
             compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
@@ -190,8 +198,8 @@ fn validate(plans: &[PathBuf]) -> Result<(), Failure> {
     if all.is_empty() { Ok(()) } else { Err(Failure::Invalid(all)) }
 }
 
-fn show_plan(path: &Path, testbed: Option<&str>, json: bool) -> Result<(), Failure> {
-    let s = slices::load_schedule(path, testbed)?;
+fn show_plan(path: &Path, testbed: Option<&str>, json: bool, costs_from: &[PathBuf]) -> Result<(), Failure> {
+    let s = slices::load_schedule(path, testbed, costs_from)?;
     if json {
         let text = serde_json::to_string_pretty(&s).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
         print_out(&(text + "\n"))

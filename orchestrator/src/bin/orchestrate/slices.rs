@@ -1,6 +1,6 @@
 //! `--testbed a.yaml,b.yaml`: one plan on several testbed slices.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use latency_plan as plan;
 use latency_plan::Inventory;
@@ -40,6 +40,24 @@ pub(crate) fn load(path: &Path, testbed: Option<&str>) -> Result<(Plan, Vec<Opti
     Ok((plan, inventories))
 }
 
+/// The inventories' estimates replaced by what the journals of `dirs` measured (none: kept); what
+/// was replaced is said on stderr. The simulator has no estimates to replace.
+pub(crate) fn measured_costs(inventories: &mut [Option<Inventory>], dirs: &[PathBuf]) -> Result<(), Failure> {
+    if dirs.is_empty() {
+        return Ok(());
+    }
+    if inventories.iter().any(Option::is_none) {
+        return Err(Failure::Usage(
+            "--costs-from: the simulator's steps take their estimates; name an inventory with --testbed".into(),
+        ));
+    }
+    let m = crate::measured::measured(dirs)?;
+    for inv in inventories.iter_mut().flatten() {
+        eprint!("{}", m.apply(inv));
+    }
+    Ok(())
+}
+
 /// The names of the slices, for messages and the dry run.
 pub(crate) fn names(inventories: &[Option<Inventory>]) -> Vec<String> {
     inventories.iter().map(|i| i.as_ref().map_or_else(|| "sim".to_string(), |i| i.name.clone())).collect()
@@ -47,8 +65,9 @@ pub(crate) fn names(inventories: &[Option<Inventory>]) -> Vec<String> {
 
 /// The schedule of `path` on the testbeds of `--testbed`, with the slices' predicted assignment
 /// when there are several.
-pub(crate) fn load_schedule(path: &Path, testbed: Option<&str>) -> Result<Schedule, Failure> {
-    let (plan, inventories) = load(path, testbed)?;
+pub(crate) fn load_schedule(path: &Path, testbed: Option<&str>, costs_from: &[PathBuf]) -> Result<Schedule, Failure> {
+    let (plan, mut inventories) = load(path, testbed)?;
+    measured_costs(&mut inventories, costs_from)?;
     let mut s = schedule::expand(&plan, inventories[0].as_ref()).map_err(|e| Failure::Invalid(vec![e.diagnostic()]))?;
     if inventories.len() > 1 {
         s.slices = Some(schedule::slices::assign(&s, names(&inventories)));
