@@ -421,13 +421,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             predicted.bring_up += steps.iter().map(|s| s.estimate_s).sum::<f64>();
             predicted.replay += runs.iter().map(|r| r.replay_s).sum::<f64>();
             predicted.idle_gaps += runs.iter().map(|r| r.wait_before_s).sum::<f64>();
-            predicted.run_steps += runs
-                .iter()
-                .flat_map(|r| &r.steps)
-                .filter(|s| !matches!(s.action, Action::Replay | Action::Originate))
-                .chain(&teardown)
-                .map(|s| s.estimate_s)
-                .sum::<f64>();
+            predicted.run_steps +=
+                runs.iter().flat_map(|r| &r.steps).chain(&teardown).map(|s| s.estimate_s).sum::<f64>();
             if g.kind == SessionKind::Program && proto.adaptive.is_some_and(|a| s > a.min) {
                 beyond_min += predicted.sum() - before.sum();
             }

@@ -92,13 +92,11 @@ pub struct Session {
 }
 
 impl Run {
-    /// Predicted seconds of the run's steps other than the replay itself (captures, …).
+    /// Predicted seconds of the run's steps beyond its probes at the pacing: the captures, and
+    /// what the replay's step takes besides sending (its estimate: starting the sender, collecting
+    /// the records).
     pub fn other_steps_s(&self) -> f64 {
-        self.steps
-            .iter()
-            .filter(|st| !matches!(st.action, Action::Replay | Action::Originate))
-            .map(|st| st.estimate_s)
-            .sum()
+        self.steps.iter().map(|st| st.estimate_s).sum()
     }
 
     /// The name of the run's level, if it has one.

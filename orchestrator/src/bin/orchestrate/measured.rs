@@ -11,7 +11,8 @@ use latency_results::event::Event;
 
 use crate::Failure;
 
-/// What the journals say each step took: the median of its finished attempts, and how many.
+/// What the journals say each step took: the median of its finished attempts, and how many (for
+/// the replay: what a run took beyond its probes at the rate it achieved).
 pub(crate) struct Measured {
     per_action: BTreeMap<Action, (f64, usize)>,
     testbeds: Vec<String>,
@@ -29,6 +30,19 @@ pub(crate) fn measured(dirs: &[PathBuf]) -> Result<Measured, Failure> {
                     seconds.entry(action).or_default().push(s);
                 }
                 Event::StudyStarted { testbed, .. } if !testbeds.contains(&testbed) => testbeds.push(testbed),
+                // What a run took beyond sending its probes at the rate it achieved: the replay's
+                // own cost (starting the sender, collecting the records).
+                Event::RunFinished { seconds: s, counts, pacing, .. } => {
+                    let sent = (counts.matched + counts.pipeline_only + counts.bypass_only) as f64;
+                    if let Some(pps) = pacing.sender_pps.or(pacing.receiver_pps).filter(|p| *p > 0.0)
+                        && s.is_finite()
+                    {
+                        let beyond = (s - sent / pps).max(0.0);
+                        for a in [Action::Replay, Action::Originate] {
+                            seconds.entry(a).or_default().push(beyond);
+                        }
+                    }
+                }
                 _ => {}
             }
         }
