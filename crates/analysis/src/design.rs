@@ -28,15 +28,37 @@ pub struct Costs {
     pub fixed_s: f64,
 }
 
-/// What a design must reach: every estimate's 95 % half-width at most `half_width_ns` (in the
-/// least time), within `budget_s` seconds of testbed time (the narrowest it pays for), or both
-/// (the target if the budget pays for it, else the best the budget can do, not met).
+/// What a design must reach: every estimate's 95 % half-width at most `half_width_ns`, or at most
+/// what `precise_as` (sessions, runs per session) gives it, or both (in the least time); within
+/// `budget_s` seconds of testbed time (the narrowest it pays for); or a target and a budget (the
+/// target if the budget pays for it, else the best the budget can do, not met).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Goal {
     /// Half-width of every 95 % interval, ns.
     pub half_width_ns: Option<f64>,
+    /// Each estimate's half-width from this many sessions of this many runs (a plan's own
+    /// precision), as its target.
+    pub precise_as: Option<(u32, u32)>,
     /// Testbed time, seconds.
     pub budget_s: Option<f64>,
+}
+
+impl Goal {
+    /// Each estimate's target half-width, ns; none without a target.
+    fn targets(&self, estimates: &[Components]) -> Option<Vec<f64>> {
+        if self.half_width_ns.is_none() && self.precise_as.is_none() {
+            return None;
+        }
+        Some(
+            estimates
+                .iter()
+                .map(|c| {
+                    let own = self.precise_as.map_or(f64::INFINITY, |(n, r)| half_width(c, n, r));
+                    own.min(self.half_width_ns.unwrap_or(f64::INFINITY))
+                })
+                .collect(),
+        )
+    }
 }
 
 /// A design and what it predicts.
@@ -97,23 +119,32 @@ pub fn design(estimates: &[Components], costs: Costs, groups: u32, goal: Goal) -
         costs.fixed_s + f64::from(groups) * f64::from(n) * (costs.session_s + f64::from(r) * costs.run_s)
     };
     let t: Vec<f64> = (0..=MAX_SESSIONS).map(|n| t975(f64::from(n.max(2) - 1))).collect();
-    let widest = |n: u32, r: u32| t[n as usize] * estimates.iter().map(|c| standard_error(c, n, r)).fold(0.0, f64::max);
+    let targets = goal.targets(estimates);
+    // How far the worst estimate is from its target (≤ 1: met); without a target, the widest
+    // half-width.
+    let excess = |n: u32, r: u32| {
+        let widths = estimates.iter().map(|c| t[n as usize] * standard_error(c, n, r));
+        match &targets {
+            Some(ts) => widths.zip(ts).map(|(w, t)| w / t).fold(0.0, f64::max),
+            None => widths.fold(0.0, f64::max),
+        }
+    };
     let affordable = |n: u32, r: u32| goal.budget_s.is_none_or(|b| seconds(n, r) <= b);
     let candidates = (2..=MAX_SESSIONS).flat_map(|n| (1..=MAX_RUNS).map(move |r| (n, r)));
-    let meeting = goal.half_width_ns.and_then(|t| {
+    let meeting = targets.as_ref().and_then(|_| {
         candidates
             .clone()
-            .filter(|&(n, r)| affordable(n, r) && widest(n, r) <= t)
+            .filter(|&(n, r)| affordable(n, r) && excess(n, r) <= 1.0)
             .min_by(|a, b| seconds(a.0, a.1).total_cmp(&seconds(b.0, b.1)))
     });
     let (sessions, runs, met) = match meeting {
         Some((n, r)) => (n, r, true),
         None => {
             let best = candidates.filter(|&(n, r)| affordable(n, r)).min_by(|a, b| {
-                widest(a.0, a.1).total_cmp(&widest(b.0, b.1)).then(seconds(a.0, a.1).total_cmp(&seconds(b.0, b.1)))
+                excess(a.0, a.1).total_cmp(&excess(b.0, b.1)).then(seconds(a.0, a.1).total_cmp(&seconds(b.0, b.1)))
             });
             match best {
-                Some((n, r)) => (n, r, goal.half_width_ns.is_none()),
+                Some((n, r)) => (n, r, targets.is_none()),
                 None => (2, 1, false),
             }
         }
@@ -202,7 +233,7 @@ mod tests {
     fn a_target_takes_the_fewest_sessions_that_meet_it_and_a_budget_the_most_it_pays_for() {
         let c = components(1.0, 0.3, 0.2);
         let costs = Costs { session_s: 480.0, run_s: 52.0, fixed_s: 0.0 };
-        let d = design(&[c], costs, 2, Goal { half_width_ns: Some(1.0), budget_s: None }).unwrap();
+        let d = design(&[c], costs, 2, Goal { half_width_ns: Some(1.0), ..Goal::default() }).unwrap();
         assert!(d.met && d.half_widths_ns[0] <= 1.0);
         // The cheapest: every cheaper (sessions, runs) misses the target, found by brute force.
         let cost = |n: u32, r: u32| 2.0 * f64::from(n) * (480.0 + f64::from(r) * 52.0);
@@ -216,7 +247,7 @@ mod tests {
         }
         // Near Kalibera & Jones's r = 3 for these costs and components.
         assert!((2..=4).contains(&d.runs), "{d:?}");
-        let b = design(&[c], costs, 2, Goal { half_width_ns: None, budget_s: Some(3.0 * 3600.0) }).unwrap();
+        let b = design(&[c], costs, 2, Goal { budget_s: Some(3.0 * 3600.0), ..Goal::default() }).unwrap();
         assert!(b.met && b.seconds <= 3.0 * 3600.0);
         for n in 2..=60 {
             for r in 1..=20 {
@@ -226,20 +257,38 @@ mod tests {
             }
         }
         // A target below what any number of sessions can reach is not met.
-        let never = design(&[c], costs, 2, Goal { half_width_ns: Some(0.01), budget_s: None }).unwrap();
+        let never = design(&[c], costs, 2, Goal { half_width_ns: Some(0.01), ..Goal::default() }).unwrap();
         assert!(!never.met);
         // Within a budget that does not pay for the target: the most the budget pays for, not met.
-        let both = Goal { half_width_ns: Some(0.3), budget_s: Some(3.0 * 3600.0) };
+        let both = Goal { half_width_ns: Some(0.3), budget_s: Some(3.0 * 3600.0), ..Goal::default() };
         let d = design(&[c], costs, 2, both).unwrap();
         assert_eq!((d.sessions, d.runs, d.met), (b.sessions, b.runs, false));
         assert!(d.half_widths_ns[0] > 0.3);
+        // As precise as 5 sessions of 10 runs, estimate by estimate, in the least time: no
+        // half-width wider than 5 × 10 gives it, and every cheaper design has one wider.
+        let quiet = components(0.2, 2.0, 0.1);
+        let as_plan = Goal { precise_as: Some((5, 10)), ..Goal::default() };
+        let d = design(&[c, quiet], costs, 2, as_plan).unwrap();
+        assert!(d.met, "{d:?}");
+        let own = [half_width(&c, 5, 10), half_width(&quiet, 5, 10)];
+        assert!(d.half_widths_ns.iter().zip(own).all(|(w, o)| *w <= o + 1e-12), "{d:?} {own:?}");
+        for n in 2..=60 {
+            for r in 1..=30 {
+                if cost(n, r) < d.seconds {
+                    assert!(
+                        half_width(&c, n, r) > own[0] || half_width(&quiet, n, r) > own[1],
+                        "{n} × {r} is cheaper and as precise"
+                    );
+                }
+            }
+        }
         // What the study costs whatever its design is added once, and spent before the budget.
         let fixed = Costs { fixed_s: 600.0, ..costs };
-        let t = Goal { half_width_ns: Some(1.0), budget_s: None };
+        let t = Goal { half_width_ns: Some(1.0), ..Goal::default() };
         let (plain, with) = (design(&[c], costs, 2, t).unwrap(), design(&[c], fixed, 2, t).unwrap());
         assert_eq!((with.sessions, with.runs), (plain.sessions, plain.runs));
         assert!((with.seconds - plain.seconds - 600.0).abs() < 1e-9);
-        let tight = design(&[c], fixed, 2, Goal { half_width_ns: None, budget_s: Some(3.0 * 3600.0) }).unwrap();
+        let tight = design(&[c], fixed, 2, Goal { budget_s: Some(3.0 * 3600.0), ..Goal::default() }).unwrap();
         assert!(tight.seconds <= 3.0 * 3600.0 && tight.seconds - 600.0 <= b.seconds);
     }
 

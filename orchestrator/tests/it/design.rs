@@ -43,7 +43,7 @@ fn a_design_meets_its_target_in_a_plan_that_loads_and_carries_it() {
     assert!(text.contains("(met)"), "{text}");
     // Every predicted half-width within the target.
     for line in text.lines().filter(|l| l.contains("| ±")) {
-        let w: f64 = line.rsplit("±").next().unwrap().trim_end_matches(" |").trim().parse().unwrap();
+        let w: f64 = line.split('|').find_map(|c| c.trim().strip_prefix('±')).unwrap().parse().unwrap();
         assert!(w <= 5.0, "{line}");
     }
     let designed = std::fs::read_to_string(&out).unwrap();
@@ -87,7 +87,11 @@ fn a_dimensioning_study_of_one_session_is_refused_naming_what_it_lacks() {
     assert!(err.contains("has no variance components") && err.contains("two sessions of two runs"), "{err}");
     let o = bin().arg("design").arg(&plan).arg("--from").arg(&from).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("give a target (--ci95-ns) or a budget (--budget)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give a target (--ci95-ns or --as-precise-as-plan) or a budget (--budget)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -205,4 +209,23 @@ fn the_dry_run_prices_steps_as_the_journals_of_studies_measured_them() {
     // The simulator has no estimates to replace.
     let o = bin().args(["plan"]).arg(&plan).args(["--testbed", "sim", "--costs-from"]).arg(&measured).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn as_precise_as_the_plan_targets_each_estimates_own_half_width() {
+    let dir = tmp_dir("design-precise");
+    let plan = smoke_in(&dir, 3);
+    let from = study(&plan, &dir);
+    let o = bin().arg("design").arg(&plan).arg("--from").arg(&from).arg("--as-precise-as-plan").output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    assert!(text.contains("what the plan as written (3 sessions × 2 runs) gives it (met)"), "{text}");
+    // Each estimate's predicted half-width within its own as the plan is written.
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ") && l.contains("±")).collect();
+    assert_eq!(rows.len(), 4, "{text}");
+    for row in rows {
+        let cells: Vec<f64> =
+            row.split('|').filter_map(|c| c.trim().strip_prefix('±')).map(|c| c.parse().unwrap()).collect();
+        assert!(cells[0] <= cells[1] + 1e-9, "{row}");
+    }
 }

@@ -114,6 +114,10 @@ pub(crate) enum Command {
         /// Target: every program's median and p99 95 % half-width at most this, ns.
         #[arg(long, value_parser = positive)]
         ci95_ns: Option<f64>,
+        /// Target: every program's median and p99 95 % half-width at most what the plan as
+        /// written gives it (its sessions and runs, from the dimensioning study's components).
+        #[arg(long)]
+        as_precise_as_plan: bool,
         /// Budget of testbed time (`3h`, `90m`, `5400s`).
         #[arg(long, value_parser = parse_duration)]
         budget: Option<f64>,

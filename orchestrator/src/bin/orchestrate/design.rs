@@ -25,15 +25,22 @@ pub(crate) struct Inputs<'a> {
     pub pacing_from: Option<&'a Path>,
     /// How close a faster pacing's latency must stay, ns (default: the target).
     pub pacing_within: Option<f64>,
+    /// Whether each estimate's target is the half-width the plan as written gives it.
+    pub as_precise_as_plan: bool,
 }
 
 /// Design `plan_path` from the study in `from` for `goal`; write the designed plan when asked.
 /// Exit 1 when the target is not met (the best design is still printed and written).
-pub(crate) fn design(plan_path: &Path, from: &Path, goal: Goal, inputs: Inputs<'_>) -> Result<(), Failure> {
-    if goal == Goal::default() {
-        return Err(Failure::Usage("design: give a target (--ci95-ns) or a budget (--budget), or both".into()));
+pub(crate) fn design(plan_path: &Path, from: &Path, mut goal: Goal, inputs: Inputs<'_>) -> Result<(), Failure> {
+    if goal == Goal::default() && !inputs.as_precise_as_plan {
+        return Err(Failure::Usage(
+            "design: give a target (--ci95-ns or --as-precise-as-plan) or a budget (--budget), or both".into(),
+        ));
     }
     let (mut plan, mut inventories) = crate::slices::load(plan_path, inputs.testbed)?;
+    if inputs.as_precise_as_plan {
+        goal.precise_as = Some((plan.protocol.sessions, plan.protocol.runs));
+    }
     crate::slices::measured_costs(&mut inventories, inputs.costs_from)?;
     if let Some(out) = inputs.out {
         let folder = |p: &Path| {
@@ -64,7 +71,7 @@ pub(crate) fn design(plan_path: &Path, from: &Path, goal: Goal, inputs: Inputs<'
         Some(sweep) => {
             let within = inputs.pacing_within.or(goal.half_width_ns).ok_or_else(|| {
                 Failure::Usage(
-                    "--pacing-from: say how close the latency must stay (--pacing-within or --ci95-ns)".into(),
+                    "--pacing-from: say how close the latency must stay (--pacing-within, or --ci95-ns)".into(),
                 )
             })?;
             let pps = fastest_pacing(sweep, &plan, within)?;
@@ -111,7 +118,16 @@ pub(crate) fn design(plan_path: &Path, from: &Path, goal: Goal, inputs: Inputs<'
     let Some(d) = design::design(&all, costs, groups.len() as u32, goal) else {
         return Err(Failure::Usage("design: nothing to design".into()));
     };
-    let mut text = explain(&plan.study, &estimates, &d, costs, groups.len(), as_written, goal);
+    let mut text = explain(
+        &plan.study,
+        (plan.protocol.sessions, plan.protocol.runs),
+        &estimates,
+        &d,
+        costs,
+        groups.len(),
+        as_written,
+        goal,
+    );
     let redraws =
         inventories[0].as_ref().map_or(&latency_plan::inventory::DEFAULT_MODE_REDRAWN_BY[..], |i| &i.mode_redrawn_by);
     let _ = writeln!(
@@ -159,8 +175,10 @@ pub(crate) fn design(plan_path: &Path, from: &Path, goal: Goal, inputs: Inputs<'
 }
 
 /// The design in words: per estimate its components, shares and predicted half-width.
+#[allow(clippy::too_many_arguments)]
 fn explain(
     study: &str,
+    as_written: (u32, u32),
     estimates: &[(String, &'static str, Components)],
     d: &Designed,
     costs: Costs,
@@ -191,19 +209,39 @@ fn explain(
             .max_by(|a, b| design::half_width(a, 5, 10).total_cmp(&design::half_width(b, 5, 10)))
             .map_or(0, |c| design::runs_per_session(&c, costs))
     );
-    if let Some(t) = goal.half_width_ns {
-        let _ = writeln!(s, "target: every 95 % half-width ≤ {t} ns{}", if d.met { " (met)" } else { " (not met)" });
+    let met = if d.met { " (met)" } else { " (not met)" };
+    match (goal.half_width_ns, goal.precise_as) {
+        (Some(t), None) => {
+            let _ = writeln!(s, "target: every 95 % half-width ≤ {t} ns{met}");
+        }
+        (t, Some((n, r))) => {
+            let _ = writeln!(
+                s,
+                "target: every 95 % half-width ≤ what the plan as written ({n} sessions × {r} runs) gives it{}{met}",
+                t.map(|t| format!(" and ≤ {t} ns")).unwrap_or_default()
+            );
+        }
+        (None, None) => {}
     }
     if let Some(b) = goal.budget_s {
         let _ = writeln!(s, "budget: {}", hms(b));
     }
-    let _ = writeln!(s, "\n| program | statistic | T_session² | T_run² | V_probe | measured on | half-width (ns) |");
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "\n| program | statistic | T_session² | T_run² | V_probe | measured on | half-width (ns) | as written (ns) |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
     for ((program, statistic, c), w) in estimates.iter().zip(&d.half_widths_ns) {
         let _ = writeln!(
             s,
-            "| {program} | {statistic} | {:.3} | {:.3} | {:.3} | {:.0} × {:.1} × {:.0} | ±{w:.2} |",
-            c.session_ns2, c.run_ns2, c.probe_ns2, c.design.sessions, c.design.runs, c.design.probes
+            "| {program} | {statistic} | {:.3} | {:.3} | {:.3} | {:.0} × {:.1} × {:.0} | ±{w:.2} | ±{:.2} |",
+            c.session_ns2,
+            c.run_ns2,
+            c.probe_ns2,
+            c.design.sessions,
+            c.design.runs,
+            c.design.probes,
+            design::half_width(c, as_written.0, as_written.1)
         );
     }
     s

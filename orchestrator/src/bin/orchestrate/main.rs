@@ -114,14 +114,26 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Plan { plan, testbed, json, costs_from } => show_plan(&plan, testbed.as_deref(), json, &costs_from),
         Command::Analyze { dir } => analyze(&dir),
         Command::Report { dir, format } => report(&dir, &format),
-        Command::Design { plan, from, ci95_ns, budget, testbed, out, costs_from, pacing_from, pacing_within } => {
-            let goal = latency_analysis::design::Goal { half_width_ns: ci95_ns, budget_s: budget };
+        Command::Design {
+            plan,
+            from,
+            ci95_ns,
+            as_precise_as_plan,
+            budget,
+            testbed,
+            out,
+            costs_from,
+            pacing_from,
+            pacing_within,
+        } => {
+            let goal = latency_analysis::design::Goal { half_width_ns: ci95_ns, budget_s: budget, precise_as: None };
             let inputs = design::Inputs {
                 testbed: testbed.as_deref(),
                 out: out.as_deref(),
                 costs_from: &costs_from,
                 pacing_from: pacing_from.as_deref(),
                 pacing_within,
+                as_precise_as_plan,
             };
             design::design(&plan, &from, goal, inputs)
         }
