@@ -131,6 +131,8 @@ pub struct Adaptive {
     /// The 95 % interval of the headline mode's median over its sessions must be narrower than
     /// this, ns (none: not required).
     pub median_ci_ns: Option<f64>,
+    /// The same for the headline mode's p99, ns (none: not required).
+    pub p99_ci_ns: Option<f64>,
 }
 
 latency_proto::words! {
@@ -237,26 +239,27 @@ pub(super) fn decode_protocol(d: &mut Decoder, n: &Node) -> Option<Protocol> {
     })
 }
 
-/// `sessions: {min, max, until: {stable_sessions, unseen_mode_below, median_ci_ns}}`.
+/// `sessions: {min, max, until: {stable_sessions, unseen_mode_below, median_ci_ns, p99_ci_ns}}`.
 fn decode_adaptive(d: &mut Decoder, n: &Node) -> Option<(u32, Option<Adaptive>)> {
     let mut m = d.map(n, "adaptive sessions: {min, max, until}")?;
     let min = m.required(d, "min", |d, v| d.uint(v, 2..=1000));
     let max = m.required(d, "max", |d, v| d.uint(v, 2..=1000));
     let until = m.required(d, "until", |d, v| {
-        let mut u = d.map(v, "stopping rule: {stable_sessions, unseen_mode_below, median_ci_ns}")?;
+        let mut u = d.map(v, "stopping rule: {stable_sessions, unseen_mode_below, median_ci_ns, p99_ci_ns}")?;
         let stable = u.or(d, "stable_sessions", 5, |d, v| d.uint(v, 1..=1000));
         let unseen = u.or(d, "unseen_mode_below", 0.05, |d, v| d.number(v, 0.0..=1.0));
         let ci = u.optional(d, "median_ci_ns", |d, v| d.number(v, 0.0..=1e6));
+        let p99_ci = u.optional(d, "p99_ci_ns", |d, v| d.number(v, 0.0..=1e6));
         u.done(d);
-        Some((stable?, unseen?, ci?))
+        Some((stable?, unseen?, ci?, p99_ci?))
     });
     m.done(d);
-    let (min, max, (stable_sessions, unseen_mode_below, median_ci_ns)) = (min?, max?, until?);
+    let (min, max, (stable_sessions, unseen_mode_below, median_ci_ns, p99_ci_ns)) = (min?, max?, until?);
     if max < min {
         d.error(n.pos, format!("`max` ({max}) is below `min` ({min})"));
         return None;
     }
-    Some((max, Some(Adaptive { min, max, stable_sessions, unseen_mode_below, median_ci_ns })))
+    Some((max, Some(Adaptive { min, max, stable_sessions, unseen_mode_below, median_ci_ns, p99_ci_ns })))
 }
 
 impl Default for RunChecks {

@@ -179,11 +179,11 @@ impl Walk<'_, '_> {
     }
 }
 
-/// Adaptive sessions: the raw medians of each program's sessions so far, and the programs whose
+/// Adaptive sessions: the raw figures of each program's sessions so far, and the programs whose
 /// bring-ups have ended.
 #[derive(Default)]
 struct Ladder {
-    medians: BTreeMap<String, Vec<f64>>,
+    figures: BTreeMap<String, Vec<adaptive::SessionFigures>>,
     ended: std::collections::BTreeSet<String>,
 }
 
@@ -193,14 +193,14 @@ impl Ladder {
         let Some(rule) = engine.plan.protocol.adaptive.filter(|_| s.kind == SessionKind::Program) else {
             return Ok(());
         };
-        let medians = self.medians.entry(s.program.clone()).or_default();
-        medians.extend(adaptive::session_median(engine.dir, s, tb.tsc_hz()));
+        let figures = self.figures.entry(s.program.clone()).or_default();
+        figures.extend(adaptive::session_figures(engine.dir, s, tb.tsc_hz()));
         if s.session < rule.min {
             return Ok(());
         }
-        let verdict = adaptive::decide(&rule, &engine.plan.analysis.modes, medians);
+        let verdict = adaptive::decide(&rule, &engine.plan.analysis.modes, figures);
         if verdict.stop || s.session >= rule.max {
-            let detail = verdict.describe(medians.len());
+            let detail = verdict.describe(figures.len());
             self.ended.insert(s.program.clone());
             engine.emit(Event::SessionsEnded {
                 program: s.program.clone(),
