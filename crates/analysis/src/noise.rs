@@ -12,12 +12,16 @@
 //!    runs cut the noise by about √5.
 //! 2. **Extrapolation to no noise** (SIMEX, simulation–extrapolation; Cook & Stefanski 1994). The
 //!    noise left is observable: the medians of a probe's odd and of its even runs differ by noise
-//!    alone, so half their difference has about the variance of the noise of the full median. The
-//!    quantile is computed with the noise's standard deviation multiplied by s = 1 (as measured),
-//!    2 and 3 — the estimates' histogram convolved with a normal of the extra variance — and the
-//!    quadratic in s through the three is extrapolated to s = 0: `Q(0) = 3 Q(1) − 3 Q(2) + Q(3)`.
-//!    A quadratic in s (not in the variance) follows both how noise moves a quantile where the
-//!    density is smooth (∝ s²) and where it has a corner (∝ s).
+//!    alone, so half their difference has about the variance of the noise of the full median,
+//!    except for a wander shared by a run's neighbouring probes, measured apart ([`noise_sd`]).
+//!    The quantile is computed with the noise's standard deviation multiplied by s = 1 (as
+//!    measured), 2 and 3 — the estimates' histogram convolved with a normal of the extra variance
+//!    — and the curve `a + b √(c + s²)` through the three is extrapolated to s = 0
+//!    ([`extrapolate`]). It is exact for a normal latency under normal noise, follows a quantile
+//!    moved ∝ s² where the density is smooth and ∝ s at an edge, and, unlike a quadratic in s
+//!    through the same points, does not over-correct a tail when the noise is a large share of
+//!    the latency's spread (a quadratic takes 1.5 ns too much off the p99 of a normal latency of
+//!    σ 4.5 ns under noise of 2.9 ns).
 //!
 //! The raw (paper) quantiles are reported beside the corrected ones. Where the extrapolated
 //! quantiles come out of the order of their levels (noise as wide as the distribution, as with
@@ -32,16 +36,66 @@ const BINS_PER_SD: f64 = 20.0;
 /// Most bins of a histogram (a coarser bin is used beyond).
 const MAX_BINS: usize = 1 << 18;
 
-/// The noise of a per-probe estimate from the half-differences `(median of odd runs − median of
-/// even runs) / 2` of many probes: robust standard deviation (1.4826 × MAD). None without at
-/// least 20 of them.
-pub fn noise_sd(half_diffs: &mut [f64]) -> Option<f64> {
+/// The noise of a per-probe estimate, from the half-differences `(median of odd runs − median of
+/// even runs) / 2` of many probes and the estimates themselves, both in probe order. None without
+/// at least 20 half-differences.
+///
+/// Where every run's noise is independent from probe to probe, the half-differences' spread is
+/// the noise of a median over all runs. A noise that moves a run's neighbouring probes alike (a
+/// slow wander with a phase of its own in every run) is not: what is left of it in the median over
+/// all runs, and in the difference of the odd and even runs' medians, are two different slow
+/// functions of the probe, whose variances differ from study to study by as much as the wander's
+/// share of the noise. So the noise is measured in two parts: the part independent from probe to
+/// probe from the differences between neighbouring half-differences (a slow wander cancels in
+/// them; robust standard deviation, 1.4826 × MAD, over √2), and the slow part on the estimates
+/// themselves ([`slow_variance`]), a probe's latency being independent of its neighbour's.
+pub fn noise_sd(half_diffs: &[f64], estimates: &[f64]) -> Option<f64> {
     if half_diffs.len() < 20 {
         return None;
     }
-    let m = median(half_diffs);
-    let mut dev: Vec<f64> = half_diffs.iter().map(|x| (x - m).abs()).collect();
-    Some(1.4826 * median(&mut dev))
+    let steps: Vec<f64> = half_diffs.windows(2).map(|w| w[1] - w[0]).collect();
+    let white = robust_sd(&steps) / std::f64::consts::SQRT_2;
+    Some((white * white + slow_variance(estimates)).sqrt())
+}
+
+/// Probes in the moving average that finds the slow part of a sequence: 25 probes average a
+/// wander of 150 probes' period (the testbed's) to 95 % of its amplitude.
+const SLOW_WINDOW: usize = 25;
+
+/// 1.4826 × the median absolute deviation.
+fn robust_sd(x: &[f64]) -> f64 {
+    let mut v = x.to_vec();
+    let m = median(&mut v);
+    v.iter_mut().for_each(|y| *y = (*y - m).abs());
+    1.4826 * median(&mut v)
+}
+
+/// The variance of the slow part of `x` (in probe order): the variance of its moving average over
+/// [`SLOW_WINDOW`] values less the variance independent values would give it (the variance of `x`
+/// over the window), never below 0; values beyond 5 robust standard deviations are clipped. 0
+/// for fewer than 4 windows of values.
+pub fn slow_variance(x: &[f64]) -> f64 {
+    let (n, w) = (x.len(), SLOW_WINDOW);
+    if n < 4 * w {
+        return 0.0;
+    }
+    let mut v = x.to_vec();
+    let m = median(&mut v);
+    let reach = 5.0 * robust_sd(x);
+    let clipped: Vec<f64> = x.iter().map(|y| y.clamp(m - reach, m + reach)).collect();
+    let mut sum: f64 = clipped[..w].iter().sum();
+    let mut moving = Vec::with_capacity(n - w + 1);
+    moving.push(sum / w as f64);
+    for k in w..n {
+        sum += clipped[k] - clipped[k - w];
+        moving.push(sum / w as f64);
+    }
+    (variance(&moving) - variance(&clipped) / w as f64).max(0.0)
+}
+
+fn variance(x: &[f64]) -> f64 {
+    let mean = x.iter().sum::<f64>() / x.len() as f64;
+    x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (x.len() - 1).max(1) as f64
 }
 
 /// Quantiles at `levels` (fractions, ascending) of the ascending estimates `sorted`, which lie on
@@ -63,9 +117,6 @@ pub fn trusted_simex(sorted: &[f64], sd: Option<f64>, levels: &[f64], grid: f64)
     let in_order = || levels.windows(2).all(|w| s.corrected(w[0]) <= s.corrected(w[1]));
     if s.blurs() && !in_order() { Simex::new(sorted, None, grid) } else { Some(s) }
 }
-
-/// The weights of the quantiles at noise × 1, × 2, × 3 in the extrapolation to no noise.
-pub const WEIGHTS: [f64; 3] = [3.0, -3.0, 1.0];
 
 /// The estimates' distribution at noise × 1 (as measured: each estimate spread over its grid
 /// cell), × 2 and × 3 (further blurred by a normal of variance 3 sd² and 8 sd²), as histograms.
@@ -121,9 +172,9 @@ impl Simex {
         hist_quantile(&self.hist[k], self.start, self.bin, p)
     }
 
-    /// Quantile `p` extrapolated to no noise.
+    /// Quantile `p` extrapolated to no noise ([`extrapolate`]).
     pub fn corrected(&self, p: f64) -> f64 {
-        (0..3).map(|k| WEIGHTS[k] * self.quantile(k, p)).sum()
+        extrapolate([self.quantile(0, p), self.quantile(1, p), self.quantile(2, p)])
     }
 
     /// Density of histogram `k` at `x`, averaged over ± `half` (at least one bin).
@@ -150,6 +201,38 @@ impl Simex {
             0.0
         }
     }
+}
+
+/// The quantile at no noise from the quantiles `q` at noise × 1, × 2 and × 3, along
+/// `Q(s) = a + b √(c + s²)` with c ≥ 0 (three points, three parameters). A normal latency of
+/// variance τ² under normal noise of variance σ² follows it exactly (`Q(s) = μ + z √(τ² + s² σ²)`,
+/// c = τ²/σ²); c = 0 is a quantile moving in proportion to the noise (an edge of the distribution),
+/// c → ∞ one moving in proportion to its variance (a smooth density). The correction is
+/// `−k (Q(2) − Q(1))`, k falling from 1 (c = 0) to 1/3 (c → ∞) as the curvature `(Q(3) − Q(2)) /
+/// (Q(2) − Q(1))` rises from 1 to 5/3; beyond either end, k stays at that end's.
+pub fn extrapolate(q: [f64; 3]) -> f64 {
+    let (d1, d2) = (q[1] - q[0], q[2] - q[1]);
+    if d1 == 0.0 {
+        return q[0];
+    }
+    let r = d2 / d1;
+    let k = |c: f64| ((c + 1.0).sqrt() - c.sqrt()) / ((c + 4.0).sqrt() - (c + 1.0).sqrt());
+    let ratio = |c: f64| ((c + 9.0).sqrt() - (c + 4.0).sqrt()) / ((c + 4.0).sqrt() - (c + 1.0).sqrt());
+    let shrink = if r <= 1.0 {
+        1.0
+    } else if r >= 5.0 / 3.0 {
+        1.0 / 3.0
+    } else {
+        // ratio(c) rises from 1 at c = 0 to 5/3 as c grows; c = t / (1 − t).
+        let (mut lo, mut hi) = (0.0f64, 1.0f64);
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if ratio(mid / (1.0 - mid)) < r { lo = mid } else { hi = mid }
+        }
+        let t = 0.5 * (lo + hi);
+        k(t / (1.0 - t))
+    };
+    q[0] - shrink * d1
 }
 
 /// The standard normal distribution function (Abramowitz & Stegun 7.1.26 through erf, error
@@ -244,7 +327,7 @@ mod tests {
     #[test]
     fn an_extrapolation_out_of_order_keeps_the_raw_quantiles() {
         // An exponential of mean 10 (its quantiles −10 ln(1 − u)), blurred by noise of sd 5: the
-        // quadratic through the blurred quantiles puts p5 at 11.1, above p25 at 3.7. The raw
+        // extrapolation through the blurred quantiles puts p5 at 9.8, above p25 at 3.5. The raw
         // quantiles stay: p5 = −10 ln 0.95 = 0.51, p50 = 10 ln 2 = 6.93 (within a grid step).
         let v: Vec<f64> = (0..1000).map(|k| -10.0 * (1.0 - (k as f64 + 0.5) / 1000.0).ln()).collect();
         let levels = [0.05, 0.25, 0.5, 0.75, 0.95, 0.99];
@@ -260,24 +343,77 @@ mod tests {
         // Per-run noise normal(0, 3): the median of 10 runs has variance 0.1383 × 9 (the exact
         // small-sample factor of the median of 10 normal values), so sd 1.116 ns.
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut half = Vec::new();
+        let (mut half, mut estimates) = (Vec::new(), Vec::new());
         for _ in 0..20_000 {
             let mut a: Vec<f64> = (0..5).map(|_| 3.0 * normal(&mut rng)).collect();
             let mut b: Vec<f64> = (0..5).map(|_| 3.0 * normal(&mut rng)).collect();
             half.push((median(&mut a) - median(&mut b)) / 2.0);
+            let mut all: Vec<f64> = a.iter().chain(&b).copied().collect();
+            estimates.push(100.0 + 5.0 * normal(&mut rng) + median(&mut all));
         }
-        let sd = noise_sd(&mut half).unwrap();
+        let sd = noise_sd(&half, &estimates).unwrap();
         let want = (0.1383f64 * 9.0).sqrt();
         assert!((sd - want).abs() < 0.06 * want, "{sd} vs {want}");
+    }
+
+    #[test]
+    fn a_wander_shared_by_a_runs_probes_is_measured_where_it_is_left() {
+        // 24 runs of 12,000 probes, latencies uniform on 100–120 ns, per-run noise normal(0, 10)
+        // plus a wander 8√2 sin(2π i / 150 + φ) with φ uniform per run (as on the testbed). The
+        // noise left in each probe's median is read off against the known latencies; the
+        // half-differences alone miss it by up to a quarter in one study or another (what the
+        // run phases leave of the wander in the odd and even runs' medians is not what they leave
+        // in the median of all runs), the estimate with the slow parts exchanged by under 10 %.
+        let (runs, probes) = (24, 12_000);
+        let mut worst: (f64, f64) = (0.0, 0.0);
+        for seed in 0..6 {
+            let mut rng = ChaCha8Rng::seed_from_u64(40 + seed);
+            let latency: Vec<f64> = (0..probes).map(|_| 100.0 + 20.0 * rng.random::<f64>()).collect();
+            let phases: Vec<f64> = (0..runs).map(|_| std::f64::consts::TAU * rng.random::<f64>()).collect();
+            let (mut estimates, mut half, mut error) = (Vec::new(), Vec::new(), Vec::new());
+            for (i, &l) in latency.iter().enumerate() {
+                let wander =
+                    |r: usize| 8.0 * 2f64.sqrt() * (std::f64::consts::TAU * i as f64 / 150.0 + phases[r]).sin();
+                let mut v: Vec<f64> = (0..runs).map(|r| l + 10.0 * normal(&mut rng) + wander(r)).collect();
+                let mut odd: Vec<f64> = v.iter().step_by(2).copied().collect();
+                let mut even: Vec<f64> = v.iter().skip(1).step_by(2).copied().collect();
+                half.push((median(&mut odd) - median(&mut even)) / 2.0);
+                let m = median(&mut v);
+                estimates.push(m);
+                error.push(m - l);
+            }
+            let actual = variance(&error).sqrt();
+            let found = noise_sd(&half, &estimates).unwrap() / actual - 1.0;
+            let halves_alone = robust_sd(&half) / actual - 1.0;
+            assert!(found.abs() < 0.1, "seed {seed}: off by {found:.3}");
+            worst = (worst.0.max(found.abs()), worst.1.max(halves_alone.abs()));
+        }
+        assert!(worst.1 > 0.15 && worst.1 > 2.0 * worst.0, "{worst:?}");
+    }
+
+    #[test]
+    fn the_extrapolation_follows_a_normal_latency_an_edge_and_a_smooth_density() {
+        // A normal latency (μ 150, τ 4.5) under normal noise σ 2.9 at × 1, × 2, × 3: the p99 is
+        // μ + 2.326 √(τ² + s² σ²), and at no noise μ + 2.326 τ = 160.468.
+        let z = 2.326_348;
+        let q = [1.0f64, 2.0, 3.0].map(|s| 150.0 + z * (4.5f64 * 4.5 + s * s * 2.9 * 2.9).sqrt());
+        assert!((extrapolate(q) - (150.0 + z * 4.5)).abs() < 1e-6, "{}", extrapolate(q));
+        // A quantile moved in proportion to the noise (an edge): 10 + 2 s.
+        assert!((extrapolate([12.0, 14.0, 16.0]) - 10.0).abs() < 1e-12);
+        // In proportion to its variance (a smooth density): 10 + 0.5 s², the limit c → ∞.
+        assert!((extrapolate([10.5, 12.0, 14.5]) - 10.0).abs() < 1e-12);
+        // No movement, no correction.
+        assert_eq!(extrapolate([7.0, 7.0, 7.0]), 7.0);
     }
 
     #[test]
     fn blurred_quantiles_of_a_skewed_distribution_are_restored() {
         // The paper's RemoveHeader shape (Table I quantiles 157/171/177/181/188/192 ns at
         // p5/25/50/75/95/99, linear in between, tails half an interval long) plus normal noise of
-        // sd 0.8 ns. Noise pulls p5 down, the median of this left-skewed distribution down and p99
-        // up by 0.1–0.25 ns; the correction removes most of each (numpy gives the same with this
-        // procedure: raw −0.24/−0.13/+0.23, corrected ±0.06/+0.02/+0.13).
+        // sd 0.6 ns. Noise pulls p5 down, the median of this left-skewed distribution down and p99
+        // up by 0.1–0.2 ns; the correction removes nearly all of it at p5 and p50. The p99 sits on
+        // a corner 2 ns below the distribution's end, where the density halves: the blur there
+        // follows no smooth curve in the noise, and a third of its error goes (0.19 → 0.12 ns).
         let q = [157.0, 171.0, 177.0, 181.0, 188.0, 192.0];
         let knots = [
             (0.0, 150.0),
@@ -303,7 +439,8 @@ mod tests {
             let raw = crate::stats::quantile_sorted(&y, p) - truth;
             let fixed = corrected[k] - truth;
             assert!(raw.abs() > 0.08, "p{p}: the noise moves it ({raw:.3})");
-            assert!(fixed.abs() < 0.65 * raw.abs(), "p{p}: raw error {raw:.3}, corrected {fixed:.3}");
+            let kept = if p == 0.99 { 0.7 } else { 0.25 };
+            assert!(fixed.abs() < kept * raw.abs(), "p{p}: raw error {raw:.3}, corrected {fixed:.3}");
         }
     }
 
@@ -320,6 +457,6 @@ mod tests {
         assert_eq!(corrected_quantiles(&y, Some(0.0), &[0.5], 0.0), vec![500.0]);
         assert_eq!(corrected_quantiles(&y, None, &[0.5], 0.0), vec![500.0]);
         assert!(corrected_quantiles(&[], Some(1.0), &[0.5], 0.0)[0].is_nan());
-        assert!(noise_sd(&mut [1.0; 5]).is_none());
+        assert!(noise_sd(&[1.0; 5], &[]).is_none());
     }
 }

@@ -101,10 +101,10 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         let common = median(&mut raw_medians);
         let shifted: Vec<(&[&RunPairs], f64)> =
             members.iter().map(|&i| (input.runs[i], sessions[i].raw_median_ns - common + delta)).collect();
-        let (pooled, mut halves, all_odd) = noise::pooled_estimates(&shifted);
+        let (pooled, halves, all_odd) = noise::pooled_estimates(&shifted);
         let pooled_grid = crate::runs::estimate_grid(input.tick_ns, all_odd);
-        let noise_sd = noise::noise_sd(&mut halves);
         let mut sorted: Vec<f64> = pooled.iter().map(|e| e.1).collect();
+        let noise_sd = noise::noise_sd(&halves, &sorted);
         sorted.sort_unstable_by(f64::total_cmp);
         let simex = noise::trusted_simex(&sorted, noise_sd, &fractions, pooled_grid);
         let corrected = keyed(
@@ -270,14 +270,19 @@ fn mode_intervals(
     // The terms of each estimate: its corrected quantile's parts, then the null offset (one term
     // shared by both).
     let mut terms = Vec::new();
-    let mut estimates: Vec<Vec<usize>> = Vec::new();
+    let mut estimates: Vec<uncertainty::Estimate> = Vec::new();
     for &p in &levels {
-        let mut mine = Vec::new();
+        let mut mine = uncertainty::Estimate { extrapolated: None, terms: Vec::new() };
         if let Some(sx) = mode.simex {
-            let weights: &[f64] = if sx.blurs() { &noise::WEIGHTS } else { &[1.0] };
-            for (k, &coef) in weights.iter().enumerate() {
-                mine.push(terms.len());
-                terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, coef, half));
+            let histograms = if sx.blurs() { 3 } else { 1 };
+            let first = terms.len();
+            for k in 0..histograms {
+                terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, 1.0, half));
+            }
+            if sx.blurs() {
+                mine.extrapolated = Some([first, first + 1, first + 2]);
+            } else {
+                mine.terms.push(first);
             }
         }
         estimates.push(mine);
@@ -285,7 +290,7 @@ fn mode_intervals(
     if let Some(nx) = &null_simex {
         let null = terms.len();
         terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
-        estimates.iter_mut().for_each(|e| e.push(null));
+        estimates.iter_mut().for_each(|e| e.terms.push(null));
     }
     let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
     let se = uncertainty::probe_se(&terms, &estimates, &masses, probes, input.analysis.bootstrap_resamples, rng);

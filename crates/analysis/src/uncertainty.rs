@@ -20,7 +20,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::noise::Simex;
+use super::noise::{Simex, extrapolate};
 use super::stats::grid_quantile;
 
 /// One quantile of one side (program or null), linearized in the probe weights: near its value
@@ -69,12 +69,23 @@ pub fn linear(
     Linear { a, mass, x, f, p, coef }
 }
 
-/// Standard error of each estimate `Σ coef · quantile` (a list of indices into `terms` per
-/// estimate; a term may serve several) over `resamples` cluster resamples of the probes: Poisson(1)
-/// weights, one per probe, shared by every term of every estimate.
+/// An estimate made of linearised quantiles ([`Linear`], by index into the terms given to
+/// [`probe_se`]; a term may serve several estimates).
+pub struct Estimate {
+    /// The quantiles at noise × 1, × 2, × 3 whose extrapolation to no noise ([`extrapolate`]) the
+    /// estimate holds, if any.
+    pub extrapolated: Option<[usize; 3]>,
+    /// Terms added as they are (`coef` × quantile).
+    pub terms: Vec<usize>,
+}
+
+/// Standard error of each estimate over `resamples` cluster resamples of the probes: Poisson(1)
+/// weights, one per probe, shared by every term of every estimate. The extrapolation is redone in
+/// every resample, so the interval carries the correction's own variability, not only that of
+/// the quantiles it starts from.
 pub fn probe_se(
     terms: &[Linear],
-    estimates: &[Vec<usize>],
+    estimates: &[Estimate],
     masses: &[Vec<f32>],
     probes: usize,
     resamples: u32,
@@ -91,15 +102,13 @@ pub fn probe_se(
         poisson_weights(&mut w, rng);
         let total: Vec<f64> = masses.iter().map(|m| f64::from(dot(&w, m)).max(1.0)).collect();
         for (t, v) in terms.iter().zip(&mut value) {
-            *v = if usable(t) {
-                let cdf = f64::from(dot(&w, &t.a)) / total[t.mass];
-                t.coef * (t.x + (t.p - cdf) / t.f)
-            } else {
-                0.0
-            };
+            // A term without a density stays at its value.
+            let q = if usable(t) { t.x + (t.p - f64::from(dot(&w, &t.a)) / total[t.mass]) / t.f } else { t.x };
+            *v = t.coef * q;
         }
         for (e, d) in estimates.iter().zip(&mut draws) {
-            d.push(e.iter().map(|&k| value[k]).sum());
+            let noiseless = e.extrapolated.map_or(0.0, |[a, b, c]| extrapolate([value[a], value[b], value[c]]));
+            d.push(noiseless + e.terms.iter().map(|&k| value[k]).sum::<f64>());
         }
     }
     draws.iter().map(|d| sd(d)).collect()
@@ -362,7 +371,7 @@ mod tests {
         let null = Simex::new(&[0.0; 4000], None, 0.01).unwrap();
         let masses = [masses(&values, n), masses(&zeros, n)];
         let terms = [linear(&values, 0, n, &simex, 0, 0.5, 1.0, 1.0), linear(&zeros, 1, n, &null, 0, 0.5, -1.0, 0.01)];
-        let se = probe_se(&terms, &[vec![0, 1]], &masses, n, 2000, &mut rng)[0];
+        let se = probe_se(&terms, &[Estimate { extrapolated: None, terms: vec![0, 1] }], &masses, n, 2000, &mut rng)[0];
         let want = 1.2533 * 10.0 / (n as f64).sqrt();
         assert!((se - want).abs() < 0.12 * want, "{se} vs {want}");
     }

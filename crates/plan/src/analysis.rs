@@ -69,7 +69,7 @@ pub struct ModeSettings {
     /// the evidence rule.
     pub min_separation_ns: f64,
     /// A gap separates two modes only when it is at least this many within-mode standard
-    /// deviations of session medians (measured on the null's and the program's sessions).
+    /// deviations of session medians (measured on the program's own sessions).
     #[serde(default = "default_min_gap_sigmas")]
     pub min_gap_sigmas: f64,
 }

@@ -357,7 +357,7 @@ pub struct Evidence {
     pub median_ci95_sessions_ns: Option<[f64; 2]>,
     /// 95 % interval of p99 for these sessions: probes only.
     pub p99_ci95_sessions_ns: Option<[f64; 2]>,
-    /// Pooled within-mode standard deviation of session medians (null and program sessions), ns.
+    /// Pooled within-mode standard deviation of session medians (the program's own sessions), ns.
     pub mode_within_sd_ns: Option<f64>,
     /// The gap between session medians that splits modes, ns.
     pub mode_threshold_ns: Option<f64>,
