@@ -300,6 +300,7 @@ mod tests {
             histogram: Histogram::default(),
             soak: None,
             round_trip: None,
+            stopping: None,
             port_pairs: Default::default(),
         }
     }

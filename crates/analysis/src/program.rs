@@ -219,6 +219,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         histogram: crate::stats::histogram(&all),
         soak: None,
         round_trip: None,
+        stopping: None,
         port_pairs: Default::default(),
     })
 }

@@ -88,6 +88,7 @@ pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {
         histogram: Default::default(),
         soak: Some(k),
         round_trip: None,
+        stopping: None,
         port_pairs: Default::default(),
     })
 }

@@ -48,6 +48,14 @@ pub fn summarize(
         }
     }
 
+    // The last word of each program's adaptive sessions (a resume may have said it again).
+    for e in journal {
+        if let Event::SessionsEnded { program, sessions, rule_met, detail } = &e.event
+            && let Some(p) = programs.get_mut(program)
+        {
+            p.stopping = Some(summary::Stopping { sessions: *sessions, rule_met: *rule_met, detail: detail.clone() });
+        }
+    }
     let count = |f: fn(&Event) -> bool| journal.iter().filter(|e| f(&e.event)).count() as u64;
     let mut pacing: Vec<f64> = runs.iter().filter_map(|r| r.pacing_pps).collect();
     pacing.sort_unstable_by(f64::total_cmp);

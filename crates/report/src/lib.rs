@@ -210,6 +210,7 @@ mod tests {
             histogram: Histogram { start_ns: nan, bin_ns: 0.0, counts: vec![0; 3] },
             soak: None,
             round_trip: None,
+            stopping: None,
             port_pairs: Default::default(),
         };
         let summary = Summary {

@@ -115,6 +115,8 @@ struct ProgramView {
     modes_text: String,
     sessions: Vec<SessionView>,
     hw: Option<HwView>,
+    /// Adaptive sessions: `12 sessions, its stopping rule met: after 12 sessions: …`.
+    stopping: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -406,6 +408,14 @@ fn program_view(name: &str, p: &ProgramSummary) -> ProgramView {
     };
     ProgramView {
         name: name.to_string(),
+        stopping: p.stopping.as_ref().map(|st| {
+            format!(
+                "{} sessions, {}: {}",
+                st.sessions,
+                if st.rule_met { "its stopping rule met" } else { "the most it may take, its stopping rule not met" },
+                st.detail
+            )
+        }),
         modes_text,
         trace: p.trace.clone(),
         bitstream: p.bitstream.clone(),

@@ -171,6 +171,21 @@ pub struct ProgramSummary {
     /// calibrated by the null sessions' same pair.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub port_pairs: BTreeMap<String, ProgramSummary>,
+    /// Adaptive sessions: when and why the program stopped being brought up (the journal's
+    /// `sessions_ended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<Stopping>,
+}
+
+/// Why a program with adaptive sessions stopped being brought up.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Stopping {
+    /// Sessions it took.
+    pub sessions: u32,
+    /// Whether its stopping rule held, precision targets included (false: `max` came first).
+    pub rule_met: bool,
+    /// What the rule found, in words.
+    pub detail: String,
 }
 
 /// A program timed by the agent as originator (`sender: agent`): its differentials are round

@@ -71,6 +71,14 @@ fn the_ladder_stops_when_its_rule_holds_and_reports_each_modes_frequency() {
     }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("% of bring-ups, 95 % CI"), "{md}");
+    // The summary and the report say why the program stopped.
+    let st = p.stopping.as_ref().expect("the stopping of an adaptive program");
+    assert_eq!((st.sessions, st.rule_met), (sessions, true));
+    assert!(st.detail.starts_with(&format!("after {sessions} sessions: 3 reset modes")), "{st:?}");
+    assert!(
+        md.contains(&format!("Adaptive sessions of five_tuple: {sessions} sessions, its stopping rule met: after")),
+        "{md}"
+    );
 
     // A resume after the journal lost its last half decides the same.
     let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();

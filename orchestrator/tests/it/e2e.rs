@@ -630,9 +630,9 @@ fn the_agent_as_sender_recovers_forward_one_way_from_round_trips() {
     assert!((one_way - 300_000.0).abs() <= 0.05 * 300_000.0, "rtt: Forward {one_way} ns one way vs 300 µs");
     assert!(rt.rtt_ns.at(50.0).unwrap() > rt.null_rtt_ns + 250_000.0, "{rt:?}");
     // Forward drops the probes whose id ends in 3, 6 or 9: 350 of 500 come back in each of its
-    // runs (the null path echoes all).
-    assert_eq!(p.sessions[0].matched, 3 * 350);
-    assert_eq!((s.health.duplicates, s.health.pipeline_only, s.health.bypass_only), (0, 0, 3 * 150));
+    // runs (the null path echoes all), in each of its three sessions.
+    assert_eq!(p.sessions.iter().map(|x| x.matched).collect::<Vec<_>>(), [3 * 350; 3]);
+    assert_eq!((s.health.duplicates, s.health.pipeline_only, s.health.bypass_only), (0, 0, 9 * 150));
     assert_eq!(s.provenance.as_ref().unwrap().sender, latency_plan::Sender::Agent { crossings: 1 });
     let log = std::fs::read_to_string(rtt_dir.join("logs/forward_s1/originate.log")).unwrap();
     assert!(log.contains("\"event\":\"rtt\",\"sent\":500,\"received\":350"), "{log}");

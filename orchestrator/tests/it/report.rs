@@ -174,6 +174,7 @@ fn summary() -> Summary {
         histogram: Histogram { start_ns: 80.0, bin_ns: 1.0, counts: ft_counts },
         soak: None,
         round_trip: None,
+        stopping: None,
         port_pairs: Default::default(),
     };
     let mut ck_counts = vec![0; 60];
@@ -238,6 +239,7 @@ fn summary() -> Summary {
         histogram: Histogram { start_ns: 335.0, bin_ns: 1.0, counts: ck_counts },
         soak: None,
         round_trip: None,
+        stopping: None,
         port_pairs: Default::default(),
     };
     let nulls = BTreeMap::from([
