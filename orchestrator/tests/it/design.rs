@@ -16,10 +16,22 @@ fn smoke_in(dir: &Path, sessions: u32) -> PathBuf {
     path
 }
 
+/// Run `plan` on the simulator into `out`.
+fn run_sim(plan: &Path, out: &Path) {
+    let o = bin().arg("run").arg(plan).args(["--testbed", "sim", "--quiet", "--out"]).arg(out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// `orchestrate design PLAN --from FROM`, to which the test adds its options.
+fn design(plan: &Path, from: &Path) -> std::process::Command {
+    let mut c = bin();
+    c.arg("design").arg(plan).arg("--from").arg(from);
+    c
+}
+
 fn study(plan: &Path, dir: &Path) -> PathBuf {
     let out = dir.join("dimensioning");
-    let o = bin().arg("run").arg(plan).args(["--testbed", "sim", "--quiet", "--out"]).arg(&out).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    run_sim(plan, &out);
     out
 }
 
@@ -29,15 +41,7 @@ fn a_design_meets_its_target_in_a_plan_that_loads_and_carries_it() {
     let plan = smoke_in(&dir, 3);
     let from = study(&plan, &dir);
     let out = dir.join("designed.yaml");
-    let o = bin()
-        .arg("design")
-        .arg(&plan)
-        .arg("--from")
-        .arg(&from)
-        .args(["--ci95-ns", "5", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = design(&plan, &from).args(["--ci95-ns", "5", "--out"]).arg(&out).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}{}", text, stderr(&o));
     assert!(text.contains("(met)"), "{text}");
@@ -63,14 +67,7 @@ fn a_target_beyond_the_budget_gives_the_best_design_and_exit_1() {
     let dir = tmp_dir("design-budget");
     let plan = smoke_in(&dir, 3);
     let from = study(&plan, &dir);
-    let o = bin()
-        .arg("design")
-        .arg(&plan)
-        .arg("--from")
-        .arg(&from)
-        .args(["--ci95-ns", "0.001", "--budget", "10m"])
-        .output()
-        .unwrap();
+    let o = design(&plan, &from).args(["--ci95-ns", "0.001", "--budget", "10m"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot be met within the budget"), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("(not met)"));
@@ -81,11 +78,11 @@ fn a_dimensioning_study_of_one_session_is_refused_naming_what_it_lacks() {
     let dir = tmp_dir("design-small");
     let plan = smoke_in(&dir, 1);
     let from = study(&plan, &dir);
-    let o = bin().arg("design").arg(&plan).arg("--from").arg(&from).args(["--ci95-ns", "5"]).output().unwrap();
+    let o = design(&plan, &from).args(["--ci95-ns", "5"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("has no variance components") && err.contains("two sessions of two runs"), "{err}");
-    let o = bin().arg("design").arg(&plan).arg("--from").arg(&from).output().unwrap();
+    let o = design(&plan, &from).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("give a target (--ci95-ns or --as-precise-as-plan) or a budget (--budget)"),
@@ -108,15 +105,9 @@ fn a_design_redraws_every_session_and_replays_at_the_fastest_pacing_of_a_load_sw
     );
     std::fs::write(&sweep_plan, text).unwrap();
     let sweep = dir.join("sweep");
-    let o =
-        bin().arg("run").arg(&sweep_plan).args(["--testbed", "sim", "--quiet", "--out"]).arg(&sweep).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    run_sim(&sweep_plan, &sweep);
     let out = dir.join("designed.yaml");
-    let o = bin()
-        .arg("design")
-        .arg(&plan)
-        .arg("--from")
-        .arg(&from)
+    let o = design(&plan, &from)
         .args(["--ci95-ns", "5", "--pacing-within", "8", "--pacing-from"])
         .arg(&sweep)
         .arg("--out")
@@ -141,23 +132,8 @@ fn a_design_redraws_every_session_and_replays_at_the_fastest_pacing_of_a_load_sw
     let cut = text.find("  - name: checksum").unwrap();
     std::fs::write(&forward_only, &text[..cut]).unwrap();
     let partial = dir.join("partial");
-    let o = bin()
-        .arg("run")
-        .arg(&forward_only)
-        .args(["--testbed", "sim", "--quiet", "--out"])
-        .arg(&partial)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = bin()
-        .arg("design")
-        .arg(&plan)
-        .arg("--from")
-        .arg(&from)
-        .args(["--ci95-ns", "5", "--pacing-from"])
-        .arg(&partial)
-        .output()
-        .unwrap();
+    run_sim(&forward_only, &partial);
+    let o = design(&plan, &from).args(["--ci95-ns", "5", "--pacing-from"]).arg(&partial).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("did not measure `checksum`"), "{}", stderr(&o));
 }
@@ -216,7 +192,7 @@ fn as_precise_as_the_plan_targets_each_estimates_own_half_width() {
     let dir = tmp_dir("design-precise");
     let plan = smoke_in(&dir, 3);
     let from = study(&plan, &dir);
-    let o = bin().arg("design").arg(&plan).arg("--from").arg(&from).arg("--as-precise-as-plan").output().unwrap();
+    let o = design(&plan, &from).arg("--as-precise-as-plan").output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}{}", stderr(&o));
     assert!(text.contains("what the plan as written (3 sessions × 2 runs) gives it (met)"), "{text}");
