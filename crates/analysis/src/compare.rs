@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::stats::histogram_distances;
 use latency_plan::defaults;
 use latency_results::provenance::Provenance;
+use latency_results::summary::Histogram;
 use latency_results::summary::ProgramSummary;
 use latency_results::summary::Summary;
 use latency_results::summary::level_key;
@@ -83,9 +84,11 @@ pub struct ProgramComparison {
     pub median_shift_ci95_ns: [f64; 2],
     /// Candidate − baseline at every reported quantile.
     pub quantile_shifts_ns: Vec<(String, f64)>,
-    /// Kolmogorov–Smirnov distance of the per-probe estimates.
+    /// Kolmogorov–Smirnov distance of the per-probe estimates' distributions, each about its
+    /// median (none for a program with several reset modes: judged mode by mode).
     pub ks_distance: Option<f64>,
-    /// Wasserstein-1 distance, ns.
+    /// Wasserstein-1 distance of the per-probe estimates' distributions, ns (as measured, the
+    /// median's move included; none with several reset modes).
     pub wasserstein_ns: Option<f64>,
     /// Modes in baseline and candidate.
     pub modes: (usize, usize),
@@ -115,46 +118,107 @@ impl Comparison {
     }
 }
 
+/// One reset mode's figures (a program's own when it has one mode): quantiles and the 95 %
+/// interval of its median.
+struct Side<'a> {
+    latency_ns: &'a latency_results::summary::Quantiles,
+    median_ci95_ns: [f64; 2],
+}
+
+impl Side<'_> {
+    fn median(&self) -> f64 {
+        self.latency_ns.at(50.0).unwrap_or(f64::NAN)
+    }
+}
+
+/// The reset modes of `p` (its headline alone when it has fewer than two), the headline's first.
+fn sides(p: &ProgramSummary) -> Vec<Side<'_>> {
+    if p.modes.len() < 2 {
+        return vec![Side { latency_ns: &p.latency_ns, median_ci95_ns: p.median_ci95_ns }];
+    }
+    let mut out: Vec<Side<'_>> = p
+        .modes
+        .iter()
+        .map(|m| Side { latency_ns: &m.latency_ns, median_ci95_ns: m.median_ci95_ns.unwrap_or(p.median_ci95_ns) })
+        .collect();
+    if let Some(k) = p.modes.iter().position(|m| m.latency_ns == p.latency_ns) {
+        out.swap(0, k);
+    }
+    out
+}
+
+/// Judge program `name`. A program with several reset modes (in either study) is judged mode by
+/// mode: each of the candidate's modes against the baseline's nearest (a bring-up lands in a mode
+/// by chance, so which mode is the most populated, and how the modes share the probes, change
+/// from study to study without anything changing); its distribution distance is not judged then.
+/// A single mode's distance is judged on the distributions' shapes, each about its median: the
+/// median's move is judged with its interval, and a bring-up's shift of a few ns must not read as
+/// a change of shape.
 fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thresholds) -> ProgramComparison {
     let mut failures = Vec::new();
     // A statistic that cannot be judged is a failure, never a pass.
-    let mut get = |s: &ProgramSummary, which: &str, level: f64| match s.latency_ns.at(level) {
-        Some(v) if v.is_finite() => v,
-        _ => {
-            failures.push(format!("{} is missing from the {which} summary; cannot judge it", level_key(level)));
-            f64::NAN
+    for (s, which) in [(b, "baseline"), (c, "candidate")] {
+        for level in [50.0, 99.0] {
+            if !s.latency_ns.at(level).is_some_and(f64::is_finite) {
+                failures.push(format!("{} is missing from the {which} summary; cannot judge it", level_key(level)));
+            }
         }
-    };
-    let shift = get(c, "candidate", 50.0) - get(b, "baseline", 50.0);
-    let p99 = get(c, "candidate", 99.0) - get(b, "baseline", 99.0);
+    }
+    let (base, cand) = (sides(b), sides(c));
+    let multi_mode = base.len() > 1 || cand.len() > 1;
     let half = |ci: [f64; 2]| (ci[1] - ci[0]) / 2.0;
-    let h = half(b.median_ci95_ns).hypot(half(c.median_ci95_ns));
-    let ci = [shift - h, shift + h];
-    let quantile_shifts_ns: Vec<(String, f64)> =
-        b.latency_ns.iter().filter_map(|(k, bv)| Some((k.to_string(), c.latency_ns.at_key(k)? - bv))).collect();
-    let dist = histogram_distances(&b.histogram, &c.histogram);
-    if shift.abs() > t.median_shift_ns && (ci[0] > 0.0 || ci[1] < 0.0) {
-        failures.push(format!(
-            "median moved {shift:+.1} ns (95 % CI [{:+.1}, {:+.1}]), threshold ±{} ns",
-            ci[0], ci[1], t.median_shift_ns
-        ));
+    // (shift, its interval, p99 shift, quantile shifts) of the candidate's headline.
+    let mut headline = None;
+    for (k, cm) in cand.iter().enumerate() {
+        let Some(bm) =
+            base.iter().min_by(|x, y| (x.median() - cm.median()).abs().total_cmp(&(y.median() - cm.median()).abs()))
+        else {
+            continue;
+        };
+        let shift = cm.median() - bm.median();
+        let p99 = cm.latency_ns.p99().unwrap_or(f64::NAN) - bm.latency_ns.p99().unwrap_or(f64::NAN);
+        let h = half(bm.median_ci95_ns).hypot(half(cm.median_ci95_ns));
+        let ci = [shift - h, shift + h];
+        let which = if multi_mode {
+            format!("mode at {:.1} ns (the baseline's at {:.1} ns): ", cm.median(), bm.median())
+        } else {
+            String::new()
+        };
+        if shift.abs() > t.median_shift_ns && (ci[0] > 0.0 || ci[1] < 0.0) {
+            failures.push(format!(
+                "{which}median moved {shift:+.1} ns (95 % CI [{:+.1}, {:+.1}]), threshold ±{} ns",
+                ci[0], ci[1], t.median_shift_ns
+            ));
+        }
+        if p99.abs() > t.p99_shift_ns {
+            failures.push(format!("{which}p99 moved {p99:+.1} ns, threshold ±{} ns", t.p99_shift_ns));
+        }
+        if k == 0 {
+            let quantiles: Vec<(String, f64)> = bm
+                .latency_ns
+                .iter()
+                .filter_map(|(q, bv)| Some((q.to_string(), cm.latency_ns.at_key(q)? - bv)))
+                .collect();
+            headline = Some((shift, ci, quantiles));
+        }
     }
-    if p99.abs() > t.p99_shift_ns {
-        failures.push(format!("p99 moved {p99:+.1} ns, threshold ±{} ns", t.p99_shift_ns));
-    }
-    if let Some((ks, _)) = dist.filter(|(ks, _)| *ks > t.ks_distance) {
-        failures.push(format!("distribution changed: KS distance {ks:.3} > {}", t.ks_distance));
-    }
-    if b.modes.len() != c.modes.len() {
-        failures.push(format!("reset modes changed: {} → {}", b.modes.len(), c.modes.len()));
+    let (shift, ci, quantile_shifts_ns) = headline.unwrap_or((f64::NAN, [f64::NAN; 2], Vec::new()));
+    let (mut ks_distance, mut wasserstein_ns) = (None, None);
+    if !multi_mode {
+        wasserstein_ns = histogram_distances(&b.histogram, &c.histogram).map(|d| d.1);
+        let about_median = Histogram { start_ns: c.histogram.start_ns - shift, ..c.histogram.clone() };
+        ks_distance = histogram_distances(&b.histogram, &about_median).map(|d| d.0).filter(|_| shift.is_finite());
+        if let Some(ks) = ks_distance.filter(|ks| *ks > t.ks_distance) {
+            failures.push(format!("distribution changed shape: KS distance {ks:.3} > {}", t.ks_distance));
+        }
     }
     ProgramComparison {
         program: name.to_string(),
         median_shift_ns: shift,
         median_shift_ci95_ns: ci,
         quantile_shifts_ns,
-        ks_distance: dist.map(|d| d.0),
-        wasserstein_ns: dist.map(|d| d.1),
+        ks_distance,
+        wasserstein_ns,
         modes: (b.modes.len(), c.modes.len()),
         failures,
     }
@@ -306,6 +370,77 @@ mod tests {
     }
 
     const T: Thresholds = Thresholds { median_shift_ns: 3.0, p99_shift_ns: 10.0, ks_distance: 0.1 };
+
+    /// A program of two reset modes with these (median, p99, sessions), the most populated the
+    /// headline.
+    fn two_modes(modes: [(f64, f64, u32); 2]) -> ProgramSummary {
+        let mut p = program(0.0, None, [0.0, 0.0]);
+        p.modes = modes
+            .iter()
+            .map(|&(median, p99, n)| {
+                let mut q = Quantiles::new();
+                q.insert(50.0, median);
+                q.insert(99.0, p99);
+                latency_results::summary::Mode {
+                    sessions: (1..=n).collect(),
+                    latency_ns: q,
+                    margins: None,
+                    latency_raw_ns: Quantiles::new(),
+                    gap_below: None,
+                    median_ci95_ns: Some([median - 0.5, median + 0.5]),
+                    p99_ci95_ns: None,
+                    frequency: None,
+                    frequency_ci95: None,
+                }
+            })
+            .collect();
+        let headline = p.modes.iter().max_by_key(|m| m.sessions.len()).unwrap();
+        (p.latency_ns, p.median_ci95_ns) = (headline.latency_ns.clone(), headline.median_ci95_ns.unwrap());
+        p
+    }
+
+    #[test]
+    fn modes_are_judged_each_against_the_baselines_nearest_whichever_is_the_headline() {
+        // The baseline's headline is its 137 ns mode, the candidate's its 107 ns one: the same
+        // testbed, bring-ups landing otherwise.
+        let base = two_modes([(107.0, 127.0, 2), (137.0, 159.0, 3)]);
+        let c = compare_program("ft", &base, &two_modes([(107.2, 127.1, 3), (136.9, 159.2, 2)]), &T);
+        assert!(c.failures.is_empty(), "{:?}", c.failures);
+        assert!((c.median_shift_ns - 0.2).abs() < 1e-9 && c.ks_distance.is_none(), "{c:?}");
+        // The low mode 5 ns slower: named with the mode it was judged against.
+        let c = compare_program("ft", &base, &two_modes([(112.0, 132.0, 3), (137.0, 159.0, 2)]), &T);
+        assert_eq!(
+            c.failures,
+            [
+                "mode at 112.0 ns (the baseline's at 107.0 ns): median moved +5.0 ns (95 % CI [+4.3, +5.7]), threshold ±3 ns"
+            ]
+        );
+        // One mode only in the candidate, the baseline's other: judged against it.
+        let c = compare_program("ft", &base, &program(137.5, Some(159.0), [137.0, 138.0]), &T);
+        assert!(c.failures.is_empty(), "{:?}", c.failures);
+    }
+
+    #[test]
+    fn the_distribution_is_judged_on_its_shape_about_the_median() {
+        let shaped = |median: f64, start_ns: f64, counts: Vec<u64>| {
+            let mut p = program(median, Some(median + 20.0), [median - 3.0, median + 3.0]);
+            p.histogram = Histogram { start_ns, bin_ns: 1.0, counts };
+            p
+        };
+        let base = shaped(150.0, 140.0, vec![1, 2, 4, 8, 10, 8, 4, 2, 1]);
+        // The same shape 2 ns higher, within the median's interval: no change (the whole
+        // distributions' KS distance would be 0.4).
+        let moved = shaped(152.0, 142.0, vec![1, 2, 4, 8, 10, 8, 4, 2, 1]);
+        let c = compare_program("f", &base, &moved, &T);
+        assert!(c.failures.is_empty() && c.ks_distance == Some(0.0), "{c:?}");
+        assert!((c.wasserstein_ns.unwrap() - 2.0).abs() < 1e-9, "{c:?}");
+        // A wider shape about the same median. By hand, the CDFs in 40ths: 1 3 7 15 25 33 37 39
+        // 40 and 3 7 12 17 23 28 33 37 40; the largest gap 5/40 = 0.125 (third and sixth bins).
+        let wide = shaped(150.0, 140.0, vec![3, 4, 5, 5, 6, 5, 5, 4, 3]);
+        let c = compare_program("f", &base, &wide, &T);
+        assert!((c.ks_distance.unwrap() - 0.125).abs() < 1e-12, "{c:?}");
+        assert_eq!(c.failures, ["distribution changed shape: KS distance 0.125 > 0.1"]);
+    }
 
     #[test]
     fn a_median_shift_fails_only_beyond_the_threshold_and_outside_its_interval() {
