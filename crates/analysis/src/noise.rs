@@ -60,7 +60,7 @@ pub fn noise_sd(half_diffs: &[f64], estimates: &[f64]) -> Option<f64> {
 
 /// Probes in the moving average that finds the slow part of a sequence: 25 probes average a
 /// wander of 150 probes' period (the testbed's) to 95 % of its amplitude.
-const SLOW_WINDOW: usize = 25;
+pub const SLOW_WINDOW: usize = 25;
 
 /// 1.4826 × the median absolute deviation.
 fn robust_sd(x: &[f64]) -> f64 {

@@ -306,7 +306,7 @@ fn fastest_pacing(dir: &Path, plan: &latency_plan::Plan, within: f64) -> Result<
     })
 }
 
-/// The plan's text with `protocol.sessions`, `runs`, `flash` and `pacing_pps` set to the design,
+/// The plan's text with `protocol.sessions`, `runs`, `flash` and (paced evenly) `pacing_pps` set to the design,
 /// its reasoning as comments on top (below the editor's schema line, which stays first).
 fn designed_plan(
     path: &Path,
@@ -332,14 +332,16 @@ fn designed_plan(
     for line in text.lines() {
         let _ = writeln!(out, "#   {line}");
     }
-    let designed = [
+    let mut designed = vec![
         ("sessions", d.sessions.to_string()),
         ("runs", d.runs.to_string()),
         ("flash", plan.protocol.flash.to_string()),
-        ("pacing_pps", plan.protocol.pacing_pps.to_string()),
     ];
+    if plan.protocol.timing == latency_plan::protocol::Timing::Pps {
+        designed.push(("pacing_pps", plan.protocol.pacing_pps.to_string()));
+    }
     // Which keys were set in place; those absent go after the protocol's last key.
-    let mut set = [false; 4];
+    let mut set = vec![false; designed.len()];
     let (mut in_protocol, mut last_key, mut key_indent) = (false, None, String::new());
     let mut lines: Vec<String> = Vec::new();
     for line in source.lines() {
@@ -386,14 +388,16 @@ fn designed_plan(
             path.display()
         )));
     }
-    let Some(at) = last_key else { unreachable!("sessions and runs were set inside `protocol:`") };
     let missing: Vec<String> = designed
         .iter()
         .zip(set)
         .filter(|(_, done)| !done)
         .map(|((name, value), _)| format!("{key_indent}{name}: {value}   # designed"))
         .collect();
-    lines.splice(at + 1..at + 1, missing);
+    // Sessions and runs were set inside `protocol:`, so it has a last key.
+    if let Some(at) = last_key {
+        lines.splice(at + 1..at + 1, missing);
+    }
     for line in lines {
         let _ = writeln!(out, "{line}");
     }
