@@ -128,6 +128,16 @@ pub fn describe(s: &Schedule) -> String {
             se.trace,
             se.probes
         );
+        if !se.write_first.is_empty() {
+            let _ = writeln!(
+                out,
+                "  only if the card may not hold {} (its first session on a testbed, after a resume or a failed bring-up):",
+                se.bitstream
+            );
+            for st in &se.write_first {
+                step_line(&mut out, "    ", st);
+            }
+        }
         for st in &se.steps {
             step_line(&mut out, "  ", st);
         }

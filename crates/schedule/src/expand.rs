@@ -340,18 +340,13 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                 // A boot from the image the card holds, where a boot redraws the mode.
                 FlashPolicy::Redraw => (!(holds_image && redrawn_by.contains(&Action::Boot)), true),
             };
-            let steps: Vec<Step> = Action::ALL
+            let (steps, write_first): (Vec<Step>, Vec<Step>) = Action::ALL
                 .into_iter()
                 .filter(|a| a.role() == Role::Receiver && *a != Action::AgentStop)
                 // The receiver runs the agent, or the reflector when the sender is the agent.
                 .filter(|a| match proto.sender {
                     Sender::Tcpreplay => *a != Action::ReflectorStart,
                     Sender::Agent { .. } => *a != Action::AgentStart,
-                })
-                .filter(|a| match a {
-                    Action::Flash => write,
-                    Action::Boot | Action::FlashJtag => boot,
-                    _ => true,
                 })
                 .filter(|a| match g.bitstream.programming {
                     Programming::Qspi => *a != Action::FlashJtag,
@@ -360,7 +355,12 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                 })
                 .filter(|a| g.table.is_some() || g.bitstream.table_driver_dir.is_some() || *a != Action::TableLoad)
                 .map(|a| render(a, None, &first_vars))
-                .collect();
+                // What puts the image on the card goes apart when the previous session left it.
+                .partition(|st| match st.action {
+                    Action::Flash => write,
+                    Action::Boot | Action::FlashJtag => boot,
+                    _ => true,
+                });
             let mut runs: Vec<Run> = Vec::new();
             for level in &session_levels {
                 let run_index = plan.level_trace(g.trace, level.as_ref());
@@ -451,6 +451,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                 trace: trace.name.clone(),
                 probes: probes[g.trace],
                 steps,
+                write_first,
                 runs,
                 teardown,
                 agent_control,

@@ -83,6 +83,13 @@ pub struct Session {
     pub probes: u64,
     /// Bring-up steps.
     pub steps: Vec<Step>,
+    /// The steps that put the session's image on the card (write, boot), left out of `steps`
+    /// because the session before it in the schedule left that image there (`flash: on_change`,
+    /// `redraw`): run first when that cannot be vouched for — a testbed's first session of a run
+    /// of the tool (a resume), a session after another image on the same slice, or after a failed
+    /// bring-up.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub write_first: Vec<Step>,
     /// Runs.
     pub runs: Vec<Run>,
     /// Steps after the last run.

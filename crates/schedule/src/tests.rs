@@ -56,6 +56,11 @@ fn on_change_flashes_only_when_the_image_on_the_card_changes() {
     let flashed: Vec<bool> = s.sessions.iter().map(|x| x.steps.iter().any(|t| t.action == Action::Flash)).collect();
     // forward ×3, five_tuple ×3, then the null image ×6 (both traces use golden_nic).
     assert_eq!(flashed, [true, false, false, true, false, false, true, false, false, false, false, false]);
+    // What a session leaves out it keeps apart, for when the card may not hold its image.
+    for (x, flashed) in s.sessions.iter().zip(flashed) {
+        let apart: Vec<Action> = x.write_first.iter().map(|t| t.action).collect();
+        assert_eq!(apart, if flashed { vec![] } else { vec![Action::Flash, Action::Boot] }, "{}", x.name());
+    }
 }
 
 /// (session, run, level) of every run of `program`'s sessions.
@@ -164,6 +169,8 @@ fn redraw_boots_every_session_and_writes_an_image_only_where_a_boot_redraws_and_
     let (writes, boots) = writes_and_boots(&s);
     assert_eq!(writes, [true, false, false, true, false, false, true, false, false, false, false, false]);
     assert!(boots.iter().all(|&b| b));
+    assert!(s.sessions.iter().zip(&writes).all(|(x, &w)| (x.write_first.len(), w) == (0, true)
+        || (x.write_first.iter().map(|t| t.action).eq([Action::Flash]) && !w)));
     // One more session costs a boot's bring-up, not a write's; the three writes are paid once.
     let c = s.costs().expect("costs");
     let flash = inv.estimates_s[&Action::Flash];

@@ -13,6 +13,7 @@ use latency_results::SessionKind;
 use latency_schedule::Run;
 use latency_schedule::Schedule;
 use latency_schedule::Session;
+use latency_schedule::Step;
 use latency_testbed::Cancel;
 use latency_testbed::Testbed;
 
@@ -89,11 +90,13 @@ pub(super) fn walk(
 impl Walk<'_, '_> {
     /// One slice's share: sessions until none is left or the study stops.
     fn slice(&self, tb: &mut dyn Testbed, slice: Option<usize>) -> Result<(), EngineError> {
+        // The image this testbed's card holds, as far as this run of the tool brought it up.
+        let mut card: Option<String> = None;
         while !self.stop.load(Ordering::SeqCst) {
             let Some(s) = self.schedule.sessions.get(self.next.fetch_add(1, Ordering::SeqCst)) else {
                 return Ok(());
             };
-            match self.session(tb, s, slice) {
+            match self.session(tb, s, slice, &mut card) {
                 Ok(true) => {}
                 Ok(false) => {
                     lock(&self.outcome).interrupted = true;
@@ -108,8 +111,15 @@ impl Walk<'_, '_> {
         Ok(())
     }
 
-    /// One session: its bring-up, its pending runs, its teardown. `Ok(false)` = interrupted.
-    fn session(&self, tb: &mut dyn Testbed, s: &Session, slice: Option<usize>) -> Result<bool, EngineError> {
+    /// One session: its bring-up, its pending runs, its teardown. `Ok(false)` = interrupted. The
+    /// bring-up first writes the image when the card is not known to hold it (`card`, updated).
+    fn session(
+        &self,
+        tb: &mut dyn Testbed,
+        s: &Session,
+        slice: Option<usize>,
+        card: &mut Option<String>,
+    ) -> Result<bool, EngineError> {
         let engine = self.engine;
         if lock(&self.ladder).ended.contains(&s.program) {
             return Ok(true);
@@ -129,22 +139,28 @@ impl Walk<'_, '_> {
         if engine.cancel.is_cancelled() {
             return Ok(false);
         }
+        let write_first: &[Step] = if card.as_deref() == Some(s.bitstream.as_str()) { &[] } else { &s.write_first };
         engine.emit(Event::SessionStarted {
             index: s.index,
             name: s.name(),
             pending_runs: pending.len(),
-            steps: s.steps.len(),
+            steps: write_first.len() + s.steps.len(),
             slice,
         })?;
         for r in s.runs.iter().filter(|r| !pending.iter().any(|p| p.run == r.run)) {
             engine.emit(Event::RunSkipped { index: s.index, run: r.run })?;
         }
         let mut live = true;
-        for st in &s.steps {
+        // Unknown until the bring-up is through (a failed one leaves the card unknown).
+        *card = None;
+        for st in write_first.iter().chain(&s.steps) {
             live = engine.step(tb, s, st)?;
             if !live {
                 break;
             }
+        }
+        if live {
+            *card = Some(s.bitstream.clone());
         }
         for r in pending.iter().filter(|_| live) {
             if r.wait_before_s > 0.0 {

@@ -80,3 +80,62 @@ fn slices_of_mixed_kinds_or_with_adaptive_sessions_are_refused() {
         assert!(!out.exists(), "nothing written");
     }
 }
+
+/// With `flash: on_change`, a session skips writing the image the session before it left on the
+/// card; on two slices that session ran elsewhere, so each slice writes the image of the first
+/// session it runs and of every session after another image, whatever the schedule assumed.
+#[test]
+fn each_slice_writes_the_image_its_card_does_not_hold() {
+    let dir = tmp("slices-on-change");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let plan = dir.with_extension("yaml");
+    let text = std::fs::read_to_string("tests/fixtures/good/study.yaml")
+        .unwrap()
+        .replace("../../../../", &format!("{}/", root.display()))
+        .replace("  runs: 4\n", "  runs: 4\n  flash: on_change\n");
+    std::fs::write(&plan, text).unwrap();
+    let o = orchestrate(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--testbed",
+        "sim,sim",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Per slice, in order: (session index, whether it wrote the image).
+    let s: serde_json::Value =
+        serde_json::from_slice(&orchestrate(&["plan", plan.to_str().unwrap(), "--testbed", "sim", "--json"]).stdout)
+            .unwrap();
+    let image = |i: usize| s["sessions"][i]["bitstream"].as_str().unwrap().to_string();
+    let mut on: [Vec<(usize, bool)>; 2] = Default::default();
+    for e in journal(&dir) {
+        match e.event {
+            Event::SessionStarted { index, slice: Some(k), .. } => on[k - 1].push((index, false)),
+            Event::StepFinished { index, action: latency_plan::Action::Flash, .. } => {
+                let k = (0..2).find(|&k| on[k].last().is_some_and(|l| l.0 == index)).unwrap();
+                on[k].last_mut().unwrap().1 = true;
+            }
+            _ => {}
+        }
+    }
+    let mut writes = 0;
+    for sessions in &on {
+        assert!(!sessions.is_empty(), "{on:?}");
+        for (k, &(index, wrote)) in sessions.iter().enumerate() {
+            let held = k > 0 && image(sessions[k - 1].0) == image(index);
+            assert_eq!(
+                wrote,
+                !held,
+                "session {index} on a card that held {}: {on:?}",
+                if held { "its image" } else { "another" }
+            );
+            writes += usize::from(wrote);
+        }
+    }
+    // More writes than the schedule's three (forward, five_tuple, the null image), at most one a session.
+    assert!(writes > 3 && writes <= 12, "{writes}: {on:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_file(&plan).unwrap();
+}
