@@ -634,8 +634,11 @@ fn the_agent_as_sender_recovers_forward_one_way_from_round_trips() {
     let s = summary(&rtt_dir);
     let p = &s.programs["forward"];
     let rt = p.round_trip.as_ref().expect("round trips");
+    // The null path's round trip takes a wake-up the delayed one does not (docs/modes.md), so a
+    // bring-up reads low: 280.0–297.9 µs over six studies with one bring-up on this 2-vCPU machine
+    // (281.1 while the test suite ran beside it): 10 % low to 5 % high.
     let one_way = rt.one_way_ns.at(50.0).unwrap();
-    assert!((one_way - 300_000.0).abs() <= 0.05 * 300_000.0, "rtt: Forward {one_way} ns one way vs 300 µs");
+    assert!((270_000.0..=315_000.0).contains(&one_way), "rtt: Forward {one_way} ns one way vs 300 µs");
     assert!(rt.rtt_ns.at(50.0).unwrap() > rt.null_rtt_ns + 250_000.0, "{rt:?}");
     // Forward drops the probes whose id ends in 3, 6 or 9: 350 of 500 come back in each of its
     // runs (the null path echoes all).
