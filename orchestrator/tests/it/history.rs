@@ -292,7 +292,7 @@ fn put_raw(url: &str, key: &str, body: &[u8], env: &[(&str, String)]) {
 }
 
 /// `history add DIRS --store STORE` with `env`: its exit code, its JSON lines, its stderr.
-fn history_add(store: &str, dirs: &[&Path], env: &[(&str, String)]) -> (Option<i32>, Vec<Value>, String) {
+fn history_add(store: &str, dirs: &[&Path], env: &[(&str, String)]) -> (Option<i32>, Vec<Added>, String) {
     let mut args = vec!["history".to_string(), "add".into(), "--store".into(), store.to_string()];
     args.extend(dirs.iter().map(|d| d.display().to_string()));
     let o = run(&args.iter().map(String::as_str).collect::<Vec<_>>(), env);
@@ -355,19 +355,17 @@ fn a_study_of_another_plan_is_a_series_of_its_own_not_a_change_of_the_nightly_on
     let (code, _, err) = history_add(&store, &nights.iter().map(PathBuf::as_path).collect::<Vec<_>>(), &[]);
     assert_eq!(code, Some(0), "{err}");
 
-    let o = orchestrate(&["trend", "--store", &store, "--json"]);
-    assert_eq!(o.status.code(), Some(0), "no regression: {}", stderr(&o));
-    let t: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(t["changes"].as_array().unwrap().len(), 0, "{t}");
-    let mut forward_p50: Vec<(String, usize)> = t["series"]
-        .as_array()
-        .unwrap()
+    let (code, t) = trend_json(&store, &[], &[]);
+    assert_eq!(code, Some(0), "no regression: {t:?}");
+    assert_eq!(t.changes.len(), 0, "{t:?}");
+    let mut forward_p50: Vec<(String, usize)> = t
+        .series
         .iter()
-        .filter(|s| s["program"] == "forward" && s["statistic"] == "p50")
-        .map(|s| (s["name"].as_str().unwrap_or_default().to_string(), s["points"].as_array().unwrap().len()))
+        .filter(|s| s.program == "forward" && s.statistic == "p50")
+        .map(|s| (s.identity.name.clone(), s.points.len()))
         .collect();
     forward_p50.sort();
-    assert_eq!(forward_p50, [("nightly".to_string(), 8), ("nightly-big".to_string(), 1)], "{t}");
+    assert_eq!(forward_p50, [("nightly".to_string(), 8), ("nightly-big".to_string(), 1)], "{t:?}");
 }
 
 /// `history add` refuses a study with failed runs, as `nightly` does (exit 2, naming the folder and
@@ -415,7 +413,7 @@ fn adding_a_study_whose_stored_tables_are_damaged_rewrites_them() {
     for (store, env) in &stores {
         let (code, lines, err) = history_add(store, &[&nights[0], &nights[1]], env);
         assert_eq!(code, Some(0), "{store}: {err}");
-        let (date, study) = (lines[0]["key"]["date"].as_str().unwrap(), lines[0]["key"]["study"].as_str().unwrap());
+        let (date, study) = (&lines[0].key.date, &lines[0].key.study);
         let object = |table: &str| format!("{table}/date={date}/study={study}/part-0.parquet");
         // Truncated copies of the first night's tables, taken from the folder store.
         let (rows, estimates) = damaged
@@ -436,26 +434,26 @@ fn adding_a_study_whose_stored_tables_are_damaged_rewrites_them() {
         assert!(stderr(&o).contains(&object("rows")), "{store}: {}", stderr(&o));
         let (code, lines, err) = history_add(store, &[&nights[0]], env);
         assert_eq!(code, Some(0), "{store}: {err}");
-        assert_eq!(lines[0]["already"], false, "{store}: {lines:?}");
-        assert_eq!(lines[0]["rows"], 1, "{store}: {lines:?}");
-        assert_eq!(lines[0]["repaired"], serde_json::json!(["rows"]), "{store}: {lines:?}");
+        assert!(!lines[0].already, "{store}: {lines:?}");
+        assert_eq!(lines[0].rows, 1, "{store}: {lines:?}");
+        assert_eq!(lines[0].repaired, ["rows"], "{store}: {lines:?}");
         let (code, t) = trend_json(store, env, &[]);
         assert_eq!((code, series_values(&t, "forward", "p50")), (Some(0), want.clone()), "{store}");
         let (code, lines, err) = history_add(store, &[&nights[0]], env);
-        assert_eq!((code, &lines[0]["already"]), (Some(0), &Value::Bool(true)), "{store}: {err}");
+        assert_eq!((code, lines[0].already), (Some(0), true), "{store}: {err}");
 
         put_raw(store, &object("estimates"), &estimates, env);
         let (code, lines, err) = history_add(store, &[&nights[0]], env);
         assert_eq!(code, Some(0), "{store}: {err}");
-        assert_eq!(lines[0]["already"], false, "{store}: {lines:?}");
-        assert_eq!(lines[0]["repaired"], serde_json::json!(["estimates"]), "{store}: {lines:?}");
+        assert!(!lines[0].already, "{store}: {lines:?}");
+        assert_eq!(lines[0].repaired, ["estimates"], "{store}: {lines:?}");
         let st = Store::open_with(store, env.iter().map(|(k, v)| (k.to_string(), v.clone()))).unwrap();
-        let key = st.studies().unwrap().into_iter().find(|k| k.study == study).unwrap();
+        let key = st.studies().unwrap().into_iter().find(|k| k.study == *study).unwrap();
         let forward = summary(&nights[0]).programs["forward"].probes;
         let stored = st.estimates(&key).unwrap().iter().filter(|e| e.program == "forward").count();
         assert_eq!(stored as u64, forward, "{store}");
         let (code, lines, _) = history_add(store, &[&nights[0]], env);
-        assert_eq!((code, &lines[0]["already"]), (Some(0), &Value::Bool(true)), "{store}");
+        assert_eq!((code, lines[0].already), (Some(0), true), "{store}");
     }
 }
 
@@ -468,7 +466,7 @@ fn a_study_stored_with_other_figures_is_neither_overwritten_nor_already_there() 
     let store = tmp("other-figures").display().to_string();
     let (code, lines, err) = history_add(&store, &[&n], &[]);
     assert_eq!(code, Some(0), "{err}");
-    let study = lines[0]["key"]["study"].as_str().unwrap().to_string();
+    let study = lines[0].key.study.clone();
     let st = Store::open(&store).unwrap();
     let key = st.studies().unwrap().remove(0);
     let mut rows: Vec<_> = st.rows().unwrap().into_iter().map(|r| r.row).collect();
@@ -488,9 +486,9 @@ fn a_study_stored_with_other_figures_is_neither_overwritten_nor_already_there() 
 /// is not trusted: `history add` refuses it (2), naming the file and the key, and writes nothing.
 #[test]
 fn a_summary_that_contradicts_itself_or_its_run_data_is_not_added() {
-    let edit_summary = |dir: &Path, f: &dyn Fn(&mut Value)| {
+    let edit_summary = |dir: &Path, f: &dyn Fn(&mut Summary)| {
         let path = dir.join("summary.json");
-        let mut s: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let mut s: Summary = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         f(&mut s);
         std::fs::write(&path, serde_json::to_vec_pretty(&s).unwrap()).unwrap();
     };
@@ -501,8 +499,9 @@ fn a_summary_that_contradicts_itself_or_its_run_data_is_not_added() {
             "programs.forward.latency_ns.p50",
             Box::new(|d: &Path| {
                 edit_summary(d, &|s| {
-                    s["programs"]["forward"]["latency_ns"]["p50"] = 1.0.into();
-                    s["programs"]["forward"]["modes"][0]["latency_ns"]["p50"] = 1.0.into();
+                    let f = s.programs.get_mut("forward").unwrap();
+                    f.latency_ns.insert(50.0, 1.0);
+                    f.modes[0].latency_ns.insert(50.0, 1.0);
                 });
             }),
         ),
@@ -511,15 +510,15 @@ fn a_summary_that_contradicts_itself_or_its_run_data_is_not_added() {
             "programs.forward.latency_ns.p99",
             Box::new(|d: &Path| {
                 edit_summary(d, &|s| {
-                    let f = &mut s["programs"]["forward"];
-                    f["latency_ns"]["p99"] = 120.0.into();
-                    f["p99_ci95_ns"] = serde_json::json!([119.0, 121.0]);
-                    f["modes"][0]["latency_ns"]["p99"] = 120.0.into();
-                    f["modes"][0]["p99_ci95_ns"] = serde_json::json!([119.0, 121.0]);
+                    let f = s.programs.get_mut("forward").unwrap();
+                    f.latency_ns.insert(99.0, 120.0);
+                    f.p99_ci95_ns = [119.0, 121.0];
+                    f.modes[0].latency_ns.insert(99.0, 120.0);
+                    f.modes[0].p99_ci95_ns = Some([119.0, 121.0]);
                 });
             }),
         ),
-        ("summary.json", "study", Box::new(|d: &Path| edit_summary(d, &|s| s["study"] = "another-study".into()))),
+        ("summary.json", "study", Box::new(|d: &Path| edit_summary(d, &|s| s.study = "another-study".into()))),
         (
             "data/program=forward/session=1/run=2.parquet",
             "sha256",
