@@ -3,8 +3,10 @@
 //! the machine ([`runs_here`]: a test that cannot run here fails under CI and is skipped with a
 //! `SKIPPED` line elsewhere, never passed in silence).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use latency_results::summary::Summary;
 
 /// `orchestrate`, run from the orchestrator crate's folder.
 pub fn bin() -> Command {
@@ -16,6 +18,21 @@ pub fn bin() -> Command {
 /// Run `orchestrate` with `args` to completion.
 pub fn orchestrate(args: &[&str]) -> Output {
     bin().args(args).output().expect("run orchestrate")
+}
+
+/// The steady twin: the simulator without the scatter between bring-ups and runs, which one or
+/// two bring-ups cannot average out (σ ≈ 4 ns from study to study on the calibrated twin), for
+/// tests of mechanics (pairing, histograms, the history), not of a plan's design.
+pub const STEADY: &str = "tests/fixtures/good/steady-bringups.yaml";
+
+/// `orchestrate run PLAN` on the [`STEADY`] twin into `dir`, with `extra` options; its summary.
+pub fn run_steady(plan: &str, dir: &Path, extra: &[&str]) -> Summary {
+    let out = dir.to_str().expect("a UTF-8 temporary path");
+    let mut args = vec!["run", plan, "--sim-model", STEADY, "--out", out, "--quiet"];
+    args.extend_from_slice(extra);
+    let o = orchestrate(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&std::fs::read(dir.join("summary.json")).expect("a summary")).expect("a summary")
 }
 
 /// Standard error of a finished command, as text.

@@ -9,7 +9,7 @@ use latency_history::trend::Trend;
 use latency_results::summary::Summary;
 use serde_json::Value;
 
-use crate::common::{orchestrate, runs_here, stderr, tmp, tmp_dir};
+use crate::common::{STEADY, orchestrate, runs_here, stderr, tmp, tmp_dir};
 
 /// The S3-compatible server of the tests (`LATENCY_TEST_S3`, e.g. `http://127.0.0.1:5055`), with a
 /// fresh bucket: the store's URL and the environment to reach it.
@@ -47,11 +47,6 @@ fn run(args: &[&str], env: &[(&str, String)]) -> std::process::Output {
 }
 
 /// One simulated night of tests/fixtures/good/nightly.yaml (`seed`, `model`: none for the paper's),
-/// The steady nights' model: the twin without the scatter between bring-ups and runs, which one
-/// bring-up a night cannot average out (σ ≈ 4 ns night to night on the calibrated twin, so a 5 ns
-/// step needs more bring-ups per night than this fixture has); these tests check the history's
-/// mechanics, not a nightly plan's design.
-pub const STEADY: &str = "tests/fixtures/good/steady-bringups.yaml";
 
 /// [`STEADY`] with Forward 5 ns slower at every quantile (Table I + 5), written into `dir`.
 pub fn slower_model(dir: &Path) -> PathBuf {

@@ -3,10 +3,8 @@
 //! recovers the paper's Forward and the path twice that; the OCT inventory as shipped cannot
 //! capture a third port, and says why; mistakes in the pairs are reported where they are.
 
-use latency_results::summary::Summary;
-
 use crate::cli::assert_invalid;
-use crate::common::{orchestrate, stderr, tmp_dir};
+use crate::common::{orchestrate, run_steady, stderr, tmp_dir};
 
 const PLAN: &str = "../plans/two-hop.yaml";
 
@@ -14,19 +12,7 @@ const PLAN: &str = "../plans/two-hop.yaml";
 fn each_hop_of_a_two_card_path_recovers_forward_and_the_path_twice_that() {
     let dir = tmp_dir("two-hop-sim");
     // One bring-up checks the pairing of hops, not the scatter of bring-ups: that is left out.
-    let o = orchestrate(&[
-        "run",
-        PLAN,
-        "--testbed",
-        "sim",
-        "--sim-model",
-        "tests/fixtures/good/steady-bringups.yaml",
-        "--out",
-        dir.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let s: Summary = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let s = run_steady(PLAN, &dir, &["--testbed", "sim"]);
     let p = &s.programs["forward"];
     // Table I: Forward's median is 149 ns (500 probes: ±1.5 ns); the second card runs the same
     // image, so the whole path adds twice that.

@@ -4,30 +4,16 @@
 
 use std::path::Path;
 
-use latency_results::summary::Summary;
-
 use crate::cli::assert_invalid;
-use crate::common::{orchestrate, stderr, tmp_dir};
+use crate::common::{orchestrate, run_steady, stderr, tmp_dir};
 
 const PLAN: &str = "../plans/rtt.yaml";
 
 #[test]
 fn round_trips_on_the_simulator_recover_forwards_one_way_latency() {
     let dir = tmp_dir("rtt-sim");
-    // One bring-up checks the round trip's arithmetic, not the scatter of bring-ups: left out.
-    let o = orchestrate(&[
-        "run",
-        PLAN,
-        "--testbed",
-        "sim",
-        "--sim-model",
-        "tests/fixtures/good/steady-bringups.yaml",
-        "--out",
-        dir.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let s: Summary = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    // The round trip's arithmetic is checked, not the scatter of bring-ups: that is left out.
+    let s = run_steady(PLAN, &dir, &["--testbed", "sim"]);
     let rt = s.programs["forward"].round_trip.as_ref().expect("a round-trip summary");
     assert_eq!(rt.crossings, 1);
     // One way, Forward adds the paper's median (Table I: 149 ns; 500 probes, so ±1.5 ns).

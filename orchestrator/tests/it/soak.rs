@@ -9,7 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt8Type, UInt64Type};
 use latency_results::summary::Summary;
 
-use crate::common::{orchestrate, stderr, tmp_dir};
+use crate::common::{orchestrate, run_steady, stderr, tmp_dir};
 
 const PLAN: &str = "tests/fixtures/good/soak.yaml";
 
@@ -103,28 +103,9 @@ fn a_soak_without_records_keeps_histograms_only_and_its_headline_is_theirs() {
     // The same simulated study (same seed), once with records and once with histograms only.
     let kept = tmp_dir("soak-kept");
     // Two bring-ups check the histograms against the records, not the bring-ups' scatter.
-    let o = orchestrate(&[
-        "run",
-        PLAN,
-        "--sim-model",
-        "tests/fixtures/good/steady-bringups.yaml",
-        "--out",
-        kept.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let with = run_steady(PLAN, &kept, &[]);
     let dir = tmp_dir("soak-histograms");
-    let o = orchestrate(&[
-        "run",
-        "tests/fixtures/good/soak-histograms.yaml",
-        "--sim-model",
-        "tests/fixtures/good/steady-bringups.yaml",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let s: Summary = serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    let with: Summary = serde_json::from_slice(&std::fs::read(kept.join("summary.json")).unwrap()).unwrap();
+    let s = run_steady("tests/fixtures/good/soak-histograms.yaml", &dir, &[]);
 
     // No records were stored, and the run checks held on the agent's counts: every run passed,
     // with the same counts as pairing the records gives.
