@@ -47,15 +47,8 @@ pub(crate) fn measured(dirs: &[PathBuf]) -> Result<Measured, Failure> {
             }
         }
     }
-    let per_action = seconds
-        .into_iter()
-        .map(|(a, mut v)| {
-            v.sort_by(f64::total_cmp);
-            let n = v.len();
-            let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-            (a, (median, n))
-        })
-        .collect();
+    let per_action =
+        seconds.into_iter().map(|(a, mut v)| (a, (latency_analysis::stats::median(&mut v), v.len()))).collect();
     Ok(Measured { per_action, testbeds })
 }
 
