@@ -141,7 +141,7 @@ fn sides(p: &ProgramSummary) -> Vec<Side<'_>> {
         .iter()
         .map(|m| Side { latency_ns: &m.latency_ns, median_ci95_ns: m.median_ci95_ns.unwrap_or(p.median_ci95_ns) })
         .collect();
-    if let Some(k) = p.modes.iter().position(|m| m.latency_ns == p.latency_ns) {
+    if let Some(k) = p.modes.iter().position(|m| p.is_headline(m)) {
         out.swap(0, k);
     }
     out

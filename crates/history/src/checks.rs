@@ -71,7 +71,7 @@ fn program(prefix: &str, s: &ProgramSummary) -> Checked {
             interval(&mode, "p99_ci95_ns", ci, "p99", p99)?;
         }
     }
-    if !s.modes.is_empty() && !s.modes.iter().any(|m| m.latency_ns == s.latency_ns) {
+    if !s.modes.is_empty() && !s.modes.iter().any(|m| s.is_headline(m)) {
         return fail(
             format!("{prefix}.latency_ns"),
             format!("is none of its modes' (`{prefix}.modes[…].latency_ns`), while the headline is its main mode's"),

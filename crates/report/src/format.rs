@@ -62,7 +62,7 @@ pub(super) fn ordered_modes(p: &ProgramSummary) -> Vec<&Mode> {
 /// Index (into [`ordered_modes`]) of the mode the program-wide figures describe: the one whose
 /// quantiles are the program's, else the one with the most matched probes.
 pub(super) fn dominant_mode(p: &ProgramSummary, modes: &[&Mode]) -> Option<usize> {
-    if let Some(i) = modes.iter().position(|m| m.latency_ns == p.latency_ns) {
+    if let Some(i) = modes.iter().position(|m| p.is_headline(m)) {
         return Some(i);
     }
     let matched =

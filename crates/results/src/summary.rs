@@ -649,6 +649,12 @@ impl Summary {
 }
 
 impl ProgramSummary {
+    /// Whether `m` is the mode the program-wide figures describe (its quantiles are the
+    /// program's: the most populated mode, never an average between modes).
+    pub fn is_headline(&self, m: &Mode) -> bool {
+        m.latency_ns == self.latency_ns
+    }
+
     fn non_finite(&self) -> Option<String> {
         if self.probes == 0 {
             return None;
