@@ -46,8 +46,6 @@ fn run(args: &[&str], env: &[(&str, String)]) -> std::process::Output {
     c.output().expect("run orchestrate")
 }
 
-/// One simulated night of tests/fixtures/good/nightly.yaml (`seed`, `model`: none for the paper's),
-
 /// [`STEADY`] with Forward 5 ns slower at every quantile (Table I + 5), written into `dir`.
 pub fn slower_model(dir: &Path) -> PathBuf {
     let model = dir.join("slower.yaml");
@@ -56,6 +54,7 @@ pub fn slower_model(dir: &Path) -> PathBuf {
     model
 }
 
+/// One simulated night of tests/fixtures/good/nightly.yaml (`seed`, `model`: none for the paper's),
 /// dated night `k` of November 2026 at 02:00 UTC, as a nightly job would have started it
 /// (with [`STEADY`] unless another model is given).
 pub fn night(k: u32, seed: u64, model: Option<&Path>) -> PathBuf {
