@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc architecture docs-check no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc architecture docs-check no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats validate-nightly bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -91,6 +91,14 @@ PLAN ?= plans/paper.yaml
 validate-stats:
 	$(CARGO) run --release -q -p orchestrator --example validate_stats -- $(SEEDS) --plan $(abspath $(PLAN))
 	$(CARGO) run --release -q -p orchestrator --example validate_stats -- $(SEEDS) --plan $(abspath $(PLAN)) --modes-apart 8
+
+## A nightly plan against its reference on the simulator: per seed (SEEDS, 40) a reference study,
+## a steady night and one night per program with that program 5 ns slower, each judged by
+## `compare`; how often steady nights alarm and each shift is caught (exit 1 off target).
+NIGHTLY ?= plans/nightly.yaml
+REFERENCE ?= plans/nightly-reference.yaml
+validate-nightly:
+	$(CARGO) run --release -q -p orchestrator --example validate_nightly -- $(SEEDS) --plan $(abspath $(NIGHTLY)) --reference $(abspath $(REFERENCE))
 
 ## `orchestrate analyze` on paper-scale simulated results: wall time and peak memory.
 bench-analysis: build

@@ -15,13 +15,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use latency_analysis::Unusable;
-use latency_analysis::pair_batches;
-use latency_analysis::summarize;
-use latency_results::index::Index;
 use latency_testbed::model::LEVELS;
 use latency_testbed::model::SimModel;
-use latency_testbed::sim::SimTestbed;
+
+mod twin;
 
 /// What one seed gives for one program mode.
 struct Outcome {
@@ -87,15 +84,7 @@ fn main() {
         let first = ft.modes[0];
         ft.modes[1] = first.map(|q| q + ns);
     }
-    let (mut plan, _) = latency_plan::load(&plan_path, Some("sim")).unwrap_or_else(|e| {
-        for d in &e.0 {
-            eprintln!("{d}");
-        }
-        std::process::exit(2)
-    });
-    // The hardware-clock check is not judged here; without reflection the simulation is faster.
-    plan.protocol.reflect = false;
-    plan.analysis.hw_clock_check = false;
+    let plan = twin::load_plan(&plan_path);
     let plan = &plan;
     let model = &model;
     let t0 = std::time::Instant::now();
@@ -129,28 +118,7 @@ fn main() {
 /// Simulate and analyse the plan with `seed`; one outcome per program and mode found, and one per
 /// null calibration.
 fn study(plan: &latency_plan::Plan, model: &SimModel, seed: u64) -> (Vec<Outcome>, Vec<NullOutcome>) {
-    let schedule = latency_schedule::expand(plan, None).expect("the plan expands");
-    let groups = latency_schedule::groups(plan, &schedule);
-    let mut sim = SimTestbed::new(plan, model.clone(), false).with_seed(seed);
-    let mut runs = Vec::new();
-    for s in &schedule.sessions {
-        let gi = groups.iter().position(|g| g.program == s.program).expect("a group per program");
-        for r in &s.runs {
-            let data = sim.generate(s, r, 1);
-            runs.push(pair_batches(gi, s.session, &data.batches, model.tsc_hz, plan.analysis.exclude_first_after_gap));
-        }
-    }
-    let index = Index {
-        study: "validate".into(),
-        groups,
-        levels: Vec::new(),
-        analysis: plan.analysis.clone(),
-        report: plan.report.clone(),
-        tsc_hz: model.tsc_hz,
-        seed,
-        sender: Default::default(),
-    };
-    let summary = summarize(&index, &runs, &[], None, Unusable::default());
+    let (schedule, sim, summary) = twin::simulate(plan, model, seed);
     let mut out = Vec::new();
     for (name, p) in &summary.programs {
         let truth = sim.program_model(&p.bitstream);

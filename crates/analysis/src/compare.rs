@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use crate::stats::histogram_distances;
+use latency_plan::Calibration;
 use latency_plan::defaults;
 use latency_results::provenance::Provenance;
 use latency_results::summary::Histogram;
@@ -24,6 +25,9 @@ pub struct Thresholds {
     pub p99_shift_ns: f64,
     /// Largest accepted Kolmogorov–Smirnov distance.
     pub ks_distance: f64,
+    /// Judge the noise-corrected quantiles (else those before the correction, `latency_raw_ns`:
+    /// the plan's `regression.noise_corrected`).
+    pub noise_corrected: bool,
 }
 
 impl Thresholds {
@@ -33,6 +37,7 @@ impl Thresholds {
             median_shift_ns: flags[0].or(plan.map(|r| r.median_shift_ns)).unwrap_or(defaults::MEDIAN_SHIFT_NS),
             p99_shift_ns: flags[1].or(plan.map(|r| r.p99_shift_ns)).unwrap_or(defaults::P99_SHIFT_NS),
             ks_distance: flags[2].or(plan.map(|r| r.ks_distance)).unwrap_or(defaults::KS_DISTANCE),
+            noise_corrected: plan.is_none_or(|r| r.noise_corrected),
         }
     }
 }
@@ -131,20 +136,32 @@ impl Side<'_> {
     }
 }
 
-/// The reset modes of `p` (its headline alone when it has fewer than two), the headline's first.
-fn sides(p: &ProgramSummary) -> Vec<Side<'_>> {
+/// The reset modes of `p` (its headline alone when it has fewer than two), the headline's first;
+/// their quantiles noise-corrected or not (`corrected`).
+fn sides(p: &ProgramSummary, corrected: bool) -> Vec<Side<'_>> {
+    let pick = |c, raw| if corrected { c } else { raw };
     if p.modes.len() < 2 {
-        return vec![Side { latency_ns: &p.latency_ns, median_ci95_ns: p.median_ci95_ns }];
+        return vec![Side { latency_ns: pick(&p.latency_ns, &p.latency_raw_ns), median_ci95_ns: p.median_ci95_ns }];
     }
     let mut out: Vec<Side<'_>> = p
         .modes
         .iter()
-        .map(|m| Side { latency_ns: &m.latency_ns, median_ci95_ns: m.median_ci95_ns.unwrap_or(p.median_ci95_ns) })
+        .map(|m| Side {
+            latency_ns: pick(&m.latency_ns, &m.latency_raw_ns),
+            median_ci95_ns: m.median_ci95_ns.unwrap_or(p.median_ci95_ns),
+        })
         .collect();
     if let Some(k) = p.modes.iter().position(|m| p.is_headline(m)) {
         out.swap(0, k);
     }
     out
+}
+
+/// The number of runs of most of `p`'s sessions.
+fn runs_per_session(p: &ProgramSummary) -> Option<u32> {
+    let mut runs: Vec<u32> = p.sessions.iter().map(|s| s.runs).collect();
+    runs.sort_unstable();
+    runs.get(runs.len() / 2).copied()
 }
 
 /// Judge program `name`. A program with several reset modes (in either study) is judged mode by
@@ -164,7 +181,16 @@ fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thres
             }
         }
     }
-    let (base, cand) = (sides(b), sides(c));
+    // Before the noise correction, each per-probe estimate keeps the noise of a median over one
+    // session's runs: two studies of different runs per session differ by that alone.
+    if !t.noise_corrected && runs_per_session(b) != runs_per_session(c) {
+        failures.push(format!(
+            "the quantiles before the noise correction are judged (`regression.noise_corrected: false`), but the baseline's sessions have {} runs and the candidate's {}: they differ by their noise alone",
+            runs_per_session(b).unwrap_or(0),
+            runs_per_session(c).unwrap_or(0)
+        ));
+    }
+    let (base, cand) = (sides(b, t.noise_corrected), sides(c, t.noise_corrected));
     let multi_mode = base.len() > 1 || cand.len() > 1;
     let half = |ci: [f64; 2]| (ci[1] - ci[0]) / 2.0;
     // (shift, its interval, p99 shift, quantile shifts) of the candidate's headline.
@@ -239,10 +265,33 @@ fn judged(s: &Summary) -> Vec<(String, &ProgramSummary)> {
         .collect()
 }
 
-/// Compare a candidate study against a baseline; refused unless both have ended.
-pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) -> Result<Comparison, NotEnded> {
+/// Why two studies are not compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// One has not ended.
+    #[error(transparent)]
+    NotEnded(#[from] NotEnded),
+    /// Their figures are calibrated differently (`analysis.calibration`): every program would move
+    /// by its trace's null offset δ.
+    #[error(
+        "the baseline's figures are calibrated by `{baseline}` and the candidate's by `{candidate}` (`analysis.calibration`): they differ by the null offset δ, so they are not compared"
+    )]
+    Calibration {
+        /// The baseline's.
+        baseline: Calibration,
+        /// The candidate's.
+        candidate: Calibration,
+    },
+}
+
+/// Compare a candidate study against a baseline; refused unless both have ended and are
+/// calibrated alike.
+pub fn compare(baseline: &Summary, candidate: &Summary, thresholds: Thresholds) -> Result<Comparison, Refused> {
     ended(Role::Baseline, baseline.provenance.as_ref())?;
     ended(Role::Candidate, candidate.provenance.as_ref())?;
+    if baseline.calibration != candidate.calibration {
+        return Err(Refused::Calibration { baseline: baseline.calibration, candidate: candidate.calibration });
+    }
     let mut programs = Vec::new();
     let mut unmatched = Vec::new();
     let (base, cand) = (judged(baseline), judged(candidate));
@@ -369,7 +418,8 @@ mod tests {
         }
     }
 
-    const T: Thresholds = Thresholds { median_shift_ns: 3.0, p99_shift_ns: 10.0, ks_distance: 0.1 };
+    const T: Thresholds =
+        Thresholds { median_shift_ns: 3.0, p99_shift_ns: 10.0, ks_distance: 0.1, noise_corrected: true };
 
     /// A program of two reset modes with these (median, p99, sessions), the most populated the
     /// headline.
@@ -472,11 +522,43 @@ mod tests {
             median_shift_ns: 1.0,
             p99_shift_ns: 2.0,
             ks_distance: 0.3,
+            noise_corrected: false,
         };
         let t = Thresholds::resolve([Some(5.0), None, None], Some(&plan));
-        assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance), (5.0, 2.0, 0.3));
+        assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance, t.noise_corrected), (5.0, 2.0, 0.3, false));
         let t = Thresholds::resolve([None, None, Some(0.2)], None);
-        assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance), (3.0, 10.0, 0.2));
+        assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance, t.noise_corrected), (3.0, 10.0, 0.2, true));
+    }
+
+    #[test]
+    fn before_the_noise_correction_the_raw_quantiles_are_judged_at_equal_runs_per_session() {
+        let with = |corrected: f64, raw: f64, runs: u32| {
+            let mut p = program(corrected, Some(169.0), [corrected - 0.2, corrected + 0.2]);
+            p.latency_raw_ns.insert(50.0, raw);
+            p.latency_raw_ns.insert(99.0, 171.0);
+            p.sessions = vec![latency_results::summary::SessionSummary {
+                session: 1,
+                raw_median_ns: raw,
+                median_ns: raw,
+                matched: 0,
+                excluded: 0,
+                runs,
+                hw_median_ns: None,
+            }];
+            p
+        };
+        let before = Thresholds { noise_corrected: false, ..T };
+        // The corrected medians equal, those before the correction 5 ns apart: only the
+        // judgement before the correction fails.
+        let (b, c) = (with(149.0, 148.0, 5), with(149.0, 153.0, 5));
+        assert!(compare_program("f", &b, &c, &T).failures.is_empty());
+        assert_eq!(
+            compare_program("f", &b, &c, &before).failures,
+            ["median moved +5.0 ns (95 % CI [+4.7, +5.3]), threshold ±3 ns"]
+        );
+        // Sessions of 5 and 25 runs: not comparable before the correction, and said so.
+        let f = compare_program("f", &b, &with(149.0, 148.0, 25), &before).failures;
+        assert!(f.len() == 1 && f[0].contains("baseline's sessions have 5 runs and the candidate's 25"), "{f:?}");
     }
 
     #[test]
@@ -525,6 +607,7 @@ mod tests {
                 tsc_hz: 1e9,
                 quantile_levels: vec![50.0, 99.0],
                 quantile_definition: String::new(),
+                calibration: Default::default(),
                 programs: [("forward".to_string(), p)].into(),
                 nulls: Default::default(),
                 health: Default::default(),

@@ -27,8 +27,8 @@ pub(super) struct Input<'a> {
     pub null_sessions: Vec<&'a [(u64, f64)]>,
     /// The calibrating null's runs, per session.
     pub null_runs: Vec<&'a [&'a RunPairs]>,
-    /// The null calibration.
-    pub null: &'a NullSummary,
+    /// The null calibration (none: `analysis.calibration: none`).
+    pub null: Option<&'a NullSummary>,
     /// Levels stored (percent).
     pub levels: &'a [f64],
     /// Settings.
@@ -43,7 +43,7 @@ pub(super) struct Input<'a> {
 /// Analyse one program; none when it has no usable estimate.
 pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<ProgramSummary> {
     let &Input { group: g, null, levels, analysis: a, .. } = input;
-    let delta = null.offset_ns;
+    let delta = null.map_or(0.0, |n| n.offset_ns);
     let grid = input.grid;
     let mut sessions = Vec::new();
     let mut calibrated: Vec<Vec<(u64, f64)>> = Vec::new();
@@ -72,7 +72,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let mut order: Vec<usize> = (0..sessions.len()).collect();
     order.sort_by(|&i, &j| sessions[i].median_ns.total_cmp(&sessions[j].median_ns));
     let sorted_medians: Vec<f64> = order.iter().map(|&i| sessions[i].median_ns).collect();
-    let null_medians: Vec<f64> = null.sessions.iter().map(|s| s.1).collect();
+    let null_medians: Vec<f64> = null.iter().flat_map(|n| n.sessions.iter().map(|s| s.1)).collect();
     let split = if a.modes.enabled {
         modes::split(&sorted_medians, &null_medians, a.modes.min_separation_ns, a.modes.min_gap_sigmas)
     } else {
@@ -94,7 +94,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         // Raw: the paper's per-session estimates, pooled, less the paper's δ̂.
         let mut values: Vec<f64> = members.iter().flat_map(|&i| calibrated[i].iter().map(|e| e.1)).collect();
         values.sort_unstable_by(f64::total_cmp);
-        let paper_shift = delta - null.offset_raw_ns;
+        let paper_shift = null.map_or(0.0, |n| delta - n.offset_raw_ns);
         let raw = keyed(levels, fractions.iter().map(|&p| quantile_sorted(&values, p) + paper_shift));
         // Corrected: per-probe estimates over all the mode's runs, less the noise left in them.
         let mut raw_medians: Vec<f64> = members.iter().map(|&i| sessions[i].raw_median_ns).collect();
@@ -226,18 +226,21 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
 
 /// The variance components of the calibrated median and p99 of a mode's sessions (`members`):
 /// those of the program's differentials plus those of the null calibration's median, which every
-/// calibrated estimate subtracts (each level adds, the two sides being independent bring-ups).
+/// calibrated estimate subtracts (each level adds, the two sides being independent bring-ups);
+/// the program's alone without a null calibration.
 fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPairs]]) -> Option<Variance> {
     fn per_run<'a>(sessions: &[&'a [&'a RunPairs]]) -> Vec<Vec<&'a [(u64, f64)]>> {
         sessions.iter().map(|s| s.iter().map(|r| r.diffs.as_slice()).collect()).collect()
     }
     let mine: Vec<&[&RunPairs]> = members.iter().map(|&i| runs[i]).collect();
     let (program, null) = (per_run(&mine), per_run(null_runs));
+    let (median, p99) =
+        (crate::components::of_quantile(&program, 0.5)?, crate::components::of_quantile(&program, 0.99)?);
+    if null.is_empty() {
+        return Some(Variance { median, p99 });
+    }
     let null_median = crate::components::of_quantile(&null, 0.5)?;
-    Some(Variance {
-        median: crate::components::of_quantile(&program, 0.5)?.plus(&null_median),
-        p99: crate::components::of_quantile(&program, 0.99)?.plus(&null_median),
-    })
+    Some(Variance { median: median.plus(&null_median), p99: p99.plus(&null_median) })
 }
 
 /// What the intervals of one mode are computed from.
@@ -308,7 +311,7 @@ fn mode_intervals(
         let p = levels[k];
         let estimate = corrected.at(p * 100.0).unwrap_or(f64::NAN);
         let program_q = uncertainty::per_session_quantiles(&per_session, p, input.grid);
-        let bring_up = uncertainty::session_variance(&program_q, null_medians);
+        let bring_up = uncertainty::session_variance(&program_q, input.null.map(|_| null_medians));
         (
             uncertainty::interval(estimate, se[k], bring_up, input.tick_ns),
             uncertainty::interval(estimate, se[k], None, input.tick_ns),

@@ -72,8 +72,13 @@ pub fn summarize(
             continue;
         }
         let null = index.groups.iter().position(|n| n.kind == SessionKind::Null && n.trace == group.calibrated_by());
-        let null_median =
-            null.and_then(|n| logs.get(&n)).and_then(|r| merged(r.iter().flat_map(|(_, _, i)| i)).quantile(0.5));
+        // The offset subtracted: the null's median, or nothing uncalibrated.
+        let null_median = match index.analysis.calibration {
+            latency_plan::Calibration::None => Some(0.0),
+            latency_plan::Calibration::NullImage => {
+                null.and_then(|n| logs.get(&n)).and_then(|r| merged(r.iter().flat_map(|(_, _, i)| i)).quantile(0.5))
+            }
+        };
         let all = merged(runs.iter().flat_map(|(_, _, i)| i));
         let raw: Quantiles = levels.iter().filter_map(|&l| Some((l, all.quantile(l / 100.0)?))).collect();
         let latency_ns = match null_median {

@@ -44,7 +44,7 @@ pub fn headline(g: &Group, k: SoakSummary) -> Option<ProgramSummary> {
         })
         .collect();
     let medians: Vec<f64> = sessions.iter().map(|s| s.median_ns).collect();
-    let spread = session_variance(&medians, &[]);
+    let spread = session_variance(&medians, Some(&[]));
     let lo = medians.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let ci = |level: f64| {

@@ -9,6 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::runs::{RunPairs, estimate_grid, session_estimates};
 use crate::stats::{grid_median, median};
 use crate::{load, program};
+use latency_plan::Calibration;
 use latency_results::SessionKind;
 use latency_results::index::Index;
 use latency_results::summary::{NullSummary, ProgramSummary};
@@ -67,26 +68,35 @@ pub(crate) fn analyse_runs(
 
     let mut inputs = Vec::new();
     for (gi, g) in index.groups.iter().enumerate().filter(|(_, g)| g.kind == SessionKind::Program) {
-        let Some((null_gi, null)) = nulls.get(g.calibrated_by()) else {
-            problems.push(format!(
-                "program `{}`{at}: no usable null calibration data for trace `{}`; not analysed",
-                g.program,
-                g.calibrated_by()
-            ));
-            continue;
+        // The null calibrating the program's trace: its group and summary (none uncalibrated).
+        let null = match a.calibration {
+            Calibration::None => None,
+            Calibration::NullImage => match nulls.get(g.calibrated_by()) {
+                Some((gi, n)) => Some((*gi, n)),
+                None => {
+                    problems.push(format!(
+                        "program `{}`{at}: no usable null calibration data for trace `{}`; not analysed",
+                        g.program,
+                        g.calibrated_by()
+                    ));
+                    continue;
+                }
+            },
         };
+        let null_gi = null.map(|n| n.0);
+        let of_null = |gi: Option<usize>| gi.into_iter().flat_map(&sessions_of);
         inputs.push(program::Input {
             group: g,
             sessions: sessions_of(gi).map(|((_, s), e)| (*s, e.as_slice())).collect(),
             runs: sessions_of(gi).map(|(k, _)| by_session[k].as_slice()).collect(),
-            null_sessions: sessions_of(*null_gi).map(|(_, e)| e.as_slice()).collect(),
-            null_runs: sessions_of(*null_gi).map(|(k, _)| by_session[k].as_slice()).collect(),
-            null,
+            null_sessions: of_null(null_gi).map(|(_, e)| e.as_slice()).collect(),
+            null_runs: of_null(null_gi).map(|(k, _)| by_session[k].as_slice()).collect(),
+            null: null.map(|n| n.1),
             levels,
             analysis: a,
             tick_ns,
             grid: grid_of(gi),
-            null_grid: grid_of(*null_gi),
+            null_grid: null_gi.map_or(grid_of(gi), grid_of),
         });
     }
     // Programs in parallel, each resampled with its own generator (seeded by the study's seed and

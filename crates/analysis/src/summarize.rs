@@ -87,6 +87,7 @@ pub fn summarize(
         tsc_hz: index.tsc_hz,
         quantile_levels: report_levels,
         quantile_definition: stats::QUANTILE_DEFINITION.into(),
+        calibration: index.analysis.calibration,
         programs,
         nulls,
         health: Health { problems, ..health },

@@ -155,11 +155,18 @@ fn sd(x: &[f64]) -> f64 {
 }
 
 /// The bring-up component of a calibrated quantile: per-session quantiles of the program's mode
-/// and per-session medians of the null calibration. Returns (variance of the pooled estimate,
-/// its Welch–Satterthwaite pieces `(s²/n)²/(n − 1)` summed), or none when neither side has two
-/// sessions. A side with one session borrows the other side's spread (a bring-up moves both alike).
-pub fn session_variance(program: &[f64], null: &[f64]) -> Option<(f64, f64)> {
+/// and per-session medians of the null calibration (none: an uncalibrated quantile, which
+/// subtracts nothing). Returns (variance of the pooled estimate, its Welch–Satterthwaite pieces
+/// `(s²/n)²/(n − 1)` summed), or none when no side has two sessions. A null side with fewer than
+/// two sessions borrows the program's spread, and the program the null's (a bring-up moves both
+/// alike).
+pub fn session_variance(program: &[f64], null: Option<&[f64]>) -> Option<(f64, f64)> {
     let var = |x: &[f64]| (x.len() >= 2).then(|| sd(x).powi(2));
+    let Some(null) = null else {
+        let n = program.len() as f64;
+        let a = var(program)? / n;
+        return Some((a, a * a / (n - 1.0)));
+    };
     let (vp, vn) = match (var(program), var(null)) {
         (Some(p), Some(n)) => (p, n),
         (Some(p), None) => (p, p),
@@ -380,12 +387,17 @@ mod tests {
     fn session_spread_enters_with_students_t() {
         // Program sessions 1, 2, 3 (s² = 1), null sessions 0, 0, 0, 0: variance 1/3, 2 degrees of
         // freedom, so the half-width is t(2) √(1/3) = 2.484.
-        let s = session_variance(&[1.0, 2.0, 3.0], &[0.0, 0.0, 0.0, 0.0]).unwrap();
+        let s = session_variance(&[1.0, 2.0, 3.0], Some(&[0.0, 0.0, 0.0, 0.0])).unwrap();
         assert!((s.0 - 1.0 / 3.0).abs() < 1e-12);
         let [lo, hi] = interval(10.0, 0.0, Some(s), 0.3);
         assert!(((hi - lo) / 2.0 - 4.302_653 * (1.0f64 / 3.0).sqrt()).abs() < 0.03, "{lo} {hi}");
         // Nothing to say: one tick wide.
         assert_eq!(interval(10.0, 0.0, None, 0.3), [9.85, 10.15]);
-        assert!(session_variance(&[1.0], &[2.0]).is_none());
+        assert!(session_variance(&[1.0], Some(&[2.0])).is_none());
+        // Uncalibrated: the program's sessions alone, 1/3 on 2 degrees of freedom as above; none
+        // from one session.
+        let (v, pieces) = session_variance(&[1.0, 2.0, 3.0], None).unwrap();
+        assert!((v - 1.0 / 3.0).abs() < 1e-12 && (pieces - 1.0 / 18.0).abs() < 1e-12, "{v} {pieces}");
+        assert!(session_variance(&[1.0], None).is_none());
     }
 }

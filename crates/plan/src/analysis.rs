@@ -37,6 +37,9 @@ pub struct Analysis {
     pub bootstrap_resamples: u32,
     /// Reset-mode detection.
     pub modes: ModeSettings,
+    /// What calibrates the differentials: the null image's sessions (the paper's), or nothing.
+    #[serde(default)]
+    pub calibration: Calibration,
     /// Further differentials by name, each between two capture ports (a hop of a multi-hop path),
     /// analysed like the headline (pipeline − bypass) and calibrated by the null sessions' same
     /// pair.
@@ -57,6 +60,20 @@ latency_proto::words! {
 pub enum Estimator {
     /// Median over runs.
     Median = "median",
+}
+}
+
+latency_proto::words! {
+/// What a program's differentials are calibrated by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Calibration {
+    /// The null image run with the program's trace (its own sessions): the paper's, the default.
+    #[default]
+    NullImage = "null_image",
+    /// Nothing: the figures are the raw differentials, the measurement path's offset δ included,
+    /// for judging a testbed's programs against themselves night after night without the null's
+    /// own bring-up scatter (no null sessions are run).
+    None = "none",
 }
 }
 
@@ -112,6 +129,15 @@ pub struct Regression {
     pub p99_shift_ns: f64,
     /// Largest accepted Kolmogorov–Smirnov distance.
     pub ks_distance: f64,
+    /// Whether the quantiles judged are the noise-corrected ones (the default) or those before
+    /// the correction (`latency_raw_ns`), whose noise is the same in two studies of as many runs
+    /// per session however many sessions each pools, where the correction's residual is not.
+    #[serde(default = "yes")]
+    pub noise_corrected: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Analysis {
@@ -136,6 +162,7 @@ impl Default for Analysis {
                 min_gap_sigmas: defaults::MODE_MIN_GAP_SIGMAS,
             },
             port_pairs: BTreeMap::new(),
+            calibration: Calibration::NullImage,
         }
     }
 }
@@ -172,6 +199,7 @@ pub(super) fn decode_analysis(d: &mut Decoder, n: &Node) -> Option<Analysis> {
     let boot = m.or(d, "bootstrap_resamples", def.bootstrap_resamples, |d, v| d.uint(v, 0..=1_000_000));
     let modes = m.or(d, "modes", def.modes, |d, v| decode_modes(d, v, def.modes));
     let port_pairs = m.or(d, "port_pairs", BTreeMap::new(), decode_port_pairs);
+    let calibration = m.or(d, "calibration", def.calibration, |d, v| d.choice(v, &Calibration::WORDS));
     m.done(d);
     Some(Analysis {
         quantiles: quantiles?,
@@ -182,6 +210,7 @@ pub(super) fn decode_analysis(d: &mut Decoder, n: &Node) -> Option<Analysis> {
         bootstrap_resamples: boot?,
         modes: modes?,
         port_pairs: port_pairs?,
+        calibration: calibration?,
     })
 }
 
@@ -252,9 +281,16 @@ fn decode_thresholds(d: &mut Decoder, t: &Node) -> Option<[f64; 3]> {
 /// Decode `regression:`.
 pub(super) fn decode_regression(d: &mut Decoder, n: &Node) -> Option<Regression> {
     let mut m = d.map(n, "regression")?;
-    let baseline = m.required(d, "baseline", |d, v| d.path(v, true));
+    let baseline = m.required(d, "baseline", |d, v| d.path(v, false));
     let thresholds = m.or(d, "thresholds", THRESHOLDS, decode_thresholds);
+    let noise_corrected = m.or(d, "noise_corrected", true, Decoder::boolean);
     m.done(d);
     let [median_shift_ns, p99_shift_ns, ks_distance] = thresholds?;
-    Some(Regression { baseline: baseline?, median_shift_ns, p99_shift_ns, ks_distance })
+    Some(Regression {
+        baseline: baseline?,
+        median_shift_ns,
+        p99_shift_ns,
+        ks_distance,
+        noise_corrected: noise_corrected?,
+    })
 }

@@ -57,7 +57,7 @@ pub mod schema;
 mod testbed_checks;
 
 pub use actions::Action;
-pub use analysis::{Analysis, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
+pub use analysis::{Analysis, Calibration, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
 pub use bitstream::Bitstream;
 pub use cross_checks::MAX_RUNS;
 pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};

@@ -101,15 +101,16 @@ pub(crate) fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: St
     let protocol = protocol_node.and_then(|n| protocol::decode_protocol(d, n));
     let named_traces = m.required(d, "traces", traces::decode_traces);
     let names: Vec<String> = named_traces.iter().flatten().map(|(name, ..)| name.clone()).collect();
-    let programs = m.required(d, "programs", |d, n| programs::decode_programs(d, n, &names));
+    let at_analysis = m.at("analysis").unwrap_or(root.pos);
+    let analysis = m.or(d, "analysis", Analysis::default(), analysis::decode_analysis);
+    let calibrated = analysis.as_ref().is_none_or(|a| a.calibration == analysis::Calibration::NullImage);
+    let programs = m.required(d, "programs", |d, n| programs::decode_programs(d, n, &names, calibrated));
     let traces: Option<Vec<Trace>> = named_traces.and_then(|ts| {
         ts.into_iter().map(|(name, source, at)| source.map(|source| Trace { name, source, at })).collect()
     });
     let factor_list = m.optional(d, "factors", factors::decode_factors);
     let design = m.or(d, "design", factors::Design::Cross, |d, v| d.choice(v, &factors::Design::WORDS));
     let order = m.or(d, "order", factors::Order::SessionLevelRun, |d, v| d.choice(v, &factors::Order::WORDS));
-    let at_analysis = m.at("analysis").unwrap_or(root.pos);
-    let analysis = m.or(d, "analysis", Analysis::default(), analysis::decode_analysis);
     let report = m.or(d, "report", ReportSpec::default(), analysis::decode_report);
     let regression = m.optional(d, "regression", analysis::decode_regression);
     m.done(d);

@@ -21,14 +21,24 @@ pub struct Program {
     pub table: Option<PathBuf>,
     /// Index into [`Plan::traces`](crate::Plan::traces).
     pub trace: usize,
-    /// The null image that calibrates this program's trace.
-    pub null: Bitstream,
+    /// The null image that calibrates this program's trace; none under
+    /// `analysis.calibration: none`.
+    pub null: Option<Bitstream>,
     /// Index into [`Plan::traces`](crate::Plan::traces) of the trace the null image is run with
     /// (the program's own, unless the plan names another with `null_trace`).
     pub null_trace: usize,
 }
 
-pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<Vec<Program>> {
+impl Program {
+    /// The images this program's sessions load: its own, then its null's (if calibrated by one).
+    pub fn images(&self) -> impl Iterator<Item = &Bitstream> {
+        std::iter::once(&self.bitstream).chain(self.null.as_ref())
+    }
+}
+
+/// Decode `programs:`; `calibrated`: whether each trace needs a null image (the plan's
+/// `analysis.calibration` is `null_image`) or none may be named.
+pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String], calibrated: bool) -> Option<Vec<Program>> {
     let items = d.seq(n)?;
     if items.is_empty() {
         d.error(n.pos, "at least one program is needed");
@@ -41,13 +51,31 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> O
     let mut missing_null = Vec::new();
     for item in items {
         match decode_program(d, item, traces) {
+            Some((p, null_at, _)) if !calibrated && (null_at.is_some() || p.null_trace != p.trace) => {
+                d.error(
+                    null_at.unwrap_or(item.pos),
+                    format!(
+                        "program `{}`: `analysis.calibration: none` runs no null sessions; remove its `null` and `null_trace`",
+                        p.name
+                    ),
+                );
+                ok = false;
+            }
+            Some((p, _, name_pos)) if !calibrated => {
+                if out.iter().any(|q: &Program| q.name == p.name) {
+                    d.error(name_pos, format!("duplicate program name `{}`", p.name));
+                    ok = false;
+                }
+                out.push(p);
+            }
             Some((p, null_at, name_pos)) => {
                 if out.iter().any(|q: &Program| q.name == p.name) {
                     d.error(name_pos, format!("duplicate program name `{}`", p.name));
                     ok = false;
                 }
-                match (null_at, nulls.get(&p.null_trace)) {
-                    (Some(at), Some((first, first_at))) if *first != p.null.manifest => {
+                let manifest = p.null.as_ref().map(|b| b.manifest.clone());
+                match (null_at.zip(manifest), nulls.get(&p.null_trace)) {
+                    (Some((at, manifest)), Some((first, first_at))) if *first != manifest => {
                         d.error(
                             at,
                             format!(
@@ -59,8 +87,8 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> O
                         );
                         ok = false;
                     }
-                    (Some(at), None) => {
-                        nulls.insert(p.null_trace, (p.null.manifest.clone(), at));
+                    (Some((at, manifest)), None) => {
+                        nulls.insert(p.null_trace, (manifest, at));
                     }
                     (None, _) => missing_null.push((p.null_trace, item.pos, p.name.clone())),
                     _ => {}
@@ -74,8 +102,8 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> O
     for (trace, pos, name) in missing_null {
         match nulls.get(&trace) {
             Some((manifest, _)) => {
-                let null = out.iter().find(|p| p.null.manifest == *manifest).map(|p| p.null.clone());
-                if let (Some(null), Some(p)) = (null, out.iter_mut().find(|p| p.name == name)) {
+                let null = out.iter().filter_map(|p| p.null.as_ref()).find(|b| b.manifest == *manifest).cloned();
+                if let Some(p) = out.iter_mut().find(|p| p.name == name) {
                     p.null = null;
                 }
             }
@@ -83,7 +111,7 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String]) -> O
                 d.error(
                     pos,
                     format!(
-                        "program `{name}`: its trace `{}` has no null calibration (add `null: <null bitstream manifest>`)",
+                        "program `{name}`: its trace `{}` has no null calibration (add `null: <null bitstream manifest>`, or run uncalibrated with `analysis.calibration: none`)",
                         traces[trace]
                     ),
                 );
@@ -135,8 +163,8 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     };
     m.done(d);
     let bitstream = bitstream?;
-    // Without its own `null`, a placeholder is filled in from a program sharing the trace.
-    let null = null?.unwrap_or_else(|| bitstream.clone());
+    // Without its own `null`, it is filled in from a program sharing the trace.
+    let null = null?;
     let trace = trace?;
     let null_trace = null_trace?.unwrap_or(trace);
     Some((

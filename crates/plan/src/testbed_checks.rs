@@ -19,7 +19,7 @@ pub fn refused_on(plan: &Plan, inv: &Inventory) -> Vec<Diagnostic> {
         return Vec::new();
     }
     let mut out = stand_ins_refused(plan, inv);
-    let images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).collect();
+    let images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| p.images()).collect();
     for b in images.into_iter().filter(|b| b.sha256 == bitstream::UNBUILT) {
         if out.iter().any(|d| d.file == b.manifest) {
             continue;

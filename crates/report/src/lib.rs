@@ -220,6 +220,7 @@ mod tests {
             tsc_hz: 0.0,
             quantile_levels: vec![50.0],
             quantile_definition: String::new(),
+            calibration: Default::default(),
             programs: [("p".to_string(), program)].into(),
             nulls: [(
                 "t".to_string(),

@@ -31,6 +31,8 @@ pub(super) struct View {
     table: Vec<Row>,
     has_hw: bool,
     has_multi_mode: bool,
+    /// The figures are raw differentials (`analysis.calibration: none`).
+    uncalibrated: bool,
     figures: Vec<FigureView>,
     /// Studies with factors: each program's results at every level.
     levels: Vec<super::levels::LevelRow>,
@@ -258,6 +260,7 @@ pub(super) fn build(s: &Summary, figures: &[Figure]) -> View {
         quantile_columns: s.quantile_levels.iter().map(|&l| level_key(l)).collect(),
         has_hw: s.programs.values().any(|p| p.hw_check.is_some()),
         has_multi_mode: s.programs.values().any(|p| p.modes.len() > 1),
+        uncalibrated: s.calibration == latency_plan::Calibration::None,
         table,
         figures: figures
             .iter()

@@ -343,7 +343,7 @@ impl Provenance {
         let bitstreams = plan
             .programs
             .iter()
-            .flat_map(|p| [&p.bitstream, &p.null])
+            .flat_map(|p| p.images())
             .map(|b| {
                 (
                     b.name.clone(),

@@ -95,9 +95,13 @@ pub struct Summary {
     pub quantile_levels: Vec<f64>,
     /// Definition of the quantiles (documented).
     pub quantile_definition: String,
+    /// What the programs' figures are calibrated by (the plan's `analysis.calibration`):
+    /// `null_image`, the paper's, or `none`, raw differentials with the path's offset δ in them.
+    #[serde(default)]
+    pub calibration: latency_plan::Calibration,
     /// Per program under test.
     pub programs: BTreeMap<String, ProgramSummary>,
-    /// Null calibration per trace.
+    /// Null calibration per trace (none uncalibrated).
     pub nulls: BTreeMap<String, NullSummary>,
     /// Run health over the whole study.
     pub health: Health,

@@ -229,12 +229,13 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
         .collect();
     let mut seen = Vec::new();
     for p in &plan.programs {
+        let Some(null) = &p.null else { continue };
         if !seen.contains(&p.null_trace) {
             seen.push(p.null_trace);
             groups.push(Group {
                 kind: SessionKind::Null,
                 name: format!("null-{}", plan.traces[p.null_trace].name),
-                bitstream: &p.null,
+                bitstream: null,
                 trace: p.null_trace,
                 table: None,
             });

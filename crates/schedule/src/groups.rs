@@ -14,7 +14,7 @@ pub fn groups(plan: &Plan, schedule: &Schedule) -> Vec<Group> {
         if out.iter().any(|g| g.program == s.program) {
             continue;
         }
-        let b = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).find(|b| b.name == s.bitstream);
+        let b = plan.programs.iter().flat_map(|p| p.images()).find(|b| b.name == s.bitstream);
         let null_trace = plan
             .programs
             .iter()

@@ -79,7 +79,7 @@ impl SimTestbed {
     pub fn new(plan: &Plan, model: SimModel, realtime: bool) -> Self {
         let mut bitstreams = BTreeMap::new();
         for p in &plan.programs {
-            for b in [&p.bitstream, &p.null] {
+            for b in p.images() {
                 bitstreams.insert(
                     b.name.clone(),
                     BitstreamInfo { null: b.null, bound_cycles: b.vendor_bound_cycles, period_ns: 1e3 / b.clock_mhz },

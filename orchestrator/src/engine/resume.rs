@@ -154,7 +154,7 @@ pub fn input_digests(
         }
     }
     for p in &plan.programs {
-        for b in [&p.bitstream, &p.null] {
+        for b in p.images() {
             files.push((format!("bitstream manifest `{}`", b.name), &b.manifest));
         }
         if let Some(table) = &p.table {

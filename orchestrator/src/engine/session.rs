@@ -169,7 +169,7 @@ impl Engine<'_> {
             .plan
             .programs
             .iter()
-            .flat_map(|p| [&p.bitstream, &p.null])
+            .flat_map(|p| p.images())
             .find(|b| b.name == s.bitstream)
             .map(|b| b.sha256.clone())
             .unwrap_or_default();

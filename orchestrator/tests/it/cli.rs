@@ -38,7 +38,7 @@ fn references_files_checksums_names_and_calibration_are_all_reported() {
             "tests/fixtures/bad/references.yaml:11:11: file not found: missing.pcap (looked for tests/fixtures/bad/missing.pcap)",
             "tests/fixtures/bad/references.yaml:17:11: duplicate program name `p`",
             "tests/fixtures/bad/references.yaml:22:12: undefined trace `t9` (did you mean `t1`?)",
-            "tests/fixtures/bad/references.yaml:24:5: program `r`: its trace `t2` has no null calibration (add `null: <null bitstream manifest>`)",
+            "tests/fixtures/bad/references.yaml:24:5: program `r`: its trace `t2` has no null calibration (add `null: <null bitstream manifest>`, or run uncalibrated with `analysis.calibration: none`)",
             "tests/fixtures/bad/references.yaml:27:11: `bad name` is not a safe name: use letters, digits, `_` and `-`, starting with a letter (at most 64)",
             "tests/fixtures/bad/references.yaml:28:16: file not found: ../good/missing.yaml (looked for tests/fixtures/good/missing.yaml)",
             "tests/fixtures/bad/references.yaml:31:16: invalid bitstream manifest tests/fixtures/good/tiny.yaml",

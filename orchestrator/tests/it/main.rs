@@ -30,3 +30,4 @@ mod soak;
 mod stand_in;
 mod trace;
 mod trend;
+mod uncalibrated;

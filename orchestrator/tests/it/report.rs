@@ -271,6 +271,7 @@ fn summary() -> Summary {
         tsc_hz: 2_100_000_000.0,
         quantile_levels: LEVELS.to_vec(),
         quantile_definition: "Hyndman–Fan type 7 (linear interpolation between order statistics)".into(),
+        calibration: Default::default(),
         programs: BTreeMap::from([("checksum".to_string(), checksum), ("five_tuple".to_string(), five_tuple)]),
         nulls,
         health: Health {

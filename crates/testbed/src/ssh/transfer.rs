@@ -126,7 +126,7 @@ pub fn study_uploads(plan: &Plan, layout: &RemoteLayout, traces: &[(String, Path
             let remote = layout.table(&p.name, &file_name(table));
             out.push(Upload { role: Role::Receiver, local: table.clone(), remote });
         }
-        for b in [&p.bitstream, &p.null] {
+        for b in p.images() {
             if b.present {
                 let remote = layout.bitstream(&file_name(&b.file));
                 out.push(Upload { role: Role::Receiver, local: b.file.clone(), remote });
@@ -202,7 +202,7 @@ mod tests {
                 remote: "/s/traces/forward_1k.pcap".into()
             }
         );
-        let images = plan.programs.iter().flat_map(|p| [&p.bitstream, &p.null]).filter(|b| b.present).count();
+        let images = plan.programs.iter().flat_map(|p| p.images()).filter(|b| b.present).count();
         assert_eq!(uploads.len(), 1 + images);
         for u in &uploads[1..] {
             assert_eq!(u.role, Role::Receiver);

@@ -146,6 +146,18 @@ fn trend_of(
 /// else it is added, and the trend judged and written into its results folder.
 pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
     let store = Store::create(store)?;
+    // The plan's reference (`regression.baseline`) is checked before a night is spent.
+    let (plan, _) = crate::slices::load(&args.plan, args.testbed.as_deref())?;
+    let baseline = plan.regression.map(|r| r.baseline);
+    if let Some(b) = &baseline {
+        crate::check_ended(latency_analysis::compare::Role::Baseline, b).map_err(|e| match e {
+            Failure::Usage(m) | Failure::Exit(_, m) => Failure::Usage(format!(
+                "`regression.baseline` of {}: {m}; nothing was run (run the baseline's study first)",
+                args.plan.display()
+            )),
+            e => e,
+        })?;
+    }
     let (dir, passed) = crate::run::run_plan(args)?;
     if !passed {
         return Err(Failure::Exit(
@@ -154,11 +166,29 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
         ));
     }
     add(&store, &dir)?;
-    trend_of(
+    let against_baseline = match &baseline {
+        Some(b) => {
+            let cmp = crate::judge(b, &dir, [None; 3])?;
+            let md = latency_analysis::compare::markdown(&cmp);
+            latency_results::write_file(&dir.join("compare.md"), md.as_bytes(), true)?;
+            latency_results::write_file(&dir.join("compare.xml"), crate::compare_junit(&cmp)?.as_bytes(), true)?;
+            crate::print_out(&md)?;
+            cmp.regressed()
+        }
+        None => false,
+    };
+    let trend = trend_of(
         &store,
         Listing::Markdown(Some(&dir.join("trend.md"))),
         Some(&dir.join("trend.html")),
         Some(&dir.join("trend.xml")),
         |path, bytes| latency_results::write_file(path, bytes, true),
-    )
+    );
+    match trend {
+        Ok(()) if against_baseline => Err(Failure::Exit(
+            ExitStatus::ChecksFailed,
+            format!("regression against the plan's baseline (compare.md in {})", dir.display()),
+        )),
+        other => other,
+    }
 }

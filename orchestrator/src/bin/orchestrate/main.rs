@@ -32,7 +32,7 @@ fn json_line(v: &impl serde::Serialize) -> Result<String, Failure> {
 }
 
 /// Write to stdout; a reader that went away (`| head`) ends the output quietly.
-fn print_out(text: &str) -> Result<(), Failure> {
+pub(crate) fn print_out(text: &str) -> Result<(), Failure> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
@@ -317,30 +317,47 @@ fn report(dir: &Path, formats: &[latency_plan::ReportFormat]) -> Result<(), Fail
 }
 
 fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
-    use latency_analysis::compare;
-    use latency_analysis::compare::{Role, Thresholds};
-    let dir_of = |role| if role == Role::Baseline { baseline } else { candidate };
-    let not_ended = |e: compare::NotEnded| {
-        let dir = dir_of(e.role).display();
+    let cmp = judge(baseline, candidate, flags)?;
+    print_out(&latency_analysis::compare::markdown(&cmp))?;
+    if let Some(path) = junit {
+        latency_results::write_output(path, compare_junit(&cmp)?.as_bytes())?;
+    }
+    if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
+}
+
+/// The comparison as JUnit XML.
+pub(crate) fn compare_junit(cmp: &latency_analysis::compare::Comparison) -> Result<String, Failure> {
+    latency_analysis::compare::junit(cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))
+}
+
+/// Refused (exit 2) when the study in `dir` has not ended: its runs are not all there.
+pub(crate) fn check_ended(role: latency_analysis::compare::Role, dir: &Path) -> Result<(), Failure> {
+    let prov = latency_results::provenance::Provenance::read(&latency_results::ResultsDir::open(dir)?)?;
+    latency_analysis::compare::ended(role, Some(&prov)).map_err(|e| {
+        let dir = dir.display();
         Failure::Usage(format!(
             "{dir}: {e}: finish it with `orchestrate run PLAN --out {dir} --resume`, or compare a finished study"
         ))
-    };
+    })
+}
+
+/// Judge the study in `candidate` against `baseline`; refused (exit 2, nothing judged) unless both
+/// have ended and are calibrated alike. Thresholds: `flags`, else the candidate plan's.
+pub(crate) fn judge(
+    baseline: &Path,
+    candidate: &Path,
+    flags: [Option<f64>; 3],
+) -> Result<latency_analysis::compare::Comparison, Failure> {
+    use latency_analysis::compare;
+    use latency_analysis::compare::{Role, Thresholds};
     // Before any analysis: the runs of a study that has not ended are not all there.
-    for role in [Role::Baseline, Role::Candidate] {
-        let prov = latency_results::provenance::Provenance::read(&latency_results::ResultsDir::open(dir_of(role))?)?;
-        compare::ended(role, Some(&prov)).map_err(not_ended)?;
-    }
+    check_ended(Role::Baseline, baseline)?;
+    check_ended(Role::Candidate, candidate)?;
     let b = load_summary(baseline)?;
     let c = load_summary(candidate)?;
     let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
-    let cmp = compare::compare(&b, &c, t).map_err(not_ended)?;
-    print_out(&compare::markdown(&cmp))?;
-    if let Some(path) = junit {
-        let xml = compare::junit(&cmp).map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
-        latency_results::write_output(path, xml.as_bytes())?;
-    }
-    if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
+    compare::compare(&b, &c, t)
+        .map_err(|e| Failure::Usage(format!("{} against {}: {e}", candidate.display(), baseline.display())))
 }
 
 fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
