@@ -50,8 +50,16 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String], cali
     let mut nulls: BTreeMap<usize, (PathBuf, Pos)> = BTreeMap::new();
     let mut missing_null = Vec::new();
     for item in items {
-        match decode_program(d, item, traces) {
-            Some((p, null_at, _)) if !calibrated && (null_at.is_some() || p.null_trace != p.trace) => {
+        let Some((p, null_at, name_pos)) = decode_program(d, item, traces) else {
+            ok = false;
+            continue;
+        };
+        if out.iter().any(|q: &Program| q.name == p.name) {
+            d.error(name_pos, format!("duplicate program name `{}`", p.name));
+            ok = false;
+        }
+        if !calibrated {
+            if null_at.is_some() || p.null_trace != p.trace {
                 d.error(
                     null_at.unwrap_or(item.pos),
                     format!(
@@ -61,42 +69,30 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String], cali
                 );
                 ok = false;
             }
-            Some((p, _, name_pos)) if !calibrated => {
-                if out.iter().any(|q: &Program| q.name == p.name) {
-                    d.error(name_pos, format!("duplicate program name `{}`", p.name));
-                    ok = false;
-                }
-                out.push(p);
-            }
-            Some((p, null_at, name_pos)) => {
-                if out.iter().any(|q: &Program| q.name == p.name) {
-                    d.error(name_pos, format!("duplicate program name `{}`", p.name));
-                    ok = false;
-                }
-                let manifest = p.null.as_ref().map(|b| b.manifest.clone());
-                match (null_at.zip(manifest), nulls.get(&p.null_trace)) {
-                    (Some((at, manifest)), Some((first, first_at))) if *first != manifest => {
-                        d.error(
-                            at,
-                            format!(
-                                "trace `{}` is already calibrated by {} (line {}); programs sharing a trace share its null runs",
-                                traces[p.null_trace],
-                                first.display(),
-                                first_at.line
-                            ),
-                        );
-                        ok = false;
-                    }
-                    (Some((at, manifest)), None) => {
-                        nulls.insert(p.null_trace, (manifest, at));
-                    }
-                    (None, _) => missing_null.push((p.null_trace, item.pos, p.name.clone())),
-                    _ => {}
-                }
-                out.push(p);
-            }
-            None => ok = false,
+            out.push(p);
+            continue;
         }
+        let manifest = p.null.as_ref().map(|b| b.manifest.clone());
+        match (null_at.zip(manifest), nulls.get(&p.null_trace)) {
+            (Some((at, manifest)), Some((first, first_at))) if *first != manifest => {
+                d.error(
+                    at,
+                    format!(
+                        "trace `{}` is already calibrated by {} (line {}); programs sharing a trace share its null runs",
+                        traces[p.null_trace],
+                        first.display(),
+                        first_at.line
+                    ),
+                );
+                ok = false;
+            }
+            (Some((at, manifest)), None) => {
+                nulls.insert(p.null_trace, (manifest, at));
+            }
+            (None, _) => missing_null.push((p.null_trace, item.pos, p.name.clone())),
+            _ => {}
+        }
+        out.push(p);
     }
     // A program without `null` borrows the calibration of another program with the same trace.
     for (trace, pos, name) in missing_null {
