@@ -80,19 +80,20 @@ pub(super) fn adaptive_order(d: &mut Decoder, at: &Node, p: &Protocol, order: fa
 
 /// Report, at `protocol:`, a schedule larger than [`MAX_RUNS`].
 pub(super) fn size(d: &mut Decoder, at: &Node, p: &Protocol, programs: &[Program], levels: usize) {
-    let mut traces: Vec<usize> = programs.iter().map(|p| p.null_trace).collect();
+    let mut traces: Vec<usize> = programs.iter().filter(|p| p.null.is_some()).map(|p| p.null_trace).collect();
     traces.sort_unstable();
     traces.dedup();
     // One session group per program, and one per null trace for its calibration.
     let groups = (programs.len() + traces.len()) as u64;
-    let runs = groups * u64::from(p.sessions) * u64::from(p.runs) * levels as u64;
+    let most = programs.iter().filter_map(|p| p.sessions).fold(p.sessions, u32::max);
+    let runs = groups * u64::from(most) * u64::from(p.runs) * levels as u64;
     if runs > MAX_RUNS {
         d.error(
             at.pos,
             format!(
                 "schedule of {runs} runs exceeds the limit of {MAX_RUNS}: {groups} session groups (programs and null \
                  calibrations) × {} sessions × {} runs{}",
-                p.sessions,
+                most,
                 p.runs,
                 if levels > 1 { format!(" × {levels} levels") } else { String::new() }
             ),

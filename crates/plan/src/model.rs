@@ -104,7 +104,8 @@ pub(crate) fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: St
     let at_analysis = m.at("analysis").unwrap_or(root.pos);
     let analysis = m.or(d, "analysis", Analysis::default(), analysis::decode_analysis);
     let calibrated = analysis.as_ref().is_none_or(|a| a.calibration == analysis::Calibration::NullImage);
-    let programs = m.required(d, "programs", |d, n| programs::decode_programs(d, n, &names, calibrated));
+    let adaptive = protocol.as_ref().is_some_and(|p| p.adaptive.is_some());
+    let programs = m.required(d, "programs", |d, n| programs::decode_programs(d, n, &names, calibrated, adaptive));
     let traces: Option<Vec<Trace>> = named_traces.and_then(|ts| {
         ts.into_iter().map(|(name, source, at)| source.map(|source| Trace { name, source, at })).collect()
     });

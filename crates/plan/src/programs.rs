@@ -27,6 +27,9 @@ pub struct Program {
     /// Index into [`Plan::traces`](crate::Plan::traces) of the trace the null image is run with
     /// (the program's own, unless the plan names another with `null_trace`).
     pub null_trace: usize,
+    /// This program's bring-ups, when not `protocol.sessions` (a plain count there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u32>,
 }
 
 impl Program {
@@ -37,8 +40,15 @@ impl Program {
 }
 
 /// Decode `programs:`; `calibrated`: whether each trace needs a null image (the plan's
-/// `analysis.calibration` is `null_image`) or none may be named.
-pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String], calibrated: bool) -> Option<Vec<Program>> {
+/// `analysis.calibration` is `null_image`) or none may be named; `adaptive`: whether
+/// `protocol.sessions` is a stopping rule, which a program's own `sessions` cannot replace.
+pub(super) fn decode_programs(
+    d: &mut Decoder,
+    n: &Node,
+    traces: &[String],
+    calibrated: bool,
+    adaptive: bool,
+) -> Option<Vec<Program>> {
     let items = d.seq(n)?;
     if items.is_empty() {
         d.error(n.pos, "at least one program is needed");
@@ -54,6 +64,16 @@ pub(super) fn decode_programs(d: &mut Decoder, n: &Node, traces: &[String], cali
             ok = false;
             continue;
         };
+        if adaptive && p.sessions.is_some() {
+            d.error(
+                name_pos,
+                format!(
+                    "program `{}`: its own `sessions` needs `protocol.sessions` to be a count, not a stopping rule",
+                    p.name
+                ),
+            );
+            ok = false;
+        }
         if out.iter().any(|q: &Program| q.name == p.name) {
             d.error(name_pos, format!("duplicate program name `{}`", p.name));
             ok = false;
@@ -143,6 +163,7 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     // replayed an untagged copy of it (`null_trace: <trace>` says so).
     let null_trace = m.optional(d, "null_trace", |d, v| trace_index(d, v, traces));
     let null_node = m.get(d, "null");
+    let sessions = m.optional(d, "sessions", |d, v| d.uint(v, 1..=1000));
     let null = match null_node {
         Some(v) => load_manifest(d, v).and_then(|b| {
             if b.null {
@@ -164,7 +185,7 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     let trace = trace?;
     let null_trace = null_trace?.unwrap_or(trace);
     Some((
-        Program { name: name?, bitstream, table: table?, trace, null, null_trace },
+        Program { name: name?, bitstream, table: table?, trace, null, null_trace, sessions: sessions? },
         null_node.map(|v| v.pos),
         name_node.map_or(n.pos, |v| v.pos),
     ))

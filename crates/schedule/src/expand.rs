@@ -41,6 +41,8 @@ struct Group<'a> {
     bitstream: &'a Bitstream,
     trace: usize,
     table: Option<String>,
+    /// Its sessions (adaptive: the most it may take).
+    sessions: u32,
 }
 
 /// Why a plan cannot be expanded into a schedule: a trace, at its place in the plan
@@ -225,6 +227,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             bitstream: &p.bitstream,
             trace: p.trace,
             table: p.table.as_ref().and_then(|t| t.file_name()).map(|f| format!("{}/{}", p.name, f.to_string_lossy())),
+            sessions: p.sessions.unwrap_or(plan.protocol.sessions),
         })
         .collect();
     let mut seen = Vec::new();
@@ -238,6 +241,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                 bitstream: null,
                 trace: p.null_trace,
                 table: None,
+                // Adaptive sessions: its null calibration the minimum.
+                sessions: plan.protocol.adaptive.map_or(plan.protocol.sessions, |a| a.min),
             });
         }
     }
@@ -278,7 +283,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             Some(Generated { probe_id: ProbeFormat::Compact, .. }) => "compact",
             _ => "latencylab",
         };
-        for (s, session_levels) in session_blocks(plan, &levels, g.kind) {
+        for (s, session_levels) in session_blocks(plan, &levels, g.kind, g.sessions) {
             let session_name = format!("{}_s{s}", g.name);
             let bitstream_file =
                 g.bitstream.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
@@ -483,10 +488,10 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
     })
 }
 
-/// A group's sessions, each with the levels it measures (`[None]` without factors): every level
+/// A group's `sessions`, each with the levels it measures (`[None]` without factors): every level
 /// in each session, or each level in sessions of its own, numbered on. A null calibration measures
 /// the calibration levels of the program levels (see [`Level::calibration`]).
-fn session_blocks(plan: &Plan, levels: &[Level], kind: SessionKind) -> Vec<(u32, Vec<Option<Level>>)> {
+fn session_blocks(plan: &Plan, levels: &[Level], kind: SessionKind, sessions: u32) -> Vec<(u32, Vec<Option<Level>>)> {
     let mut group_levels: Vec<Option<Level>> = Vec::new();
     for l in levels {
         let l = match kind {
@@ -500,11 +505,6 @@ fn session_blocks(plan: &Plan, levels: &[Level], kind: SessionKind) -> Vec<(u32,
     if group_levels.is_empty() {
         group_levels.push(None);
     }
-    // Adaptive sessions: a program up to its maximum, its null calibration the minimum.
-    let sessions = match (kind, plan.protocol.adaptive) {
-        (SessionKind::Null, Some(a)) => a.min,
-        _ => plan.protocol.sessions,
-    };
     match plan.factors.order {
         Order::SessionLevelRun => (1..=sessions).map(|s| (s, group_levels.clone())).collect(),
         Order::LevelSessionRun => group_levels

@@ -110,3 +110,37 @@ fn the_nightly_job_judges_each_night_against_its_plans_reference() {
     let summary: Summary = serde_json::from_slice(&std::fs::read(dir.join("night2/summary.json")).unwrap()).unwrap();
     assert_eq!(summary.calibration, latency_plan::Calibration::None);
 }
+
+#[test]
+fn a_program_may_take_bring_ups_of_its_own() {
+    let dir = tmp_dir("program-sessions");
+    let path = plan(&dir, "own", false, "");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let two = text
+        .replace(
+            "programs:\n  - { name: forward,",
+            "programs:\n  - { name: fast, bitstream: BS, trace: fwd }\n  - { name: forward, sessions: 3,",
+        )
+        .replace("BS", &Path::new(env!("CARGO_MANIFEST_DIR")).join("../bitstreams/forward.yaml").display().to_string());
+    std::fs::write(&path, &two).unwrap();
+    let o = orchestrate(&["plan", path.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sessions: Vec<(&str, u64)> = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["program"].as_str().unwrap(), s["session"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(sessions, [("fast", 1), ("forward", 1), ("forward", 2), ("forward", 3)]);
+    // Not with a stopping rule for sessions.
+    let adaptive = two.replace("sessions: 1,", "sessions: { min: 2, max: 5, until: { stable_sessions: 2 } },");
+    std::fs::write(&path, adaptive).unwrap();
+    let o = orchestrate(&["validate", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("program `forward`: its own `sessions` needs `protocol.sessions` to be a count"),
+        "{}",
+        stderr(&o)
+    );
+}

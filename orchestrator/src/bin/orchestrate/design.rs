@@ -38,6 +38,13 @@ pub(crate) fn design(plan_path: &Path, from: &Path, mut goal: Goal, inputs: Inpu
         ));
     }
     let (mut plan, mut inventories) = crate::slices::load(plan_path, inputs.testbed)?;
+    if let Some(p) = plan.programs.iter().find(|p| p.sessions.is_some()) {
+        return Err(Failure::Usage(format!(
+            "design: {} gives program `{}` sessions of its own; a design sets one count for every program (remove them first)",
+            plan_path.display(),
+            p.name
+        )));
+    }
     if inputs.as_precise_as_plan {
         goal.precise_as = Some((plan.protocol.sessions, plan.protocol.runs));
     }
