@@ -75,6 +75,7 @@ fn main() {
                 Row {
                     name: "paper".into(),
                     time,
+                    ended: None,
                     plan_hash: "0".repeat(64),
                     tool_version: env!("CARGO_PKG_VERSION").into(),
                     git_commit: String::new(),

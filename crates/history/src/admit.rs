@@ -54,8 +54,8 @@ pub fn study(dir: &ResultsDir) -> Result<Study, StoreError> {
     if prov.ended.is_none() {
         return Err(refuse(Refusal::NotEnded { dir: shown(root) }));
     }
-    let start = latency_results::parse_utc(&prov.started).zip(prov.started.get(..10));
-    let Some((secs, date)) = start else {
+    let start = latency_results::parse_utc_micros(&prov.started).zip(prov.started.get(..10));
+    let Some((micros, date)) = start else {
         let file = shown(&root.join(provenance::FILE));
         return Err(refuse(Refusal::Start { file, value: prov.started.clone() }));
     };
@@ -85,7 +85,7 @@ pub fn study(dir: &ResultsDir) -> Result<Study, StoreError> {
     let key = StudyKey { date: date.to_string(), study: row::study_id(&prov, &summary) };
     let report = root.join("report.html");
     let report = report.is_file().then(|| std::path::absolute(&report).unwrap_or(report).display().to_string());
-    let time = Micros(i64::try_from(secs).unwrap_or(i64::MAX).saturating_mul(1_000_000));
+    let time = Micros(micros);
     let rows = row::rows(&summary, &prov, time, report);
     let estimates = estimates(dir)?;
     Ok(Study { key, identity: StudyIdentity::of_provenance(&prov), rows, estimates })

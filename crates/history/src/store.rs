@@ -501,6 +501,7 @@ mod tests {
         Row {
             name: "nightly".into(),
             time: Micros(1_790_000_000_000_000),
+            ended: None,
             plan_hash: "0".repeat(64),
             tool_version: "0".into(),
             git_commit: String::new(),

@@ -192,7 +192,7 @@ pub fn trend(rows: &[StoredRow]) -> Trend {
     let mut series = Vec::new();
     let mut all_changes = Vec::new();
     for ((identity, program, level), mut rs) in by_series {
-        rs.sort_by(|a, b| (a.row.time, &a.key.study).cmp(&(b.row.time, &b.key.study)));
+        rs.sort_by(|a, b| (a.row.time, a.row.ended, &a.key.study).cmp(&(b.row.time, b.row.ended, &b.key.study)));
         for statistic in STATISTICS {
             let points: Vec<Point> = rs
                 .iter()
@@ -257,6 +257,7 @@ mod tests {
             row: Row {
                 name: name.into(),
                 time,
+                ended: None,
                 plan_hash: "0".repeat(64),
                 tool_version: "0".into(),
                 git_commit: String::new(),

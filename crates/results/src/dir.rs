@@ -193,6 +193,34 @@ pub fn parse_utc(text: &str) -> Option<u64> {
     u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok().filter(|&s| utc(s) == text)
 }
 
+/// Format a Unix time in microseconds as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (RFC 3339), or
+/// `YYYY-MM-DDTHH:MM:SSZ` when it is a whole second; none before 1970.
+pub fn utc_micros(micros: i64) -> String {
+    let (secs, frac) = (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000));
+    let whole = utc(u64::try_from(secs).unwrap_or(0));
+    if frac == 0 { whole } else { format!("{}.{frac:06}Z", &whole[..19]) }
+}
+
+/// Read back a time written by [`utc_micros`] or [`utc`], in microseconds since the epoch (a
+/// fraction of up to six digits).
+pub fn parse_utc_micros(text: &str) -> Option<i64> {
+    let (whole, frac) = match text.strip_suffix('Z')?.split_once('.') {
+        Some((w, f)) if (1..=6).contains(&f.len()) && f.bytes().all(|b| b.is_ascii_digit()) => {
+            (format!("{w}Z"), format!("{f:0<6}").parse::<i64>().ok()?)
+        }
+        Some(_) => return None,
+        None => (text.to_string(), 0),
+    };
+    i64::try_from(parse_utc(&whole)?).ok()?.checked_mul(1_000_000)?.checked_add(frac)
+}
+
+/// Microseconds since the Unix epoch.
+pub fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
 /// Seconds since the Unix epoch.
 pub fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -212,6 +240,25 @@ mod tests {
         }
         for bad in ["2026-02-30T00:00:00Z", "2026-11-30 00:53:20Z", "2026-11-30T24:00:00Z", "1969-12-31T23:59:59Z"] {
             assert_eq!(parse_utc(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn times_keep_their_microseconds() {
+        // 2026-11-30T00:53:20Z is 1,796,000,000 s; 0.000250 s later, and a whole second.
+        assert_eq!(utc_micros(1_796_000_000_000_250), "2026-11-30T00:53:20.000250Z");
+        assert_eq!(utc_micros(1_796_000_000_000_000), "2026-11-30T00:53:20Z");
+        assert_eq!(parse_utc_micros("2026-11-30T00:53:20.000250Z"), Some(1_796_000_000_000_250));
+        // A shorter fraction is of a second: .25 is 250,000 µs; no fraction, a whole second.
+        assert_eq!(parse_utc_micros("2026-11-30T00:53:20.25Z"), Some(1_796_000_000_250_000));
+        assert_eq!(parse_utc_micros("2026-11-30T00:53:20Z"), Some(1_796_000_000_000_000));
+        for bad in [
+            "2026-11-30T00:53:20.Z",
+            "2026-11-30T00:53:20.1234567Z",
+            "2026-11-30T00:53:20.12a4Z",
+            "2026-11-30T00:53:20.5",
+        ] {
+            assert_eq!(parse_utc_micros(bad), None, "{bad}");
         }
     }
 

@@ -7,10 +7,10 @@ use latency_plan::Plan;
 use latency_plan::TraceSource;
 use latency_results::ResultsDir;
 use latency_results::ResultsError;
-use latency_results::now_secs;
+use latency_results::now_micros;
 use latency_results::provenance::Provenance;
 use latency_results::provenance::{SliceFacts, TestbedFacts};
-use latency_results::utc;
+use latency_results::utc_micros;
 use latency_schedule::Schedule;
 use latency_schedule::groups;
 use latency_testbed::Testbed;
@@ -24,7 +24,7 @@ pub fn write_start(
     slices: &[Box<dyn Testbed>],
     seed: u64,
 ) -> Result<(), ResultsError> {
-    let now = utc(now_secs());
+    let now = utc_micros(now_micros());
     let previous = dir.root().join(latency_results::provenance::FILE).exists().then(|| Provenance::read(dir));
     let (started, mut resumed) = match previous {
         Some(p) => {
@@ -74,7 +74,7 @@ pub fn write_start(
 /// TSC rate and host facts only once the agent has started).
 pub fn write_end(dir: &ResultsDir, slices: &[Box<dyn Testbed>]) -> Result<(), ResultsError> {
     let mut p = Provenance::read(dir)?;
-    p.ended = Some(utc(now_secs()));
+    p.ended = Some(utc_micros(now_micros()));
     if let Some(tb) = slices.first().filter(|tb| tb.tsc_hz().is_finite()) {
         p.tsc_hz = tb.tsc_hz();
     }

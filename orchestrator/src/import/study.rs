@@ -16,7 +16,7 @@ use latency_results::event::Event;
 use latency_results::event::Pacing;
 use latency_results::index::Group;
 use latency_results::journal::Journal;
-use latency_results::now_secs;
+use latency_results::now_micros;
 use latency_results::pairs;
 use latency_results::provenance::Facts;
 use latency_results::provenance::ImportFacts;
@@ -24,7 +24,7 @@ use latency_results::provenance::Provenance;
 use latency_results::provenance::TestbedFacts;
 use latency_results::runfile;
 use latency_results::runfile::RunMetadata;
-use latency_results::utc;
+use latency_results::utc_micros;
 
 use super::layout::{Input, TAGS, discover};
 use super::silicon::{self, Silicon};
@@ -181,7 +181,7 @@ fn write_study(
     let probes = report.probes;
     let dir = ResultsDir::create(root, false)?;
     let _lock = dir.lock("orchestrate import")?;
-    let started = utc(now_secs());
+    let started = utc_micros(now_micros());
     let mut journal = Journal::open(&dir.journal_path())?;
     let mut sessions: Vec<(usize, u32)> = inputs.iter().map(|i| (i.tag, i.session)).collect();
     sessions.dedup();
@@ -319,7 +319,7 @@ fn write_provenance(
         runs: inputs.len(),
         started: started.into(),
         resumed: Vec::new(),
-        ended: Some(utc(now_secs())),
+        ended: Some(utc_micros(now_micros())),
         import: Some(ImportFacts {
             source,
             probes,

@@ -26,6 +26,9 @@ table! {
         pub name: String,
         /// When the study started.
         pub time: Micros,
+        /// When it ended (none in a store written before this column): orders studies that
+        /// started at the same time.
+        pub ended: Option<Micros>,
         /// sha256 of the plan file.
         pub plan_hash: String,
         /// Tool version.
@@ -127,6 +130,7 @@ pub fn rows(summary: &Summary, prov: &Provenance, time: Micros, report: Option<S
             let row = |mode: String, q: &Quantiles, ci50: Option<[f64; 2]>, ci99: Option<[f64; 2]>, sessions| Row {
                 name: summary.study.clone(),
                 time,
+                ended: prov.ended.as_deref().and_then(crate::parse_utc_micros).map(Micros),
                 plan_hash: prov.plan_hash.clone(),
                 tool_version: prov.tool_version.clone(),
                 git_commit: prov.git_commit.clone(),

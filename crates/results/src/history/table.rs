@@ -17,9 +17,10 @@ use arrow_schema::{DataType, TimeUnit};
 pub struct Micros(pub i64);
 
 impl Micros {
-    /// The time as `YYYY-MM-DDTHH:MM:SSZ` (whole seconds).
+    /// The time as `YYYY-MM-DDTHH:MM:SS.ffffffZ`, `YYYY-MM-DDTHH:MM:SSZ` when a whole second
+    /// ([`crate::utc_micros`]).
     pub fn utc(self) -> String {
-        crate::utc(u64::try_from(self.0.div_euclid(1_000_000)).unwrap_or(0))
+        crate::utc_micros(self.0)
     }
 }
 
@@ -95,6 +96,19 @@ impl Cell for Micros {
     }
 }
 
+impl Cell for Option<Micros> {
+    fn data_type() -> DataType {
+        Micros::data_type()
+    }
+    const NULLABLE: bool = true;
+    fn array<'a>(values: impl Iterator<Item = &'a Self>) -> ArrayRef {
+        Arc::new(TimestampMicrosecondArray::from_iter(values.map(|v| v.map(|m| m.0))).with_timezone("UTC"))
+    }
+    fn get(a: &dyn Array, i: usize) -> Option<Self> {
+        Some(Micros::get(a, i))
+    }
+}
+
 /// Declares a table's row struct, each column once: `schema()`, `to_batch(&[Row])` and
 /// `from_batch(&RecordBatch)` follow from it.
 macro_rules! table {
@@ -124,19 +138,24 @@ macro_rules! table {
             }
 
             /// The rows of `batch`, its columns found by name; a missing, mistyped or null
-            /// column is an error naming it.
+            /// column is an error naming it, except that a nullable column a table written
+            /// before it existed lacks reads as nulls.
             pub fn from_batch(
                 batch: &arrow_array::RecordBatch,
             ) -> Result<Vec<Self>, $crate::history::table::ColumnError> {
                 use $crate::history::table::Cell;
                 $(
-                    let $f = batch
-                        .column_by_name(stringify!($f))
-                        .filter(|c| c.data_type() == &<$t as Cell>::data_type())
-                        .ok_or_else(|| $crate::history::table::ColumnError::Missing {
-                            column: stringify!($f),
-                            data_type: <$t as Cell>::data_type(),
-                        })?;
+                    let $f = match batch.column_by_name(stringify!($f)) {
+                        None if <$t as Cell>::NULLABLE => {
+                            arrow_array::new_null_array(&<$t as Cell>::data_type(), batch.num_rows())
+                        }
+                        c => c.filter(|c| c.data_type() == &<$t as Cell>::data_type()).cloned().ok_or_else(|| {
+                            $crate::history::table::ColumnError::Missing {
+                                column: stringify!($f),
+                                data_type: <$t as Cell>::data_type(),
+                            }
+                        })?,
+                    };
                 )*
                 (0..batch.num_rows())
                     .map(|i| {
@@ -193,6 +212,8 @@ mod tests {
             pub t: super::Micros,
             /// Optional text.
             pub o: Option<String>,
+            /// Optional time.
+            pub e: Option<super::Micros>,
         }
     }
 
@@ -207,16 +228,21 @@ mod tests {
                 b: true,
                 t: super::Micros(1_796_000_000_000_000),
                 o: None,
+                e: Some(super::Micros(1_796_000_000_000_250)),
             },
-            T { s: String::new(), x: None, n: 0, k: 0, b: false, t: super::Micros(0), o: Some("lvl".into()) },
+            T { s: String::new(), x: None, n: 0, k: 0, b: false, t: super::Micros(0), o: Some("lvl".into()), e: None },
         ];
         let batch = T::to_batch(&rows).unwrap();
         assert!(batch.schema().field_with_name("x").unwrap().is_nullable());
         assert!(!batch.schema().field_with_name("s").unwrap().is_nullable());
         assert_eq!(T::from_batch(&batch).unwrap(), rows);
         assert_eq!(rows[0].t.utc(), "2026-11-30T00:53:20Z");
-        let without = batch.project(&[0, 1, 2, 3, 4, 6]).unwrap();
+        let without = batch.project(&[0, 1, 2, 3, 4, 6, 7]).unwrap();
         let err = T::from_batch(&without).unwrap_err().to_string();
         assert!(err.contains("column `t`"), "{err}");
+        // A table written before an optional column existed reads it as nulls.
+        let older = batch.project(&[0, 1, 2, 3, 4, 5, 6]).unwrap();
+        let read = T::from_batch(&older).unwrap();
+        assert!(read.iter().all(|r| r.e.is_none()) && read[1] == rows[1], "{read:?}");
     }
 }
