@@ -128,6 +128,8 @@ impl Comparison {
 struct Side<'a> {
     latency_ns: &'a latency_results::summary::Quantiles,
     median_ci95_ns: [f64; 2],
+    /// The bring-ups it is of.
+    sessions: usize,
 }
 
 impl Side<'_> {
@@ -141,7 +143,11 @@ impl Side<'_> {
 fn sides(p: &ProgramSummary, corrected: bool) -> Vec<Side<'_>> {
     let pick = |c, raw| if corrected { c } else { raw };
     if p.modes.len() < 2 {
-        return vec![Side { latency_ns: pick(&p.latency_ns, &p.latency_raw_ns), median_ci95_ns: p.median_ci95_ns }];
+        return vec![Side {
+            latency_ns: pick(&p.latency_ns, &p.latency_raw_ns),
+            median_ci95_ns: p.median_ci95_ns,
+            sessions: p.sessions.len(),
+        }];
     }
     let mut out: Vec<Side<'_>> = p
         .modes
@@ -149,12 +155,30 @@ fn sides(p: &ProgramSummary, corrected: bool) -> Vec<Side<'_>> {
         .map(|m| Side {
             latency_ns: pick(&m.latency_ns, &m.latency_raw_ns),
             median_ci95_ns: m.median_ci95_ns.unwrap_or(p.median_ci95_ns),
+            sessions: m.sessions.len(),
         })
         .collect();
     if let Some(k) = p.modes.iter().position(|m| p.is_headline(m)) {
         out.swap(0, k);
     }
     out
+}
+
+/// The 95 % half-width of the median of `sessions` (at least two) new bring-ups of `runs` runs,
+/// predicted from the variance components the baseline `b` measured (`T_session²/m + (T_run² +
+/// V_probe)/(m r)`, Student's t on its sessions), when it measured them on more bring-ups: two
+/// studies of one testbed share its scatter between bring-ups, and a candidate mode of a few
+/// bring-ups measures its own on few degrees of freedom (two: Student's t on one, 12.7 times its
+/// standard error). A mode of one bring-up keeps its own interval (its probes': it has no scatter
+/// between bring-ups to measure, and the threshold carries the judgement).
+fn predicted_half(b: &ProgramSummary, sessions: usize, runs: Option<u32>) -> Option<f64> {
+    let v = b.evidence.variance.as_ref()?.median;
+    let (m, r) = (sessions as f64, f64::from(runs?));
+    if v.design.sessions <= m || m < 2.0 || r < 1.0 {
+        return None;
+    }
+    let var = v.session_ns2 / m + (v.run_ns2 + v.probe_ns2) / (m * r);
+    Some(crate::uncertainty::t975(v.design.sessions - 1.0) * var.sqrt())
 }
 
 /// The number of runs of most of `p`'s sessions.
@@ -203,7 +227,8 @@ fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thres
         };
         let shift = cm.median() - bm.median();
         let p99 = cm.latency_ns.p99().unwrap_or(f64::NAN) - bm.latency_ns.p99().unwrap_or(f64::NAN);
-        let h = half(bm.median_ci95_ns).hypot(half(cm.median_ci95_ns));
+        let h = half(bm.median_ci95_ns)
+            .hypot(predicted_half(b, cm.sessions, runs_per_session(c)).unwrap_or(half(cm.median_ci95_ns)));
         let ci = [shift - h, shift + h];
         let which = if multi_mode {
             format!("mode at {:.1} ns (the baseline's at {:.1} ns): ", cm.median(), bm.median())
@@ -528,6 +553,52 @@ mod tests {
         assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance, t.noise_corrected), (5.0, 2.0, 0.3, false));
         let t = Thresholds::resolve([None, None, Some(0.2)], None);
         assert_eq!((t.median_shift_ns, t.p99_shift_ns, t.ks_distance, t.noise_corrected), (3.0, 10.0, 0.2, true));
+    }
+
+    #[test]
+    fn a_candidate_of_a_few_bring_ups_takes_their_scatter_from_the_baselines_components() {
+        use latency_results::summary::{Components, Design, SessionSummary, Variance};
+        let sessions = |n: u32| {
+            (1..=n)
+                .map(|session| SessionSummary {
+                    session,
+                    raw_median_ns: 0.0,
+                    median_ns: 0.0,
+                    matched: 0,
+                    excluded: 0,
+                    runs: 5,
+                    hw_median_ns: None,
+                })
+                .collect::<Vec<_>>()
+        };
+        // The baseline: 8 bring-ups of 5 runs, T_session² = 1, T_run² = 0, V_probe = 0.5 ns²; its
+        // own median interval ±0.5.
+        let mut base = program(149.0, Some(169.0), [148.5, 149.5]);
+        base.sessions = sessions(8);
+        let c = Components {
+            session_ns2: 1.0,
+            run_ns2: 0.0,
+            probe_ns2: 0.5,
+            design: Design { sessions: 8.0, runs: 5.0, probes: 20_000.0 },
+        };
+        base.evidence.variance = Some(Variance { median: c, p99: c });
+        // A candidate of 2 bring-ups 4 ns slower whose own interval (Student's t on one degree of
+        // freedom) is ±20: by hand, 1/2 + 0.5/10 = 0.55 ns², t(7) = 2.3646, so ±1.7537, and with
+        // the baseline's ±0.5 the shift's interval is 4 ± 1.8236: a regression.
+        let mut two = program(153.0, Some(169.0), [133.0, 173.0]);
+        two.sessions = sessions(2);
+        assert_eq!(
+            compare_program("f", &base, &two, &T).failures,
+            ["median moved +4.0 ns (95 % CI [+2.2, +5.8]), threshold ±3 ns"]
+        );
+        // One bring-up keeps its own interval (here ±20, so no regression), as does a candidate
+        // of as many bring-ups as the baseline.
+        let mut one = two.clone();
+        one.sessions = sessions(1);
+        assert!(compare_program("f", &base, &one, &T).failures.is_empty());
+        let mut eight = two.clone();
+        eight.sessions = sessions(8);
+        assert!(compare_program("f", &base, &eight, &T).failures.is_empty());
     }
 
     #[test]
