@@ -443,6 +443,19 @@ mod tests {
         }
     }
 
+    /// Session `session` of `runs` runs whose median is `median_ns`.
+    fn session(session: u32, runs: u32, median_ns: f64) -> latency_results::summary::SessionSummary {
+        latency_results::summary::SessionSummary {
+            session,
+            raw_median_ns: median_ns,
+            median_ns,
+            matched: 0,
+            excluded: 0,
+            runs,
+            hw_median_ns: None,
+        }
+    }
+
     const T: Thresholds =
         Thresholds { median_shift_ns: 3.0, p99_shift_ns: 10.0, ks_distance: 0.1, noise_corrected: true };
 
@@ -557,20 +570,8 @@ mod tests {
 
     #[test]
     fn a_candidate_of_a_few_bring_ups_takes_their_scatter_from_the_baselines_components() {
-        use latency_results::summary::{Components, Design, SessionSummary, Variance};
-        let sessions = |n: u32| {
-            (1..=n)
-                .map(|session| SessionSummary {
-                    session,
-                    raw_median_ns: 0.0,
-                    median_ns: 0.0,
-                    matched: 0,
-                    excluded: 0,
-                    runs: 5,
-                    hw_median_ns: None,
-                })
-                .collect::<Vec<_>>()
-        };
+        use latency_results::summary::{Components, Design, Variance};
+        let sessions = |n: u32| (1..=n).map(|k| session(k, 5, 0.0)).collect::<Vec<_>>();
         // The baseline: 8 bring-ups of 5 runs, T_session² = 1, T_run² = 0, V_probe = 0.5 ns²; its
         // own median interval ±0.5.
         let mut base = program(149.0, Some(169.0), [148.5, 149.5]);
@@ -607,15 +608,7 @@ mod tests {
             let mut p = program(corrected, Some(169.0), [corrected - 0.2, corrected + 0.2]);
             p.latency_raw_ns.insert(50.0, raw);
             p.latency_raw_ns.insert(99.0, 171.0);
-            p.sessions = vec![latency_results::summary::SessionSummary {
-                session: 1,
-                raw_median_ns: raw,
-                median_ns: raw,
-                matched: 0,
-                excluded: 0,
-                runs,
-                hw_median_ns: None,
-            }];
+            p.sessions = vec![session(1, runs, raw)];
             p
         };
         let before = Thresholds { noise_corrected: false, ..T };
