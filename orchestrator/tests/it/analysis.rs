@@ -6,7 +6,6 @@ use std::process::{Command, Output};
 use crate::common::{orchestrate, test_python, tmp};
 use latency_results::summary::Summary;
 use latency_testbed::model::SimModel;
-use latency_testbed::sim::SimTestbed;
 
 fn summary(dir: &Path) -> Summary {
     serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap()
@@ -244,29 +243,7 @@ fn simulated_study(seed: u64, probes: u32) -> Vec<ModeCheck> {
             g.count = probes;
         }
     }
-    let schedule = latency_schedule::expand(&plan, None).unwrap();
-    let groups = latency_schedule::groups(&plan, &schedule);
-    let model = SimModel::default();
-    let mut sim = SimTestbed::new(&plan, model.clone(), false).with_seed(seed);
-    let mut runs = Vec::new();
-    for s in &schedule.sessions {
-        let gi = groups.iter().position(|g| g.program == s.program).unwrap();
-        for r in &s.runs {
-            let data = sim.generate(s, r, 1);
-            runs.push(latency_analysis::pair_batches(gi, s.session, &data.batches, model.tsc_hz, true));
-        }
-    }
-    let index = latency_results::index::Index {
-        study: "sim".into(),
-        groups: groups.clone(),
-        levels: Vec::new(),
-        analysis: plan.analysis.clone(),
-        report: plan.report.clone(),
-        tsc_hz: model.tsc_hz,
-        seed,
-        sender: Default::default(),
-    };
-    let summary = latency_analysis::summarize(&index, &runs, &[], None, latency_analysis::Unusable::default());
+    let (schedule, sim, summary) = crate::twin::simulate(&plan, &SimModel::default(), seed);
     let mut out = Vec::new();
     for (name, p) in &summary.programs {
         let truth = sim.program_model(&p.bitstream);

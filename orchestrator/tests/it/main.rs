@@ -30,4 +30,8 @@ mod soak;
 mod stand_in;
 mod trace;
 mod trend;
+// The statistical checks' simulation, shared with `make validate-stats` and `validate-nightly`.
+#[allow(dead_code)]
+#[path = "../../examples/twin/mod.rs"]
+mod twin;
 mod uncalibrated;
