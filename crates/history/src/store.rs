@@ -33,8 +33,9 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use latency_results::ResultsDir;
-use latency_results::history::row::{Estimate, HEADLINE, Row};
+use latency_results::history::row::{Annotation, Estimate, HEADLINE, Row};
 use latency_results::history::table::ColumnError;
+use latency_results::history::table::Micros;
 
 use crate::admit::{self, Study};
 use crate::error::Refusal;
@@ -364,6 +365,44 @@ impl Store {
             let rows: Vec<Row> = self.read_table(&table_path("rows", k), Row::from_batch).await?;
             Ok::<_, StoreError>(rows.into_iter().map(|row| StoredRow { key: k.clone(), row }).collect::<Vec<_>>())
         }))
+        .buffered(16)
+        .try_collect::<Vec<_>>();
+        Ok(self.rt.block_on(read)?.into_iter().flatten().collect())
+    }
+
+    /// Acknowledge `study` (its id, as `history list` gives it) with `reason`: the `annotations`
+    /// table's row of that study, replacing any earlier one; [`StoreError::Url`] when the store
+    /// has no such study.
+    pub fn annotate(&self, study: &str, reason: &str) -> Result<StudyKey, StoreError> {
+        let studies = self.studies()?;
+        let Some(key) = studies.iter().find(|k| k.study == study).cloned() else {
+            return Err(StoreError::Url {
+                url: self.url.clone(),
+                message: format!("no study `{study}` (`orchestrate history list` gives the ids); nothing annotated"),
+            });
+        };
+        let row = Annotation {
+            study: study.to_string(),
+            reason: reason.to_string(),
+            time: Micros(latency_results::now_micros()),
+        };
+        let path = table_path("annotations", &key);
+        let bytes = self.parquet(&path, Annotation::to_batch(&[row]))?;
+        self.rt.block_on(self.inner.put(&path, bytes)).map_err(self.object_err(&path))?;
+        Ok(key)
+    }
+
+    /// Every annotation in the store.
+    pub fn annotations(&self) -> Result<Vec<Annotation>, StoreError> {
+        let prefix = ObjectPath::from("annotations");
+        let metas: Vec<_> =
+            self.rt.block_on(self.inner.list(Some(&prefix)).try_collect()).map_err(self.object_err(&prefix))?;
+        let read = futures_util::stream::iter(
+            metas
+                .iter()
+                .filter(|m| study_key(&m.location).is_some())
+                .map(|m| self.read_table(&m.location, Annotation::from_batch)),
+        )
         .buffered(16)
         .try_collect::<Vec<_>>();
         Ok(self.rt.block_on(read)?.into_iter().flatten().collect())

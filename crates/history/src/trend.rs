@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::identity::StudyIdentity;
 use super::jumpavg::{Group, classify};
 use super::store::StoredRow;
-use latency_results::history::row::HEADLINE;
+use latency_results::history::row::{Annotation, HEADLINE};
 
 /// One night's figure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,8 +115,13 @@ pub struct SeriesChange {
     pub change: Change,
     /// Whether it starts the series' latest group (the current trend).
     pub latest: bool,
-    /// The latest change, slower than the trend before it beyond its 95 % interval.
+    /// The latest change, slower than the trend before it beyond its 95 % interval, and not
+    /// acknowledged.
     pub regression: bool,
+    /// Why its first study was acknowledged as a new level (`history annotate`), if it was: the
+    /// series is judged against it from there on, and it is no regression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<String>,
 }
 
 /// What names one series: the study, the program, the level and the statistic.
@@ -172,8 +177,9 @@ impl Trend {
 /// The trend of the headline rows of a history: per study identity, program, level and statistic,
 /// the series in time order (a study at a time: ties by id), its jumpavg groups and changes. A
 /// night whose figure is not finite (no estimate) is left out of the series; a study that is not
-/// healthy (failed runs or problems), of every series ([`Trend::left_out`]).
-pub fn trend(rows: &[StoredRow]) -> Trend {
+/// healthy (failed runs or problems), of every series ([`Trend::left_out`]). A change whose first
+/// study is acknowledged (`annotations`) is reported with the reason, never as a regression.
+pub fn trend(rows: &[StoredRow], annotations: &[Annotation]) -> Trend {
     type Key<'a> = (StudyIdentity, &'a str, Option<&'a str>);
     let mut by_series: BTreeMap<Key<'_>, Vec<&StoredRow>> = BTreeMap::new();
     let mut left_out: BTreeMap<&str, LeftOut> = BTreeMap::new();
@@ -209,14 +215,18 @@ pub fn trend(rows: &[StoredRow]) -> Trend {
             let found = changes_between(&points, &split);
             let groups = split.iter().map(|g| (g.start, g.avg)).collect();
             let n = found.len();
-            all_changes.extend(found.into_iter().enumerate().map(|(k, change)| SeriesChange {
-                identity: identity.clone(),
-                program: program.to_string(),
-                level: level.map(str::to_string),
-                statistic: statistic.to_string(),
-                regression: k + 1 == n && change.ci95_ns[0] > 0.0,
-                latest: k + 1 == n,
-                change,
+            all_changes.extend(found.into_iter().enumerate().map(|(k, change)| {
+                let acknowledged = annotations.iter().rev().find(|a| a.study == change.study).map(|a| a.reason.clone());
+                SeriesChange {
+                    identity: identity.clone(),
+                    program: program.to_string(),
+                    level: level.map(str::to_string),
+                    statistic: statistic.to_string(),
+                    regression: k + 1 == n && change.ci95_ns[0] > 0.0 && acknowledged.is_none(),
+                    latest: k + 1 == n,
+                    acknowledged,
+                    change,
+                }
             }));
             series.push(Series {
                 identity: identity.clone(),
@@ -297,7 +307,7 @@ mod tests {
         let mut rows = steady("nightly", "sim", 0..10);
         rows.push(night("nightly-big", "sim", 10, 20_145.0, 0));
         rows.push(night("nightly", "lab", 11, 400.0, 0));
-        let t = trend(&rows);
+        let t = trend(&rows, &[]);
         assert!(t.changes.is_empty(), "{:?}", t.changes);
         let p50: Vec<(String, String, usize)> = t
             .series
@@ -316,15 +326,21 @@ mod tests {
         // The same night in the nightly's own series is a change, and a regression.
         let mut slower = steady("nightly", "sim", 0..10);
         slower.extend((10..13).map(|d| night("nightly", "sim", d, 20_145.0, 0)));
-        let t = trend(&slower);
+        let t = trend(&slower, &[]);
         assert!(t.regressions().count() == 2 && t.changes.iter().all(|c| c.identity.name == "nightly"), "{t:?}");
+        // Acknowledged (a new compiler, say): the same changes, with the reason, and no
+        // regression; the nights after it are judged against the new level.
+        let ack = Annotation { study: "nightly-10".into(), reason: "new compiler".into(), time: Micros(0) };
+        let t = trend(&slower, &[ack]);
+        assert_eq!(t.regressions().count(), 0, "{t:?}");
+        assert!(t.changes.len() == 2 && t.changes.iter().all(|c| c.acknowledged.as_deref() == Some("new compiler")));
     }
 
     #[test]
     fn a_study_whose_runs_failed_is_never_judged_on() {
         let mut rows = steady("nightly", "sim", 0..10);
         rows.push(night("nightly", "sim", 10, 20_145.0, 2));
-        let t = trend(&rows);
+        let t = trend(&rows, &[]);
         assert_eq!(t.regressions().count(), 0, "{t:?}");
         assert_eq!(t.series[0].points.len(), 10);
         assert_eq!(t.left_out.len(), 1);

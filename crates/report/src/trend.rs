@@ -51,6 +51,8 @@ struct ChangeView {
     shift: String,
     ci95: String,
     verdict: &'static str,
+    /// Why its first study was acknowledged (`history annotate`).
+    acknowledged: Option<String>,
     report: Option<String>,
 }
 
@@ -76,6 +78,9 @@ pub fn describe(c: &SeriesChange) -> String {
 }
 
 fn verdict(c: &SeriesChange) -> &'static str {
+    if c.acknowledged.is_some() {
+        return "acknowledged";
+    }
     match (c.latest, c.regression, c.change.shift_ns > 0.0) {
         (true, true, _) => "regression",
         (true, false, false) if c.change.ci95_ns[1] < 0.0 => "progression",
@@ -121,6 +126,7 @@ fn view(t: &Trend, store: &str) -> View {
                 shift: format!("{:+.1}", c.change.shift_ns),
                 ci95: format!("[{:+.1}, {:+.1}]", c.change.ci95_ns[0], c.change.ci95_ns[1]),
                 verdict: verdict(c),
+                acknowledged: c.acknowledged.clone(),
                 report: s.and_then(|s| s.points.get(c.change.index)).and_then(|p| p.report.clone()),
             }
         })

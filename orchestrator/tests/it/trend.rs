@@ -159,5 +159,28 @@ fn a_five_nanosecond_slowdown_from_night_twenty_is_the_one_change_and_a_steady_s
         }
         assert!(readers[reader]["estimates"].as_u64().unwrap() > 30 * 3000, "{readers}");
     }
+
+    // Night 20 acknowledged as a new level: the same changes, with the reason, and no regression
+    // (exit 0); the Markdown says so. A study the store does not hold is refused (exit 2).
+    let study = t.changes[0].change.study.clone();
+    let o = crate::common::orchestrate(&["history", "annotate", &study, "new compiler", "--store", &slower_store]);
+    assert!(o.status.success(), "{}", crate::common::stderr(&o));
+    let (code, t) = trend_json(&slower_store, &[], &[]);
+    assert_eq!(code, Some(0), "{t:?}");
+    assert!(
+        !t.changes.is_empty()
+            && t.changes.iter().all(|c| !c.regression && c.acknowledged.as_deref() == Some("new compiler")),
+        "{:?}",
+        t.changes
+    );
+    let o = crate::common::orchestrate(&["trend", "--store", &slower_store]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("| acknowledged: new compiler |"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = crate::common::orchestrate(&["history", "annotate", "no-such-study", "x", "--store", &slower_store]);
+    assert_eq!(o.status.code(), Some(2), "{}", crate::common::stderr(&o));
+    assert!(crate::common::stderr(&o).contains("no study `no-such-study`"), "{}", crate::common::stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -85,6 +85,20 @@ table! {
 }
 
 table! {
+    /// One row of the `annotations` table: a study acknowledged as the start of a new level (a
+    /// new compiler, a new shell), so that the trend judges later nights against it instead of
+    /// alerting on it.
+    pub struct Annotation {
+        /// The study's id.
+        pub study: String,
+        /// Why, in words.
+        pub reason: String,
+        /// When it was acknowledged.
+        pub time: Micros,
+    }
+}
+
+table! {
     /// One row of the `estimates` table.
     pub struct Estimate {
         /// Program, or null calibration group.

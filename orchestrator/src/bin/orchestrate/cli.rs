@@ -264,6 +264,18 @@ pub(crate) enum HistoryOp {
         #[arg(long)]
         store: String,
     },
+    /// Acknowledge a study as the start of a new level (a new compiler, a new shell): the trend
+    /// then reports the change it starts with the reason and judges later nights against it,
+    /// never alerting on it. Annotating a study again replaces its reason.
+    Annotate {
+        /// The study's id, as `history list` gives it.
+        study: String,
+        /// Why, in words.
+        reason: String,
+        /// The store.
+        #[arg(long)]
+        store: String,
+    },
 }
 
 #[derive(Subcommand)]

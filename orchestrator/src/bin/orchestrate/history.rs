@@ -37,6 +37,11 @@ pub(crate) fn history(op: HistoryOp) -> Result<(), Failure> {
             }
             Ok(())
         }
+        HistoryOp::Annotate { study, reason, store } => {
+            let key = Store::open(&store)?.annotate(&study, &reason)?;
+            eprintln!("{} ({}): acknowledged: {reason}", key.study, key.date);
+            Ok(())
+        }
     }
 }
 
@@ -108,7 +113,7 @@ fn trend_of(
         }
         f
     })?;
-    let t: Trend = trend::trend(&rows);
+    let t: Trend = trend::trend(&rows, &s.annotations()?);
     for l in &t.left_out {
         eprintln!(
             "trend: {} ({}) left out: {} failed run(s), {} problem(s); a study whose runs failed is never judged on",
