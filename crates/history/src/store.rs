@@ -349,7 +349,12 @@ impl Store {
 
     /// The studies in the store (those whose rows exist), in (date, id) order.
     pub fn studies(&self) -> Result<Vec<StudyKey>, StoreError> {
-        let prefix = ObjectPath::from("rows");
+        self.keys("rows")
+    }
+
+    /// The studies `table` holds a part of, in (date, id) order.
+    fn keys(&self, table: &str) -> Result<Vec<StudyKey>, StoreError> {
+        let prefix = ObjectPath::from(table);
         let metas: Vec<_> =
             self.rt.block_on(self.inner.list(Some(&prefix)).try_collect()).map_err(self.object_err(&prefix))?;
         let mut keys: Vec<StudyKey> = metas.iter().filter_map(|m| study_key(&m.location)).collect();
@@ -392,16 +397,12 @@ impl Store {
         Ok(key)
     }
 
-    /// Every annotation in the store.
+    /// Every annotation in the store, in (date, id) order of its study.
     pub fn annotations(&self) -> Result<Vec<Annotation>, StoreError> {
-        let prefix = ObjectPath::from("annotations");
-        let metas: Vec<_> =
-            self.rt.block_on(self.inner.list(Some(&prefix)).try_collect()).map_err(self.object_err(&prefix))?;
+        let keys = self.keys("annotations")?;
         let read = futures_util::stream::iter(
-            metas
-                .iter()
-                .filter(|m| study_key(&m.location).is_some())
-                .map(|m| self.read_table(&m.location, Annotation::from_batch)),
+            keys.iter()
+                .map(|k| async move { self.read_table(&table_path("annotations", k), Annotation::from_batch).await }),
         )
         .buffered(16)
         .try_collect::<Vec<_>>();

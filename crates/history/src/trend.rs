@@ -216,7 +216,7 @@ pub fn trend(rows: &[StoredRow], annotations: &[Annotation]) -> Trend {
             let groups = split.iter().map(|g| (g.start, g.avg)).collect();
             let n = found.len();
             all_changes.extend(found.into_iter().enumerate().map(|(k, change)| {
-                let acknowledged = annotations.iter().rev().find(|a| a.study == change.study).map(|a| a.reason.clone());
+                let acknowledged = annotations.iter().find(|a| a.study == change.study).map(|a| a.reason.clone());
                 SeriesChange {
                     identity: identity.clone(),
                     program: program.to_string(),

@@ -135,6 +135,7 @@ pub fn rows(summary: &Summary, prov: &Provenance, time: Micros, report: Option<S
     let host_facts = serde_json::to_string(&prov.testbed.facts).unwrap_or_default();
     let failed_runs = summary.health.failed_runs;
     let problems = u32::try_from(summary.health.problems.len()).unwrap_or(u32::MAX);
+    let ended = prov.ended.as_deref().and_then(crate::parse_utc_micros).map(Micros);
     let mut out = Vec::new();
     for (program, p) in &summary.programs {
         let levels: Vec<&ProgramSummary> =
@@ -144,7 +145,7 @@ pub fn rows(summary: &Summary, prov: &Provenance, time: Micros, report: Option<S
             let row = |mode: String, q: &Quantiles, ci50: Option<[f64; 2]>, ci99: Option<[f64; 2]>, sessions| Row {
                 name: summary.study.clone(),
                 time,
-                ended: prov.ended.as_deref().and_then(crate::parse_utc_micros).map(Micros),
+                ended,
                 plan_hash: prov.plan_hash.clone(),
                 tool_version: prov.tool_version.clone(),
                 git_commit: prov.git_commit.clone(),
