@@ -1,6 +1,8 @@
 //! Every format that crosses a process boundary in the latency orchestrator, defined once and used
 //! by both its writer and its reader:
 //!
+//! - [`card`]: what a card says it runs ([`CardIdentity`]), as a bring-up's readback prints it
+//!   and a bitstream manifest expects it;
 //! - [`schema`]: the Arrow schema of the per-packet records (agent run streams, Parquet run files,
 //!   simulator, importer, analysis), with [`Port`] and the column-wise [`RecordBuilder`];
 //! - [`probe`]: the probe wire formats (how a probe id and its reflect tag sit in a frame);
@@ -23,6 +25,7 @@
 //! The crate is pure (no OS-specific API, no `unsafe`), so it builds for any target.
 
 pub mod capture;
+pub mod card;
 pub mod control;
 pub mod eal;
 pub mod fastpath;
@@ -35,6 +38,7 @@ pub mod soak;
 pub mod words;
 
 pub use capture::{CaptureOptions, CaptureSetup, MacAddr, PortRings};
+pub use card::{CardIdentity, Hex32};
 pub use control::{AgentCommand, AgentEvent, CommandError, RunCounters, TscInfo};
 pub use eal::EalConfig;
 pub use probe::ProbeFormat;

@@ -46,6 +46,10 @@ impl Default for Config {
 /// any other bit (a latched error, for instance) fails it.
 pub const RX_STATUS: [(usize, u32, &str); 2] = [(0x8204, 0x3, "CMAC0 RX status"), (0xC204, 0x3, "CMAC1 RX status")];
 
+/// The Open-NIC shell's build timestamp (system config register 0x0; hex digits `MMDDhhmm` set
+/// by the shell's `build.tcl`): what identifies the image a card runs.
+pub const BUILD_TIMESTAMP: usize = 0x0;
+
 /// Size of the register window that must be mapped.
 pub const WINDOW: usize = 0x10000;
 

@@ -378,3 +378,21 @@ fn version_names_the_dpdk_it_links() {
         assert_eq!(dpdk, None);
     }
 }
+
+/// `latency-agent regs identity` prints the build timestamp the Open-NIC shell keeps at register
+/// 0x0 (little-endian in the BAR, as the card presents it) in the form bring-ups compare with a
+/// bitstream manifest's `identity`.
+#[test]
+fn regs_identity_prints_the_shells_build_timestamp() {
+    let bar = std::env::temp_dir().join(format!("agent-identity-bar-{}", std::process::id()));
+    let mut window = vec![0u8; 0x10000];
+    window[..4].copy_from_slice(&0x1014_0810u32.to_le_bytes());
+    std::fs::write(&bar, &window).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_latency-agent")).args(["regs", "identity", "--bar"]).arg(&bar).output();
+    std::fs::remove_file(&bar).unwrap();
+    let o = o.unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "{\"build_timestamp\":\"0x10140810\"}\n");
+    let read: latency_proto::CardIdentity = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(read.build_timestamp, Some(latency_proto::Hex32(0x1014_0810)));
+}

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use latency_proto::{CardIdentity, Hex32};
+
 use crate::digest;
 use crate::yaml::{Decoder, Node, Pos};
 
@@ -56,6 +58,20 @@ pub struct Bitstream {
     /// P4 framework, run from that folder after every bring-up), relative to the receiver's
     /// `p4_builds` folder; none for images without tables.
     pub table_driver_dir: Option<String>,
+    /// What the card reads back while it runs this image (`identity:`), beside the image's sha256:
+    /// the Open-NIC shell's build timestamp (register 0x0) where it is known.
+    pub build_timestamp: Option<Hex32>,
+}
+
+impl Bitstream {
+    /// What a card running this image reads back, as far as the manifest knows: its sha256 (an
+    /// image not built yet has none) and its `identity`.
+    pub fn identity(&self) -> CardIdentity {
+        CardIdentity {
+            sha256: (self.sha256 != UNBUILT).then(|| self.sha256.clone()),
+            build_timestamp: self.build_timestamp,
+        }
+    }
 }
 
 /// Decode a manifest; the image's checksum is verified when the image is present.
@@ -78,6 +94,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let bus_bits = m.or(d, "bus_bits", 512, |d, n| d.uint(n, 8..=4096));
     let programming = m.required(d, "programming", |d, n| d.choice(n, &Programming::WORDS));
     let table_driver_dir = m.optional(d, "table_driver_dir", Decoder::string);
+    let build_timestamp = m.or(d, "identity", None, decode_identity);
     m.done(d);
 
     let (file, sha256) = (file?, sha256?);
@@ -103,7 +120,23 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         null: null?,
         programming: programming?,
         table_driver_dir: table_driver_dir?,
+        build_timestamp: build_timestamp?,
     })
+}
+
+/// `identity:`: `{ build_timestamp: "0x10140810" }`, what the card reads back running the image.
+fn decode_identity(d: &mut Decoder, n: &Node) -> Option<Option<Hex32>> {
+    let mut m = d.map(n, "identity")?;
+    let build = m.optional(d, "build_timestamp", |d, v| {
+        let s = d.string(v)?;
+        let h = Hex32::parse(&s);
+        if h.is_none() {
+            d.error(v.pos, format!("`{s}` is not a 32-bit hex value (the shell's register 0x0, e.g. \"0x10140810\")"));
+        }
+        h
+    });
+    m.done(d);
+    build
 }
 
 /// The `sha256` of an image not built yet (its program is in `p4-programs/`, the image is not):
@@ -137,4 +170,47 @@ pub fn check_sha256(d: &mut Decoder, at: &Node, file: &Path, expected: &str) -> 
         Err(e) => d.error(at.pos, format!("cannot read {}: {e}", file.display())),
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml;
+
+    fn decoded(identity: &str) -> (Option<Bitstream>, Vec<String>) {
+        let path = Path::new("/nonexistent/bitstreams/fwd.yaml");
+        let src = format!(
+            "name: fwd\nfile: fwd.mcs\nsha256: {}\nboard: au280\nshell: open-nic-shell\nclock_mhz: 250\n\
+             vendor_bound_cycles: 55\nprogramming: qspi\n{identity}",
+            "AB".repeat(32)
+        );
+        let root = yaml::parse(path, &src).unwrap();
+        let mut d = Decoder::new(path);
+        let b = decode(&mut d, &root);
+        (b, d.diags.iter().map(|e| format!("{}:{}: {}", e.pos.line, e.pos.col, e.message)).collect())
+    }
+
+    #[test]
+    fn a_manifest_says_what_the_card_reads_back_running_its_image() {
+        let (b, diags) = decoded("identity: { build_timestamp: \"0x10140810\" }\n");
+        assert!(diags.is_empty(), "{diags:?}");
+        let id = b.unwrap().identity();
+        assert_eq!(id.build_timestamp, Some(Hex32(0x1014_0810)));
+        assert_eq!(id.sha256, Some("ab".repeat(32)), "the image's checksum, lowercase");
+        // Without `identity`, the checksum alone.
+        let (b, _) = decoded("");
+        assert_eq!(b.unwrap().identity(), CardIdentity { sha256: Some("ab".repeat(32)), build_timestamp: None });
+    }
+
+    #[test]
+    fn an_identity_that_is_not_a_register_value_is_refused_where_it_stands() {
+        let (b, diags) = decoded("identity: { build_timestamp: \"Oct 14\" }\n");
+        assert!(b.is_none());
+        assert_eq!(diags, ["9:30: `Oct 14` is not a 32-bit hex value (the shell's register 0x0, e.g. \"0x10140810\")"]);
+        let (_, diags) = decoded("identity: { build_timestamp: 0x10140810 }\n");
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(diags[0].starts_with("9:30: ") && diags[0].contains("put the value in quotes"), "{diags:?}");
+        let (_, diags) = decoded("identity: { usercode: \"0x1\" }\n");
+        assert!(diags.iter().any(|d| d.contains("usercode")), "{diags:?}");
+    }
 }

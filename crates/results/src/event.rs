@@ -104,6 +104,15 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         slice: Option<usize>,
     },
+    /// The card was read back before a testbed's first bring-up of the study wrote anything.
+    CardRead {
+        /// Session index.
+        index: usize,
+        /// What the card reads back.
+        identity: latency_proto::CardIdentity,
+        /// Whether it runs the session's image, whose write is then left out.
+        holds: bool,
+    },
     /// Every run of the session is already complete (resume).
     SessionSkipped {
         /// Session index.

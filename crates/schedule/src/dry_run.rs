@@ -138,6 +138,20 @@ pub fn describe(s: &Schedule) -> String {
                 step_line(&mut out, "    ", st);
             }
         }
+        if !se.unless_held.is_empty() {
+            let held = if se.identity.is_empty() {
+                "known to hold".to_string()
+            } else {
+                format!("read back as ({})", se.identity)
+            };
+            let actions: Vec<&str> = se.unless_held.iter().map(|a| a.name()).collect();
+            let _ = writeln!(
+                out,
+                "  {} left out if the card holds {} already: written by an earlier session on its slice, or {held} at its first bring-up",
+                actions.join(" and "),
+                se.bitstream
+            );
+        }
         for st in &se.steps {
             step_line(&mut out, "  ", st);
         }

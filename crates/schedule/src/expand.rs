@@ -340,12 +340,13 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             let holds_image = on_card == Some(g.bitstream.name.as_str());
             on_card = Some(g.bitstream.name.as_str());
             // Write the image (QSPI), boot it, or neither; a JTAG load is both at once.
-            let (write, boot) = match proto.flash {
+            let put = |holds_image: bool| match proto.flash {
                 FlashPolicy::EverySession => (true, true),
                 FlashPolicy::OnChange => (!holds_image, !holds_image),
                 // A boot from the image the card holds, where a boot redraws the mode.
                 FlashPolicy::Redraw => (!(holds_image && redrawn_by.contains(&Action::Boot)), true),
             };
+            let ((write, boot), (write_held, boot_held)) = (put(holds_image), put(true));
             let (steps, write_first): (Vec<Step>, Vec<Step>) = Action::ALL
                 .into_iter()
                 .filter(|a| a.role() == Role::Receiver && *a != Action::AgentStop)
@@ -367,6 +368,16 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                     Action::Boot | Action::FlashJtag => boot,
                     _ => true,
                 });
+            // What the session leaves out should the card turn out to hold its image.
+            let unless_held: Vec<Action> = steps
+                .iter()
+                .map(|st| st.action)
+                .filter(|a| match a {
+                    Action::Flash => !write_held,
+                    Action::Boot | Action::FlashJtag => !boot_held,
+                    _ => false,
+                })
+                .collect();
             let mut runs: Vec<Run> = Vec::new();
             for level in &session_levels {
                 let run_index = plan.level_trace(g.trace, level.as_ref());
@@ -458,6 +469,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                 probes: probes[g.trace],
                 steps,
                 write_first,
+                unless_held,
+                identity: g.bitstream.identity(),
                 runs,
                 teardown,
                 agent_control,

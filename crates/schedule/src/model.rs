@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use latency_plan::Level;
 use latency_plan::inventory::Action;
+use latency_proto::CardIdentity;
 pub use latency_results::SessionKind;
 
 /// The whole study, in execution order.
@@ -90,6 +91,16 @@ pub struct Session {
     /// bring-up.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub write_first: Vec<Step>,
+    /// The actions of `steps` the session leaves out when the card already holds its image
+    /// although the schedule does not expect it to: read back at a testbed's first bring-up and
+    /// found to run the image (`identity`), or written by an earlier session on the same slice.
+    /// They are the steps `write_first` would hold (none with `flash: every_session`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unless_held: Vec<Action>,
+    /// What the card reads back while it runs the session's image (the manifest's sha256 and
+    /// `identity`).
+    #[serde(skip_serializing_if = "CardIdentity::is_empty")]
+    pub identity: CardIdentity,
     /// Runs.
     pub runs: Vec<Run>,
     /// Steps after the last run.

@@ -60,7 +60,14 @@ fn on_change_flashes_only_when_the_image_on_the_card_changes() {
     for (x, flashed) in s.sessions.iter().zip(flashed) {
         let apart: Vec<Action> = x.write_first.iter().map(|t| t.action).collect();
         assert_eq!(apart, if flashed { vec![] } else { vec![Action::Flash, Action::Boot] }, "{}", x.name());
+        // A session that writes leaves the same steps out should the card already hold its image.
+        assert_eq!(x.unless_held, if flashed { vec![Action::Flash, Action::Boot] } else { vec![] }, "{}", x.name());
     }
+    // What the card reads back running each session's image: the manifest's sha256.
+    assert!(s.sessions.iter().all(|x| x.identity.sha256.as_ref().is_some_and(|h| h.len() == 64)));
+    // Every session writes its image under `every_session`: nothing is ever left out.
+    p.protocol.flash = FlashPolicy::EverySession;
+    assert!(expand(&p, None).expect("expands").sessions.iter().all(|x| x.unless_held.is_empty()));
 }
 
 /// (session, run, level) of every run of `program`'s sessions.
@@ -160,8 +167,11 @@ fn redraw_boots_every_session_and_writes_an_image_only_where_a_boot_redraws_and_
     // Where only writing the flash redraws the mode (the default), every session writes.
     let mut inv = oct_inventory();
     assert_eq!(inv.mode_redrawn_by, [Action::Flash, Action::FlashJtag]);
-    let (writes, boots) = writes_and_boots(&expand(&p, Some(&inv)).expect("expands"));
+    let s = expand(&p, Some(&inv)).expect("expands");
+    let (writes, boots) = writes_and_boots(&s);
     assert!(writes.iter().all(|&w| w) && boots.iter().all(|&b| b));
+    // The write is what redraws the mode: never left out, even where the card holds the image.
+    assert!(s.sessions.iter().all(|x| x.unless_held.is_empty()));
     // Where a boot redraws it: one write per image change (forward, five_tuple, the null image
     // both traces use), a boot every session.
     inv.mode_redrawn_by = vec![Action::Flash, Action::Boot];
@@ -171,6 +181,10 @@ fn redraw_boots_every_session_and_writes_an_image_only_where_a_boot_redraws_and_
     assert!(boots.iter().all(|&b| b));
     assert!(s.sessions.iter().zip(&writes).all(|(x, &w)| (x.write_first.len(), w) == (0, true)
         || (x.write_first.iter().map(|t| t.action).eq([Action::Flash]) && !w)));
+    // A session that writes would only boot, were the card to hold its image already.
+    assert!(
+        s.sessions.iter().zip(&writes).all(|(x, &w)| x.unless_held == if w { vec![Action::Flash] } else { vec![] })
+    );
     // One more session costs a boot's bring-up, not a write's; the three writes are paid once.
     let c = s.costs().expect("costs");
     let flash = inv.estimates_s[&Action::Flash];

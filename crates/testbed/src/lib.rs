@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow_array::RecordBatch;
 use latency_plan::Action;
+use latency_proto::CardIdentity;
 
 use latency_schedule::Run;
 use latency_schedule::Session;
@@ -181,6 +182,15 @@ pub trait Testbed: Send {
 
     /// Execute one bring-up or teardown step (`attempt` counts from 1); returns the seconds it took.
     fn step(&mut self, session: &Session, step: &Step, attempt: u32, cancel: &Cancel) -> Result<f64, TestbedError>;
+
+    /// What the card reads back before the testbed's first bring-up of a study, before anything
+    /// is written to it: the session's `readback` step run once on its own. `None` where it cannot
+    /// tell (no readback step, a card that does not answer, output that is not an identity): the
+    /// image is then written. The simulator's card starts every study unknown.
+    fn read_card(&mut self, session: &Session, cancel: &Cancel) -> Result<Option<CardIdentity>, TestbedError> {
+        let _ = (session, cancel);
+        Ok(None)
+    }
 
     /// Execute one run (capture start, replay, capture stop) and collect its records. `attempt`
     /// counts from 1.

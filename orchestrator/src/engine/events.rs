@@ -149,6 +149,11 @@ impl Observer for Log {
             Event::SessionStarted { index, name, pending_runs, .. } => {
                 format!("session {} {name}: bring-up, then {pending_runs} runs", index + 1)
             }
+            Event::CardRead { index, identity, holds } => format!(
+                "session {}: the card reads back ({identity}){}",
+                index + 1,
+                if *holds { ": it runs the session's image, which is not written again" } else { "" }
+            ),
             Event::SessionSkipped { index, name } => format!("session {} {name}: complete, skipped", index + 1),
             Event::StepRetried { index, action, attempt, error } => {
                 format!("session {}: {action} attempt {attempt} failed, retrying: {error}", index + 1)

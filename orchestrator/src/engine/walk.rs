@@ -91,7 +91,7 @@ impl Walk<'_, '_> {
     /// One slice's share: sessions until none is left or the study stops.
     fn slice(&self, tb: &mut dyn Testbed, slice: Option<usize>) -> Result<(), EngineError> {
         // The image this testbed's card holds, as far as this run of the tool brought it up.
-        let mut card: Option<String> = None;
+        let mut card = Card::default();
         while !self.stop.load(Ordering::SeqCst) {
             let Some(s) = self.schedule.sessions.get(self.next.fetch_add(1, Ordering::SeqCst)) else {
                 return Ok(());
@@ -112,13 +112,13 @@ impl Walk<'_, '_> {
     }
 
     /// One session: its bring-up, its pending runs, its teardown. `Ok(false)` = interrupted. The
-    /// bring-up first writes the image when the card is not known to hold it (`card`, updated).
+    /// bring-up writes the image unless the card is known to hold it (`card`, updated).
     fn session(
         &self,
         tb: &mut dyn Testbed,
         s: &Session,
         slice: Option<usize>,
-        card: &mut Option<String>,
+        card: &mut Card,
     ) -> Result<bool, EngineError> {
         let engine = self.engine;
         if lock(&self.ladder).ended.contains(&s.program) {
@@ -139,12 +139,28 @@ impl Walk<'_, '_> {
         if engine.cancel.is_cancelled() {
             return Ok(false);
         }
-        let write_first: &[Step] = if card.as_deref() == Some(s.bitstream.as_str()) { &[] } else { &s.write_first };
+        // Before the slice's first bring-up writes anything, what the card runs.
+        if !std::mem::replace(&mut card.read, true) && (!s.write_first.is_empty() || !s.unless_held.is_empty()) {
+            match tb.read_card(s, engine.cancel) {
+                Ok(Some(identity)) => {
+                    let holds = identity.matches(&s.identity) == Some(true);
+                    engine.emit(Event::CardRead { index: s.index, identity, holds })?;
+                    if holds {
+                        card.image = Some(s.bitstream.clone());
+                    }
+                }
+                Err(latency_testbed::TestbedError::Interrupted) => return Ok(false),
+                Ok(None) | Err(_) => {}
+            }
+        }
+        let held = card.image.as_deref() == Some(s.bitstream.as_str());
+        let write_first: &[Step] = if held { &[] } else { &s.write_first };
+        let steps: Vec<&Step> = s.steps.iter().filter(|st| !(held && s.unless_held.contains(&st.action))).collect();
         engine.emit(Event::SessionStarted {
             index: s.index,
             name: s.name(),
             pending_runs: pending.len(),
-            steps: write_first.len() + s.steps.len(),
+            steps: write_first.len() + steps.len(),
             slice,
         })?;
         for r in s.runs.iter().filter(|r| !pending.iter().any(|p| p.run == r.run)) {
@@ -152,15 +168,15 @@ impl Walk<'_, '_> {
         }
         let mut live = true;
         // Unknown until the bring-up is through (a failed one leaves the card unknown).
-        *card = None;
-        for st in write_first.iter().chain(&s.steps) {
+        card.image = None;
+        for st in write_first.iter().chain(steps) {
             live = engine.step(tb, s, st)?;
             if !live {
                 break;
             }
         }
         if live {
-            *card = Some(s.bitstream.clone());
+            card.image = Some(s.bitstream.clone());
         }
         for r in pending.iter().filter(|_| live) {
             if r.wait_before_s > 0.0 {
@@ -193,6 +209,16 @@ impl Walk<'_, '_> {
         lock(&self.ladder).after_session(engine, s, tb)?;
         Ok(true)
     }
+}
+
+/// What a slice knows of its card.
+#[derive(Default)]
+struct Card {
+    /// The image it holds, as far as this run of the tool wrote it or read it back.
+    image: Option<String>,
+    /// Whether it was read back: once, before the slice's first bring-up. Never after one, whose
+    /// write may have stopped half-way while the card still runs the image it had.
+    read: bool,
 }
 
 /// Adaptive sessions: the raw figures of each program's sessions so far, and the programs whose

@@ -349,7 +349,7 @@ fn paper_plan_renders_the_documented_oct_commands() {
     assert!(cmd("driver_bind").ends_with("-b vfio-pci 0000:3b:00.0 0000:3b:00.1"));
     assert_eq!(
         cmd("readback"),
-        "/var/tmp/latency/bin/latency-agent regs read --bar /sys/bus/pci/devices/0000:3b:00.0/resource2 0x0"
+        "/var/tmp/latency/bin/latency-agent regs identity --bar /sys/bus/pci/devices/0000:3b:00.0/resource2"
     );
     // LatencyLab's receiver settings: rings of 512 descriptors, reflections re-addressed to the
     // sender's ConnectX-5 (`--dst-mac b8:83:03:7a:e0:b8` in campaign163.sh), and EAL arguments

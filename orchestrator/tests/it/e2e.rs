@@ -293,7 +293,8 @@ fn a_study_accounts_for_every_probe_and_recovers_the_delays() {
     let by_session = prov.testbed.facts.tsc_hz_by_session.clone().unwrap();
     assert_eq!(by_session.len(), 8, "{by_session:?}");
     assert!(by_session.values().all(|hz| (hz / prov.tsc_hz - 1.0).abs() < 0.01), "{by_session:?}");
-    assert!(dir.join("logs/forward_s1/flash.log").is_file(), "per-step logs");
+    // (RemoveHeader follows Forward, so its first session always writes its image.)
+    assert!(dir.join("logs/remove_header_s1/flash.log").is_file(), "per-step logs");
     // What each session read back from the card: the behaviour its bitstream asked for.
     #[derive(serde::Deserialize)]
     struct Readback {
@@ -677,4 +678,87 @@ fn a_two_hop_path_recovers_each_hop_and_the_whole_path() {
     let start = std::fs::read_to_string(hops_dir.join("logs/forward_s1/agent_start.log")).unwrap();
     assert!(start.contains("--ports r0,r1,r2") && start.contains("--sleep-unpinned"), "{start}");
     remove(&[&hops_dir]);
+}
+
+/// Writing an image the card already runs is left out (`flash: on_change`): before its first
+/// bring-up the study reads the card back and compares the sha256 the emulated card was flashed
+/// with against the manifest's. A card running another image is written as usual.
+#[test]
+fn a_study_leaves_out_writing_the_image_the_card_reads_back() {
+    let Some(_testbed) = testbed() else { return };
+    let base = tmp("held");
+    let plan = base.with_extension("yaml");
+    let text = std::fs::read_to_string(root().join("plans/emulated.yaml")).unwrap();
+    let cut = text.find("  - name: remove_header").unwrap();
+    let text = format!("{}\nanalysis:\n  calibration: none\n  modes: {{ enabled: false }}\n", &text[..cut])
+        .replace("\n  sessions: 2\n  runs: 3\n", "\n  sessions: 2\n  runs: 1\n")
+        .replace("    \"null\": ../bitstreams/golden_nic.yaml\n", "")
+        .replace("../", &format!("{}/", root().display()));
+    std::fs::write(&plan, text).unwrap();
+    let study = |name: &str| {
+        let dir = base.join(name);
+        let o = bin().arg("run").arg(&plan).arg("--out").arg(&dir).output().unwrap();
+        assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+        let j = journal(&dir);
+        let read = j.iter().find_map(|e| match &e.event {
+            Event::CardRead { index: 0, identity, holds } => Some((identity.clone(), *holds)),
+            _ => None,
+        });
+        let written: Vec<usize> = j
+            .iter()
+            .filter_map(|e| match e.event {
+                Event::StepFinished { index, action: latency_plan::Action::Flash, .. } => Some(index),
+                _ => None,
+            })
+            .collect();
+        (read, written, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let forward_sha = "de453f948b7e0ea6e3deb86421683a9644bed11764983f26061cc9d1d141a3cf";
+    // The card runs the null image (flashed as a study would, with its checksum).
+    let emu = Path::new("/var/tmp/latency-emu/bin/fpga-emu");
+    let golden_sha = "4b4aa21bb2d767926c670de656875ca47b1627b31341abb1fc81c26c380ad63d";
+    let o = Command::new(emu)
+        .args(["flash", "--dir", "/var/tmp/latency-emu/fpga", "--sha256", golden_sha, "golden_nic.mcs"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (read, written, _) = study("other");
+    let (identity, holds) = read.expect("the card read back before the first bring-up");
+    assert_eq!((identity.sha256.as_deref(), holds), (Some(golden_sha), false));
+    assert_eq!(written, [0], "the image written once, by the first session");
+    // Now it runs Forward, as the study left it: nothing is written.
+    let (read, written, err) = study("held");
+    let (identity, holds) = read.expect("the card read back before the first bring-up");
+    assert_eq!((identity.sha256.as_deref(), holds), (Some(forward_sha), true));
+    assert!(written.is_empty(), "no image written: {written:?}");
+    assert!(err.contains("it runs the session's image, which is not written again"), "{err}");
+    let prov = Provenance::read_file(&base.join("held/provenance.json")).unwrap();
+    let readback = prov.testbed.facts.readback.unwrap();
+    assert_eq!(readback["forward_s1"]["sha256"], forward_sha, "the bring-up's own readback agrees");
+    // A flash that leaves the card as it was: the bring-up's readback finds the null image, not
+    // Forward, and the study stops there, naming the host and the step, before any run.
+    let o = Command::new(emu)
+        .args(["flash", "--dir", "/var/tmp/latency-emu/fpga", "--sha256", golden_sha, "golden_nic.mcs"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (inv_dir, inv) = inventory("no-write", |t| {
+        let write = "/var/tmp/latency-emu/bin/fpga-emu flash --dir /var/tmp/latency-emu/fpga --sha256 {{ bitstream_sha256 }} {{ bitstream }}\n    && ";
+        assert!(t.contains(write));
+        t.replace(write, "").replace(
+            "status --dir /var/tmp/latency-emu/fpga --expect {{ bitstream }}",
+            "status --dir /var/tmp/latency-emu/fpga",
+        )
+    });
+    let dir = base.join("wrong");
+    let o = bin().arg("run").arg(&plan).arg("--testbed").arg(&inv).arg("--out").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let why = format!(
+        "receiver (emu-receiver): readback: the card reads back (sha256 {golden_sha}), not forward (sha256 {forward_sha})"
+    );
+    assert!(err.contains(&why), "{err}");
+    assert!(runs_finished(&dir).is_empty());
+    remove(&[&base, &inv_dir]);
+    let _ = std::fs::remove_file(&plan);
 }

@@ -66,12 +66,21 @@ pub fn matches(b: &Bitstream, want: &str) -> bool {
 }
 
 /// Flash `image` (optionally with a delay in µs) and wait until the emulator runs it again.
-pub fn flash(dir: &Path, image: &str, delay_us: Option<u64>, timeout: Duration) -> Result<State, ClientError> {
+pub fn flash(
+    dir: &Path,
+    image: &str,
+    delay_us: Option<u64>,
+    sha256: Option<&str>,
+    timeout: Duration,
+) -> Result<State, ClientError> {
     let before = live_state(dir)?.generation;
-    let line = match delay_us {
-        Some(us) => format!("flash {image} {us}"),
-        None => format!("flash {image}"),
-    };
+    let mut line = format!("flash {image}");
+    if let Some(us) = delay_us {
+        line.push_str(&format!(" {us}"));
+    }
+    if let Some(h) = sha256 {
+        line.push_str(&format!(" sha256={h}"));
+    }
     send(dir, &line)?;
     let start = Instant::now();
     loop {
@@ -135,7 +144,10 @@ mod tests {
     fn clients_fail_fast_without_an_emulator() {
         let dir = std::env::temp_dir().join(format!("fpga-emu-ctl-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        assert!(matches!(flash(&dir, "forward", None, Duration::from_secs(1)), Err(ClientError::NotRunning { .. })));
+        assert!(matches!(
+            flash(&dir, "forward", None, None, Duration::from_secs(1)),
+            Err(ClientError::NotRunning { .. })
+        ));
         ensure_fifo(&dir.join(CONTROL_FIFO)).unwrap();
         // A FIFO with no reader: the write side cannot open it.
         assert!(matches!(send(&dir, "status"), Err(ClientError::NotRunning { .. })));

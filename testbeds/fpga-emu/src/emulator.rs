@@ -69,6 +69,8 @@ pub enum Control {
         image: String,
         /// Delay override.
         delay: Option<Duration>,
+        /// sha256 of the image file, which the card then reads back (`sha256` in its state).
+        sha256: Option<String>,
     },
     /// Flash the loaded bitstream again (a reset: links bounce, the pipeline empties).
     Reset,
@@ -85,18 +87,27 @@ pub enum BadCommand {
     #[error("`{0}` is not a delay in µs")]
     Delay(String),
     /// No command of the emulator.
-    #[error("unknown command `{0}` (expected `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`)")]
+    #[error("unknown command `{0}` (expected `flash IMAGE [DELAY_US] [sha256=HEX]`, `reset`, `status`, `quit`)")]
     Unknown(String),
 }
 
-/// Parse a control line: `flash IMAGE [DELAY_US]`, `reset`, `status`, `quit`.
+/// Parse a control line: `flash IMAGE [DELAY_US] [sha256=HEX]`, `reset`, `status`, `quit`.
 pub fn parse_command(line: &str) -> Result<Control, BadCommand> {
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
-        ["flash", image] => Ok(Control::Flash { image: (*image).to_string(), delay: None }),
-        ["flash", image, us] => {
-            let us: u64 = us.parse().map_err(|_| BadCommand::Delay((*us).to_string()))?;
-            Ok(Control::Flash { image: (*image).to_string(), delay: Some(Duration::from_micros(us)) })
+        ["flash", image, rest @ ..] if rest.len() <= 2 => {
+            let (mut delay, mut sha256) = (None, None);
+            for w in rest {
+                match w.strip_prefix("sha256=") {
+                    Some(h) if sha256.is_none() => sha256 = Some(h.to_string()),
+                    None if delay.is_none() => {
+                        let us: u64 = w.parse().map_err(|_| BadCommand::Delay((*w).to_string()))?;
+                        delay = Some(Duration::from_micros(us));
+                    }
+                    _ => return Err(BadCommand::Unknown(line.to_string())),
+                }
+            }
+            Ok(Control::Flash { image: (*image).to_string(), delay, sha256 })
         }
         ["reset"] => Ok(Control::Reset),
         ["status"] => Ok(Control::Status),
@@ -136,6 +147,8 @@ struct Emu {
     bitstream: Bitstream,
     /// Delay given with the last flash command (kept across resets).
     delay_override: Option<Duration>,
+    /// sha256 given with the last flash command (kept across resets).
+    sha256: Option<String>,
     queue: VecDeque<(Instant, Vec<u8>)>,
     counters: Counters,
     generation: u64,
@@ -196,6 +209,7 @@ impl Emu {
             generation: self.generation,
             last_result: self.last_result.clone(),
             bitstream: self.bitstream.clone(),
+            sha256: self.sha256.clone(),
             flashed_at_ms: self.flashed_at_ms,
             links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b].map(String::clone),
             counters: self.counters.clone(),
@@ -269,11 +283,11 @@ impl Emu {
     /// Flash the loaded bitstream again (its spec file, if any, is read again).
     fn reset(&mut self) -> Result<(), EmuError> {
         let image = self.bitstream.image.clone();
-        self.flash(&image, self.delay_override)
+        self.flash(&image, self.delay_override, self.sha256.clone())
     }
 
     /// Load `image` as a re-enumeration would: links down, pipeline emptied, new program, links up.
-    fn flash(&mut self, image: &str, delay: Option<Duration>) -> Result<(), EmuError> {
+    fn flash(&mut self, image: &str, delay: Option<Duration>, sha256: Option<String>) -> Result<(), EmuError> {
         let next = match bitstream::resolve(image, delay) {
             Ok(b) => b,
             Err(e) => {
@@ -300,6 +314,7 @@ impl Emu {
         }
         self.bitstream = next;
         self.delay_override = delay;
+        self.sha256 = sha256;
         for dev in [&self.cfg.host_p, &self.cfg.host_b] {
             problems.extend(link_set(dev, true).err().map(|e| e.to_string()));
         }
@@ -334,6 +349,7 @@ pub fn run(
         bar,
         bitstream: cfg.bitstream.clone(),
         delay_override: cfg.delay_override,
+        sha256: None,
         queue: VecDeque::new(),
         counters: Counters::default(),
         generation: 0,
@@ -366,7 +382,7 @@ pub fn run(
     while !stop.load(Ordering::Relaxed) {
         while let Ok(line) = commands.try_recv() {
             match parse_command(&line) {
-                Ok(Control::Flash { image, delay }) => emu.flash(&image, delay)?,
+                Ok(Control::Flash { image, delay, sha256 }) => emu.flash(&image, delay, sha256)?,
                 Ok(Control::Reset) => emu.reset()?,
                 Ok(Control::Status) => emu.write_state()?,
                 Ok(Control::Quit) => stop.store(true, Ordering::Relaxed),
@@ -397,12 +413,26 @@ mod tests {
     fn control_lines_parse() {
         assert_eq!(
             parse_command("flash /var/tmp/x/rmvhdr.mcs"),
-            Ok(Control::Flash { image: "/var/tmp/x/rmvhdr.mcs".into(), delay: None })
+            Ok(Control::Flash { image: "/var/tmp/x/rmvhdr.mcs".into(), delay: None, sha256: None })
         );
         assert_eq!(
             parse_command("  flash forward 350 "),
-            Ok(Control::Flash { image: "forward".into(), delay: Some(Duration::from_micros(350)) })
+            Ok(Control::Flash { image: "forward".into(), delay: Some(Duration::from_micros(350)), sha256: None })
         );
+        assert_eq!(
+            parse_command("flash forward.mcs sha256=de45"),
+            Ok(Control::Flash { image: "forward.mcs".into(), delay: None, sha256: Some("de45".into()) })
+        );
+        assert_eq!(
+            parse_command("flash forward.mcs 350 sha256=de45"),
+            Ok(Control::Flash {
+                image: "forward.mcs".into(),
+                delay: Some(Duration::from_micros(350)),
+                sha256: Some("de45".into())
+            })
+        );
+        assert!(parse_command("flash forward.mcs 350 400").is_err());
+        assert!(parse_command("flash forward.mcs sha256=a sha256=b").is_err());
         assert_eq!(parse_command("reset"), Ok(Control::Reset));
         assert_eq!(parse_command("quit"), Ok(Control::Quit));
         assert_eq!(parse_command("status"), Ok(Control::Status));

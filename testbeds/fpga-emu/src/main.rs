@@ -69,6 +69,9 @@ enum Command {
         /// Pipeline delay override, µs.
         #[arg(long)]
         delay_us: Option<u64>,
+        /// sha256 of the image file, which the card then reads back as its identity.
+        #[arg(long, value_parser = hex_word)]
+        sha256: Option<String>,
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 10.0)]
         timeout_s: f64,
@@ -99,6 +102,15 @@ enum Command {
         /// Image path, name or spec file.
         image: String,
     },
+}
+
+/// A checksum as the control line carries it: one word of letters and digits.
+fn hex_word(s: &str) -> Result<String, String> {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` is not a checksum"))
+    }
 }
 
 fn seconds(s: f64) -> Result<Duration, (u8, String)> {
@@ -142,15 +154,16 @@ fn main() -> ExitCode {
                 }),
             }
         }
-        Command::Flash { dir, image, delay_us, timeout_s } => seconds(timeout_s).and_then(|t| {
-            let s = control::flash(&dir, &image, delay_us, t).map_err(|e| (1, e.to_string()))?;
+        Command::Flash { dir, image, delay_us, sha256, timeout_s } => seconds(timeout_s).and_then(|t| {
+            let s = control::flash(&dir, &image, delay_us, sha256.as_deref(), t).map_err(|e| (1, e.to_string()))?;
             print(&s.bitstream);
             Ok(())
         }),
         Command::Reset { dir, timeout_s } => seconds(timeout_s).and_then(|t| {
-            let b = control::live_state(&dir).map_err(|e| (1, e.to_string()))?.bitstream;
-            let delay = u64::try_from(b.delay.as_micros()).unwrap_or(u64::MAX);
-            let s = control::flash(&dir, &b.image, Some(delay), t).map_err(|e| (1, e.to_string()))?;
+            let live = control::live_state(&dir).map_err(|e| (1, e.to_string()))?;
+            let delay = u64::try_from(live.bitstream.delay.as_micros()).unwrap_or(u64::MAX);
+            let s = control::flash(&dir, &live.bitstream.image, Some(delay), live.sha256.as_deref(), t)
+                .map_err(|e| (1, e.to_string()))?;
             print(&s.bitstream);
             Ok(())
         }),

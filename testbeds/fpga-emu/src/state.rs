@@ -72,6 +72,10 @@ pub struct State {
     pub last_result: String,
     /// The loaded bitstream.
     pub bitstream: Bitstream,
+    /// sha256 of the image file it was flashed from, when the flash gave one: what the card
+    /// reads back as its identity ([`latency_proto::CardIdentity`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
     /// Unix time of the last completed flash, ms.
     pub flashed_at_ms: u64,
     /// Interfaces: switch A, switch B, host P, host B.
@@ -161,12 +165,16 @@ mod tests {
             generation: 3,
             last_result: "ok".into(),
             bitstream: crate::bitstream::resolve("rmvhdr.mcs", None).unwrap(),
+            sha256: Some("ab".repeat(32)),
             flashed_at_ms: 5,
             links: ["a", "b", "p", "q"].map(String::from),
             counters,
         };
         write_state(&dir, &s).unwrap();
         assert_eq!(read_state(&dir).unwrap(), s);
+        let identity: latency_proto::CardIdentity =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(STATE_FILE)).unwrap()).unwrap();
+        assert_eq!(identity.sha256, Some("ab".repeat(32)), "the identity the controller reads back");
         // The field names and encodings others read (`fpga-emu status`, the readback provenance).
         let text = std::fs::read_to_string(dir.join(STATE_FILE)).unwrap();
         for phase in [Phase::Running, Phase::Flashing, Phase::Stopped] {

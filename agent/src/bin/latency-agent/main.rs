@@ -158,6 +158,13 @@ enum RegsOp {
         #[arg(long)]
         bar: PathBuf,
     },
+    /// What the card runs, as JSON (`{"build_timestamp":"0x10140810"}`): the readback a bring-up
+    /// compares with the bitstream manifest's `identity`.
+    Identity {
+        /// BAR resource file.
+        #[arg(long)]
+        bar: PathBuf,
+    },
     /// Read one register.
     Read {
         /// BAR resource file.
@@ -299,6 +306,15 @@ fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
             } else {
                 Err(Failure::Failed(problems.join("; ")))
             }
+        }
+        RegsOp::Identity { bar } => {
+            let build = map(&bar)?.read32(regs::BUILD_TIMESTAMP).map_err(io)?;
+            let identity = latency_proto::CardIdentity {
+                build_timestamp: Some(latency_proto::Hex32(build)),
+                ..latency_proto::CardIdentity::default()
+            };
+            println!("{}", serde_json::to_string(&identity).map_err(|e| Failure::Failed(e.to_string()))?);
+            Ok(())
         }
         RegsOp::Read { bar, offset } => {
             println!("{:#010x}", map(&bar)?.read32(offset as usize).map_err(io)?);

@@ -1,2 +1,2 @@
-# The Open-NIC shell's build status (system config register 0x0).
-{{ agent }} regs read --bar {{ bar_file }} 0x0
+# What the card runs: the Open-NIC shell's build timestamp (system config register 0x0), as JSON.
+{{ agent }} regs identity --bar {{ bar_file }}

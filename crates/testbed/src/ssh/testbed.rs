@@ -18,6 +18,7 @@ use latency_plan::inventory::Action;
 use latency_plan::inventory::Inventory;
 use latency_plan::inventory::Role;
 use latency_plan::layout::RemoteLayout;
+use latency_proto::CardIdentity;
 use latency_schedule::Run;
 use latency_schedule::Session as StudySession;
 use latency_schedule::Step;
@@ -291,6 +292,24 @@ impl Testbed for SshTestbed {
         self.tsc_hz.unwrap_or(f64::NAN)
     }
 
+    fn read_card(&mut self, session: &StudySession, cancel: &Cancel) -> Result<Option<CardIdentity>, TestbedError> {
+        let Some(cmd) = session.steps.iter().find(|s| s.action == Action::Readback).and_then(|s| s.command.as_deref())
+        else {
+            return Ok(None);
+        };
+        if cancel.is_cancelled() {
+            return Err(TestbedError::Interrupted);
+        }
+        let name = session.name();
+        self.log(&name, "read_card", &format!("# before the first bring-up\n$ {cmd}"));
+        let out = self.sh(Role::Receiver, Action::Readback.into(), cmd, self.timeout(Action::Readback));
+        match &out {
+            Ok(o) => self.log(&name, "read_card", o),
+            Err(e) => self.log(&name, "read_card", &format!("error: {e}")),
+        }
+        Ok(out.ok().and_then(|o| serde_json::from_str::<CardIdentity>(o.trim()).ok()).filter(|r| !r.is_empty()))
+    }
+
     fn step(
         &mut self,
         session: &StudySession,
@@ -320,6 +339,16 @@ impl Testbed for SshTestbed {
             let text = out.trim();
             let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
             self.readback.insert(name.clone(), value);
+            // A card running another image than the session's is not measured.
+            if let Some(read) =
+                serde_json::from_str::<CardIdentity>(text).ok().filter(|r| r.matches(&session.identity) == Some(false))
+            {
+                return Err(TestbedError::Failed {
+                    host: self.hosts.name(Role::Receiver).to_string(),
+                    action: Doing::Action(Action::Readback),
+                    message: format!("the card reads back ({read}), not {} ({})", session.bitstream, session.identity),
+                });
+            }
         }
         if starts_agent {
             let started = self.agent(&name).ready(timeout)?;
