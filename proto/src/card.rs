@@ -19,12 +19,21 @@ pub struct CardIdentity {
     /// set by the shell's `build.tcl` (`-build_timestamp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_timestamp: Option<Hex32>,
+    /// The board family, as the card management firmware names it (CMS `PROFILE_NAME_REG`, four
+    /// ASCII bytes: `U280`, `U2XX` for a U200 or U250, `U50A`, `U55N` for a U55C or U55N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 impl CardIdentity {
     /// Whether nothing is known.
     pub fn is_empty(&self) -> bool {
-        self.sha256.is_none() && self.build_timestamp.is_none()
+        self.sha256.is_none() && self.build_timestamp.is_none() && self.profile.is_none()
+    }
+
+    /// Whether a card reading `self` is another board than `expected` describes (both name one).
+    pub fn other_board(&self, expected: &CardIdentity) -> bool {
+        matches!((&self.profile, &expected.profile), (Some(a), Some(b)) if !a.trim().eq_ignore_ascii_case(b.trim()))
     }
 
     /// Whether a card reading `self` runs the image `expected` describes: `None` when they share
@@ -38,9 +47,13 @@ impl CardIdentity {
             (Some(a), Some(b)) => Some(a == b),
             _ => None,
         };
-        match (sha, build) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
+        let board = match (&self.profile, &expected.profile) {
+            (Some(_), Some(_)) => Some(!self.other_board(expected)),
+            _ => None,
+        };
+        match (sha, build, board) {
+            (None, None, None) => None,
+            (a, b, c) => Some(a.unwrap_or(true) && b.unwrap_or(true) && c.unwrap_or(true)),
         }
     }
 }
@@ -54,6 +67,9 @@ impl fmt::Display for CardIdentity {
         }
         if let Some(b) = self.build_timestamp {
             parts.push(format!("build_timestamp {b}"));
+        }
+        if let Some(p) = &self.profile {
+            parts.push(format!("board {p}"));
         }
         if parts.is_empty() { f.write_str("unknown") } else { f.write_str(&parts.join(", ")) }
     }
@@ -100,7 +116,7 @@ mod tests {
     use super::*;
 
     fn id(sha: Option<&str>, build: Option<u32>) -> CardIdentity {
-        CardIdentity { sha256: sha.map(String::from), build_timestamp: build.map(Hex32) }
+        CardIdentity { sha256: sha.map(String::from), build_timestamp: build.map(Hex32), profile: None }
     }
 
     #[test]
@@ -112,6 +128,14 @@ mod tests {
         assert_eq!(id(Some("AB"), None).matches(&id(Some("ab"), None)), Some(true), "hex of any case");
         assert_eq!(id(Some("ab"), Some(1)).matches(&id(Some("ab"), Some(2))), Some(false), "one differs");
         assert_eq!(CardIdentity::default().matches(&id(Some("ab"), Some(1))), None);
+        // The board: another one never matches, whatever else agrees.
+        let on = |p: &str| CardIdentity { profile: Some(p.into()), ..id(Some("ab"), None) };
+        assert!(on("U2XX").other_board(&on("U280")));
+        assert!(!on("u280").other_board(&on("U280")));
+        assert!(!id(Some("ab"), None).other_board(&on("U280")), "a card that does not say");
+        assert_eq!(on("U2XX").matches(&on("U280")), Some(false));
+        assert_eq!(on("U280").matches(&on("U280")), Some(true));
+        assert_eq!(on("U280").to_string(), "sha256 ab, board U280");
     }
 
     #[test]

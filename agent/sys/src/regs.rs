@@ -50,6 +50,18 @@ pub const RX_STATUS: [(usize, u32, &str); 2] = [(0x8204, 0x3, "CMAC0 RX status")
 /// by the shell's `build.tcl`): what identifies the image a card runs.
 pub const BUILD_TIMESTAMP: usize = 0x0;
 
+/// The card management firmware's board profile (CMS `PROFILE_NAME_REG`, four ASCII bytes such
+/// as `U280`): the CMS register map (`REG_MAP` at CMS + 0x28000) at the Open-NIC shell's CMS base
+/// 0x300000, + 0x14. Beyond [`WINDOW`]: read only where the BAR is that large.
+pub const CMS_PROFILE: usize = 0x0032_8014;
+
+/// The board profile a CMS profile word names: its four bytes as ASCII letters and digits; `None`
+/// for anything else (the CMS not started, a shell without it).
+pub fn profile_name(word: u32) -> Option<String> {
+    let bytes = word.to_be_bytes();
+    bytes.iter().all(u8::is_ascii_alphanumeric).then(|| bytes.iter().map(|&b| char::from(b)).collect())
+}
+
 /// Size of the register window that must be mapped.
 pub const WINDOW: usize = 0x10000;
 
@@ -81,12 +93,13 @@ pub fn apply(bar: &mut Bar, writes: &[Write]) -> io::Result<()> {
     Ok(())
 }
 
-/// Problems found by the health check: a dead BAR (all ones, as after a lost PCIe link) or a
-/// CMAC whose RX status is not exactly 0x3. Empty = healthy.
+/// Problems found by the health check of a card with `cmacs` CMACs (1 or 2; a U50 has one): a
+/// dead BAR (all ones, as after a lost PCIe link) or a CMAC whose RX status is not exactly 0x3.
+/// Empty = healthy.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub fn check(bar: &Bar) -> io::Result<Vec<String>> {
+pub fn check(bar: &Bar, cmacs: usize) -> io::Result<Vec<String>> {
     let mut problems = Vec::new();
-    for (offset, want, what) in RX_STATUS {
+    for &(offset, want, what) in RX_STATUS.iter().take(cmacs) {
         let v = bar.read32(offset)?;
         if v == 0xFFFF_FFFF {
             problems
@@ -144,25 +157,38 @@ mod tests {
     }
 
     #[test]
+    fn a_cms_profile_word_names_its_board_in_ascii() {
+        // cms.c's profile words (esnet-smartnic-fw libopennic).
+        assert_eq!(profile_name(0x5532_3830).as_deref(), Some("U280"));
+        assert_eq!(profile_name(0x5532_5858).as_deref(), Some("U2XX"));
+        assert_eq!(profile_name(0x5535_3041).as_deref(), Some("U50A"));
+        assert_eq!(profile_name(0), None, "the CMS not started");
+        assert_eq!(profile_name(0xFFFF_FFFF), None, "a dead BAR");
+        assert_eq!(profile_name(0xDEAD_BEEF), None);
+    }
+
+    #[test]
     fn health_check_reports_dead_bars_and_links_down() {
         let p = fake_bar("check");
         let mut bar = Bar::map(&p, WINDOW).unwrap();
         bar.write32(0x8204, 3).unwrap();
         bar.write32(0xC204, 3).unwrap();
-        assert!(check(&bar).unwrap().is_empty());
+        assert!(check(&bar, 2).unwrap().is_empty());
         bar.write32(0xC204, 1).unwrap();
+        // A one-CMAC board (U50) has no CMAC1 to check.
+        assert!(check(&bar, 1).unwrap().is_empty());
         assert_eq!(
-            check(&bar).unwrap(),
+            check(&bar, 2).unwrap(),
             ["CMAC1 RX status (0xc204) = 0x00000001, expected exactly 0x00000003 (link down or not aligned?)"]
         );
         // Exact, not masked: 0x7 has both wanted bits and one more.
         bar.write32(0xC204, 7).unwrap();
         assert_eq!(
-            check(&bar).unwrap(),
+            check(&bar, 2).unwrap(),
             ["CMAC1 RX status (0xc204) = 0x00000007, expected exactly 0x00000003 (unexpected bits 0x4 set)"]
         );
         bar.write32(0x8204, 0xFFFF_FFFF).unwrap();
-        assert!(check(&bar).unwrap()[0].contains("the BAR is dead"));
+        assert!(check(&bar, 1).unwrap()[0].contains("the BAR is dead"));
         assert!(bar.read32(0x10000).is_err() && bar.read32(0x8202).is_err());
         drop(bar);
         std::fs::remove_file(p).unwrap();

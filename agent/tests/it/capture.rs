@@ -395,4 +395,15 @@ fn regs_identity_prints_the_shells_build_timestamp() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "{\"build_timestamp\":\"0x10140810\"}\n");
     let read: latency_proto::CardIdentity = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(read.build_timestamp, Some(latency_proto::Hex32(0x1014_0810)));
+    // A BAR as large as the Open-NIC shell's (4 MiB) reaches the CMS: its board profile, the
+    // register holding the four ASCII bytes as a little-endian word.
+    let mut window = vec![0u8; 0x40_0000];
+    window[..4].copy_from_slice(&0x1014_0810u32.to_le_bytes());
+    window[0x32_8014..0x32_8018].copy_from_slice(&0x5532_3830u32.to_le_bytes());
+    std::fs::write(&bar, &window).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_latency-agent")).args(["regs", "identity", "--bar"]).arg(&bar).output();
+    std::fs::remove_file(&bar).unwrap();
+    let o = o.unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "{\"build_timestamp\":\"0x10140810\",\"profile\":\"U280\"}\n");
 }

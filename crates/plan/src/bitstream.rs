@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use latency_proto::{CardIdentity, Hex32};
 
+use crate::board::{Board, Shell};
 use crate::digest;
 use crate::yaml::{Decoder, Node, Pos};
 
@@ -36,10 +37,18 @@ pub struct Bitstream {
     pub sha256_at: Pos,
     /// Whether the image file is present locally (its checksum was then verified).
     pub present: bool,
-    /// Board, e.g. `au280`.
-    pub board: String,
-    /// Shell the image was built on (e.g. `open-nic-shell@<commit>`).
-    pub shell: String,
+    /// The board the image was built for (`au280` or `u280`).
+    pub board: Board,
+    /// Where the manifest gives the board.
+    #[serde(skip)]
+    pub board_at: Pos,
+    /// The shell the image was built on.
+    pub shell: Shell,
+    /// Where the manifest gives the shell.
+    #[serde(skip)]
+    pub shell_at: Pos,
+    /// Which build of the shell (a commit, a release), free text.
+    pub shell_build: Option<String>,
     /// Pipeline clock in MHz.
     pub clock_mhz: f64,
     /// Vendor worst-case pipeline latency in clock cycles (absent for null images).
@@ -70,6 +79,7 @@ impl Bitstream {
         CardIdentity {
             sha256: (self.sha256 != UNBUILT).then(|| self.sha256.clone()),
             build_timestamp: self.build_timestamp,
+            profile: Some(self.board.facts().cms_profile.to_string()),
         }
     }
 }
@@ -82,8 +92,11 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let file = file_node.and_then(|n| d.path(n, false));
     let sha256 = m.required(d, "sha256", image_sha256);
     let sha256_at = m.at("sha256").unwrap_or(m.pos);
-    let board = m.required(d, "board", Decoder::string);
-    let shell = m.required(d, "shell", Decoder::string);
+    let board = m.required(d, "board", decode_board);
+    let board_at = m.at("board").unwrap_or(m.pos);
+    let shell = m.required(d, "shell", |d, n| d.choice(n, &Shell::WORDS));
+    let shell_at = m.at("shell").unwrap_or(m.pos);
+    let shell_build = m.optional(d, "shell_build", Decoder::string);
     let clock_mhz = m.required(d, "clock_mhz", |d, n| d.number(n, 1.0..=1000.0));
     let null = m.or(d, "null", false, Decoder::boolean);
     let vendor = m.optional(d, "vendor_bound_cycles", |d, n| d.uint(n, 1..=100_000));
@@ -112,7 +125,10 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         sha256_at,
         present,
         board: board?,
+        board_at,
         shell: shell?,
+        shell_at,
+        shell_build: shell_build?,
         clock_mhz: clock_mhz?,
         vendor_bound_cycles: vendor?,
         header_insert_cycles: insert?,
@@ -122,6 +138,16 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         table_driver_dir: table_driver_dir?,
         build_timestamp: build_timestamp?,
     })
+}
+
+/// A board as manifests name it: `au280` (the shells' build scripts) or `u280`.
+pub fn decode_board(d: &mut Decoder, n: &Node) -> Option<Board> {
+    let name = d.string(n)?;
+    let b = Board::parse(&name);
+    if b.is_none() {
+        d.error(n.pos, format!("unknown board `{name}`: expected one of {}", Board::accepted()));
+    }
+    b
 }
 
 /// `identity:`: `{ build_timestamp: "0x10140810" }`, what the card reads back running the image.
@@ -180,7 +206,7 @@ mod tests {
     fn decoded(identity: &str) -> (Option<Bitstream>, Vec<String>) {
         let path = Path::new("/nonexistent/bitstreams/fwd.yaml");
         let src = format!(
-            "name: fwd\nfile: fwd.mcs\nsha256: {}\nboard: au280\nshell: open-nic-shell\nclock_mhz: 250\n\
+            "name: fwd\nfile: fwd.mcs\nsha256: {}\nboard: au280\nshell: open-nic\nclock_mhz: 250\n\
              vendor_bound_cycles: 55\nprogramming: qspi\n{identity}",
             "AB".repeat(32)
         );
@@ -199,7 +225,9 @@ mod tests {
         assert_eq!(id.sha256, Some("ab".repeat(32)), "the image's checksum, lowercase");
         // Without `identity`, the checksum alone.
         let (b, _) = decoded("");
-        assert_eq!(b.unwrap().identity(), CardIdentity { sha256: Some("ab".repeat(32)), build_timestamp: None });
+        let id = b.unwrap().identity();
+        assert_eq!((id.sha256, id.build_timestamp), (Some("ab".repeat(32)), None));
+        assert_eq!(id.profile.as_deref(), Some("U280"), "the board, as its management firmware names it");
     }
 
     #[test]

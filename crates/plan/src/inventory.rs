@@ -17,6 +17,7 @@ use serde::Serialize;
 pub use crate::actions::{Action, LIST_VARIABLES, Role, VARIABLES};
 use pci::Bdf;
 
+use crate::board::{Board, Shell};
 use crate::layout::RemoteLayout;
 use crate::protocol::{Soak, Timing};
 use crate::steps::{StepPolicy, decode_steps, default_policy};
@@ -112,6 +113,15 @@ pub struct Receiver {
     pub onic_module: String,
     /// Kernel netdevs of the FPGA functions while `onic` is bound.
     pub fpga_ifaces: Vec<String>,
+    /// Where the inventory gives `fpga_ifaces`.
+    #[serde(skip)]
+    pub fpga_ifaces_at: Option<yaml::Pos>,
+    /// A NIC port of the receiver that captures the bypass copy, on a board with one CMAC (one
+    /// FPGA port: the pipeline's): the capture's second port.
+    pub bypass_iface: Option<String>,
+    /// Where the inventory gives `bypass_iface`.
+    #[serde(skip)]
+    pub bypass_iface_at: Option<yaml::Pos>,
     /// Path of `dpdk-devbind.py`.
     pub devbind: String,
     /// Command that loads a `table_add` entries file into the P4 tables (VitisNetP4 driver).
@@ -137,6 +147,14 @@ pub struct Receiver {
     pub reflect_port: Option<String>,
 }
 
+impl Receiver {
+    /// The interfaces the agent captures on, in port order: the FPGA's, then the bypass NIC port
+    /// of a one-CMAC board.
+    pub fn capture_ifaces(&self) -> Vec<String> {
+        self.fpga_ifaces.iter().chain(&self.bypass_iface).cloned().collect()
+    }
+}
+
 /// A decoded inventory.
 #[derive(Clone, Debug, Serialize)]
 pub struct Inventory {
@@ -144,6 +162,16 @@ pub struct Inventory {
     pub path: PathBuf,
     /// Safe name.
     pub name: String,
+    /// The card (`board`; default `u280`).
+    pub board: Board,
+    /// Where the inventory gives `board` (its first line when it does not).
+    #[serde(skip)]
+    pub board_at: yaml::Pos,
+    /// The shell its images are built on (`shell`; default `open-nic`).
+    pub shell: Shell,
+    /// Where the inventory gives `shell` (its first line when it does not).
+    #[serde(skip)]
+    pub shell_at: yaml::Pos,
     /// Sender.
     pub sender: Sender,
     /// Receiver.
@@ -229,8 +257,10 @@ impl Inventory {
         v.insert("bitstream_sha256", word(ctx.bitstream_sha256));
         v.insert("capture_file", word(&layout.capture_file(ctx.session_name, ctx.run.unwrap_or(0))));
         v.insert("capture_iface", word(&s.capture_iface));
-        // The agent's `--ports`: as many of the FPGA interfaces as the plan captures.
-        v.insert("capture_ports", word(&r.fpga_ifaces[..ctx.ports.min(r.fpga_ifaces.len())].join(",")));
+        // The agent's `--ports`: as many of the capture interfaces as the plan captures.
+        let capture = r.capture_ifaces();
+        v.insert("capture_ports", word(&capture[..ctx.ports.min(capture.len())].join(",")));
+        v.insert("cmacs", word(&self.board.facts().cmacs.to_string()));
         v.insert("capture_tstamp", word(&s.capture_tstamp));
         v.insert("capture_pidfile", word(&layout.capture_pidfile()));
         v.insert("config_fpga_key", word(&r.config_fpga_key));
@@ -242,6 +272,12 @@ impl Inventory {
         // The EAL's arguments go to the DPDK backend only (the level's backend, if a factor sets it).
         let backend = ctx.overrides.iter().find(|(n, _)| *n == "agent_backend").map_or(r.backend.as_str(), |o| o.1);
         v.insert("eal_args", list(if backend == "dpdk" { &r.eal_args } else { &[] }));
+        // The kernel backends capture interfaces by name; DPDK its ports 0 and 1 (the FPGA's functions).
+        let ports_args = match backend {
+            "dpdk" => Vec::new(),
+            _ => vec!["--ports".to_string(), capture[..ctx.ports.min(capture.len())].join(",")],
+        };
+        v.insert("ports_args", list(&ports_args));
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));
         v.insert("fpga_pci", TemplateValue::List(r.fpga_pci.iter().map(Bdf::full).collect()));
         v.insert("fpga_pf0", word(&r.fpga_pci[0].full()));
@@ -362,7 +398,12 @@ pub struct StepContext<'a> {
 /// Decode an inventory file.
 pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let mut m = d.map(root, "inventory")?;
+    let m_pos = m.pos;
     let name = m.required(d, "name", Decoder::ident);
+    let board = m.or(d, "board", Board::U280, crate::bitstream::decode_board);
+    let board_at = m.at("board").unwrap_or(yaml::Pos { line: 1, col: 1 });
+    let shell = m.or(d, "shell", Shell::OpenNic, |d, n| d.choice(n, &Shell::WORDS));
+    let shell_at = m.at("shell").unwrap_or(yaml::Pos { line: 1, col: 1 });
     let sender = m.required(d, "sender", hosts::decode_sender);
     let receiver = m.required(d, "receiver", hosts::decode_receiver);
     let actions = m.or(d, "actions", BTreeMap::new(), decode_actions);
@@ -372,6 +413,22 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let mode_redrawn_by = m.or(d, "mode_redrawn_by", DEFAULT_MODE_REDRAWN_BY.to_vec(), decode_redrawn_by);
     m.done(d);
 
+    // A one-CMAC board has one FPGA port.
+    if let (Some(b), Some(r)) = (board, &receiver)
+        && b.facts().cmacs == 1
+        && r.fpga_ifaces.len() > 1
+    {
+        d.error(
+            r.fpga_ifaces_at.unwrap_or(m_pos),
+            format!(
+                "`fpga_ifaces` lists {} interfaces but a {} has one CMAC, so one FPGA port (the pipeline's): capture \
+                 the bypass copy on a NIC port with `bypass_iface`",
+                r.fpga_ifaces.len(),
+                b.name().to_uppercase()
+            ),
+        );
+        return None;
+    }
     let mut all_actions = BTreeMap::new();
     for a in Action::ALL {
         let t = match actions.as_ref().and_then(|o| o.get(&a)) {
@@ -391,6 +448,10 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     Some(Inventory {
         path: d.file().to_path_buf(),
         name: name?,
+        board: board?,
+        board_at,
+        shell: shell?,
+        shell_at,
         sender: sender?,
         receiver: receiver?,
         actions: all_actions,

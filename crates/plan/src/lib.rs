@@ -18,7 +18,7 @@
 //!   of the crate;
 //! - `trace_spec` (what a probe trace is: [`Trace`], [`TraceSource`], [`Generated`]…), [`probes`],
 //!   [`trace`] (pcap generation and inspection);
-//! - [`bitstream`], [`steps`], [`protocol`], [`layout`], [`inventory`];
+//! - [`board`], [`bitstream`], [`steps`], [`protocol`], [`layout`], [`inventory`];
 //! - the plan's other sections: `analysis`, `programs`, `traces`, [`factors`];
 //! - `cross_checks` (the sections against each other), `model` (the [`Plan`] and the decoding of a
 //!   plan file), `testbed_checks` (a plan against its testbed), `load` ([`load`], [`load_any`]),
@@ -36,8 +36,10 @@ pub mod probes;
 pub mod trace;
 mod trace_spec;
 
-// The testbed: images, step policies, the protocol that drives them, remote files, inventories.
+// The testbed: boards and shells, images, step policies, the protocol that drives them, remote
+// files, inventories.
 pub mod bitstream;
+pub mod board;
 pub mod inventory;
 pub mod layout;
 pub mod protocol;
@@ -59,6 +61,7 @@ mod testbed_checks;
 pub use actions::Action;
 pub use analysis::{Analysis, Calibration, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
 pub use bitstream::Bitstream;
+pub use board::{Board, Shell};
 pub use cross_checks::MAX_RUNS;
 pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
 pub use inventory::Inventory;

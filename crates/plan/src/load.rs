@@ -8,7 +8,7 @@ use crate::bitstream::{self, Bitstream};
 use crate::digest;
 use crate::inventory::{self, Inventory};
 use crate::model::{Plan, TestbedRef, decode_plan};
-use crate::testbed_checks::{check_ports, check_reflect, check_sender, check_soak, check_timing};
+use crate::testbed_checks::{check_board, check_ports, check_reflect, check_sender, check_soak, check_timing};
 use crate::yaml::{Diagnostic, Node, Value, decode_parsed, load_file, read_file};
 
 /// Errors found while loading a plan, all of them.
@@ -117,6 +117,7 @@ fn with_inventory(
         check_soak(p, inv, &mut diags);
         check_sender(p, inv, &mut diags);
         check_ports(p, inv, &mut diags);
+        check_board(p, inv, &mut diags);
     }
     diags.sort();
     diags.dedup();

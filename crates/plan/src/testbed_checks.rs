@@ -122,8 +122,76 @@ pub(super) fn check_sender(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnos
 
 /// `port_pairs` past port 1 need as many FPGA interfaces, captured by a kernel backend (the
 /// DPDK backend takes two ports).
+/// Every image of the plan is built for the testbed's board and shell: a U250 image is never
+/// written to a U280, an ESnet image never brought up as an Open-NIC one. One diagnostic per
+/// manifest, at its `board` or `shell`.
+pub(super) fn check_board(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
+    let mut images: Vec<&Bitstream> = plan.programs.iter().flat_map(|p| p.images()).collect();
+    images.sort_by(|a, b| a.manifest.cmp(&b.manifest));
+    images.dedup_by(|a, b| a.manifest == b.manifest);
+    let at = |pos: yaml::Pos| format!("{}:{}:{}", inv.path.display(), pos.line, pos.col);
+    for b in images {
+        if b.board != inv.board {
+            diags.push(Diagnostic {
+                file: b.manifest.clone(),
+                pos: b.board_at,
+                message: format!(
+                    "bitstream `{}` is built for a {}, but testbed `{}` has a {} ({}): an image is never written \
+                     to another board",
+                    b.name,
+                    b.board.name().to_uppercase(),
+                    inv.name,
+                    inv.board.name().to_uppercase(),
+                    at(inv.board_at)
+                ),
+            });
+        }
+        if b.shell != inv.shell {
+            diags.push(Diagnostic {
+                file: b.manifest.clone(),
+                pos: b.shell_at,
+                message: format!(
+                    "bitstream `{}` is built on the {} shell, but testbed `{}` brings up {} images ({}): its \
+                     registers, tables and health are that shell's",
+                    b.name,
+                    b.shell,
+                    inv.name,
+                    inv.shell,
+                    at(inv.shell_at)
+                ),
+            });
+        }
+    }
+}
+
 pub(super) fn check_ports(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnostic>) {
     let ports = plan.analysis.ports();
+    let cmacs = inv.board.facts().cmacs;
+    let capture = inv.receiver.capture_ifaces().len();
+    if cmacs == 1 && capture < ports {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: inv.receiver.fpga_ifaces_at.unwrap_or(inv.board_at),
+            message: format!(
+                "plan captures {ports} ports but a {} has one CMAC, so one FPGA port (the pipeline's), and the \
+                 receiver gives {capture} capture interface(s): name a NIC port for the bypass copy with \
+                 `bypass_iface`{}",
+                inv.board.name().to_uppercase(),
+                if ports > 2 { "; more than one pair (`port_pairs`) needs a board with two CMACs" } else { "" }
+            ),
+        });
+        return;
+    }
+    if let (Some(iface), "dpdk") = (&inv.receiver.bypass_iface, inv.receiver.backend.as_str()) {
+        diags.push(Diagnostic {
+            file: inv.path.clone(),
+            pos: inv.receiver.bypass_iface_at.unwrap_or(inv.board_at),
+            message: format!(
+                "the bypass copy is captured on `{iface}`, a NIC port, which the dpdk backend cannot (it captures the \
+                 FPGA's functions): set `receiver.backend` to af-packet or af-xdp"
+            ),
+        });
+    }
     if ports <= 2 {
         return;
     }

@@ -548,6 +548,11 @@ fn around(inv: &Inventory) -> Around {
         l.capture_pidfile()
     ));
     before.push("upload what is missing or differs (traces, tables, images, the agent), each checked by sha256".into());
+    before.push(format!(
+        "[receiver] read the card back (the `readback` step) before the first bring-up writes anything: a card that is \
+         not a {} stops the study; an image it already runs is not written again where `flash` allows",
+        inv.board.name().to_uppercase()
+    ));
     let after = vec![
         format!(
             "[receiver] stop the agent ({}); [sender] stop the capture ({})",

@@ -9,6 +9,7 @@ use super::adaptive;
 use super::events::Event;
 use super::session::Engine;
 use super::{EngineError, Options, Outcome, lock, resume};
+use latency_plan::Action;
 use latency_results::SessionKind;
 use latency_schedule::Run;
 use latency_schedule::Schedule;
@@ -16,6 +17,7 @@ use latency_schedule::Session;
 use latency_schedule::Step;
 use latency_testbed::Cancel;
 use latency_testbed::Testbed;
+use latency_testbed::TestbedError;
 
 /// What the slices share while they walk a schedule.
 struct Walk<'a, 'e> {
@@ -139,8 +141,8 @@ impl Walk<'_, '_> {
         if engine.cancel.is_cancelled() {
             return Ok(false);
         }
-        // Before the slice's first bring-up writes anything, what the card runs.
-        if !std::mem::replace(&mut card.read, true) && (!s.write_first.is_empty() || !s.unless_held.is_empty()) {
+        // Before the slice's first bring-up writes anything, what the card is and runs.
+        if !std::mem::replace(&mut card.read, true) {
             match tb.read_card(s, engine.cancel) {
                 Ok(Some(identity)) => {
                     let holds = identity.matches(&s.identity) == Some(true);
@@ -149,8 +151,16 @@ impl Walk<'_, '_> {
                         card.image = Some(s.bitstream.clone());
                     }
                 }
-                Err(latency_testbed::TestbedError::Interrupted) => return Ok(false),
-                Ok(None) | Err(_) => {}
+                Ok(None) => {}
+                Err(TestbedError::Interrupted) => return Ok(false),
+                Err(e) => {
+                    engine.emit(Event::StepFailed {
+                        index: s.index,
+                        action: Action::Readback,
+                        error: e.to_string(),
+                    })?;
+                    return Err(EngineError::Testbed { session: s.name(), error: e });
+                }
             }
         }
         let held = card.image.as_deref() == Some(s.bitstream.as_str());

@@ -434,7 +434,7 @@ fn jtag_images_are_loaded_with_vivado_and_need_no_boot() {
     std::fs::create_dir_all(&dir).unwrap();
     let manifest = |name: &str, programming: &str, null: bool| {
         format!(
-            "name: {name}\nfile: bin/{name}.bit\nsha256: {}\nboard: au280\nshell: test\nclock_mhz: 250\n{}programming: {programming}\n",
+            "name: {name}\nfile: bin/{name}.bit\nsha256: {}\nboard: au280\nshell: open-nic\nclock_mhz: 250\n{}programming: {programming}\n",
             "ab".repeat(32),
             if null { "null: true\n" } else { "vendor_bound_cycles: 55\n" }
         )
@@ -731,4 +731,96 @@ fn compare_refuses_a_study_that_has_not_ended() {
     for d in [base, cand] {
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// A plan's images must be built for the testbed's board and shell, and a one-CMAC board captures
+/// one FPGA port: each refused at its line and column before any host is touched (exit 2).
+#[test]
+fn images_for_another_board_or_shell_and_two_fpga_ports_on_a_u50_are_refused_where_they_stand() {
+    let dir = std::env::temp_dir().join(format!("orchestrate-board-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let oct = std::fs::read_to_string(root.join("testbeds/oct-u280.yaml")).unwrap();
+    let plan = std::fs::read_to_string(root.join("plans/smoke.yaml"))
+        .unwrap()
+        .replace("../bitstreams", root.join("bitstreams").to_str().unwrap())
+        .replace("../traces", root.join("traces").to_str().unwrap());
+    std::fs::write(dir.join("plan.yaml"), &plan).unwrap();
+    let run = |inventory: &str| {
+        std::fs::write(dir.join("inv.yaml"), inventory).unwrap();
+        let o = orchestrate(&[
+            "plan",
+            dir.join("plan.yaml").to_str().unwrap(),
+            "--testbed",
+            dir.join("inv.yaml").to_str().unwrap(),
+        ]);
+        (o.status.code(), stderr(&o))
+    };
+    // A U250 testbed: every image of the plan (built for the U280) is refused at its `board`.
+    let (code, err) = run(&oct.replace("name: oct-u280\n", "name: oct-u250\nboard: u250\n"));
+    assert_eq!(code, Some(2), "{err}");
+    let forward = root.join("bitstreams/forward.yaml");
+    let want = format!(
+        "{}:7:8: bitstream `forward` is built for a U280, but testbed `oct-u250` has a U250 ({}:13:8): an image is \
+         never written to another board",
+        forward.display(),
+        dir.join("inv.yaml").display()
+    );
+    assert!(err.contains(&want), "{err}");
+    // An ESnet testbed: refused at each manifest's `shell`.
+    let (code, err) = run(&oct.replace("name: oct-u280\n", "name: esnet\nshell: esnet-smartnic\n"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:8:8: bitstream `forward` is built on the open-nic shell, but testbed `esnet` brings up esnet-smartnic images",
+            forward.display()
+        )),
+        "{err}"
+    );
+    // A U50 has one CMAC: two FPGA interfaces are refused in the inventory itself.
+    let u50 = oct.replace("name: oct-u280\n", "name: u50\nboard: u50\n");
+    let (code, err) = run(&u50);
+    assert_eq!(code, Some(2), "{err}");
+    let line = u50.lines().position(|l| l.trim_start().starts_with("fpga_ifaces:")).unwrap() + 1;
+    assert!(
+        err.contains(&format!(
+            "inv.yaml:{line}:16: `fpga_ifaces` lists 2 interfaces but a U50 has one CMAC, so one FPGA port (the \
+             pipeline's): capture the bypass copy on a NIC port with `bypass_iface`"
+        )),
+        "{err}"
+    );
+    // One FPGA interface and no bypass port: the plan's two capture ports cannot be had.
+    let one = u50.replace("fpga_ifaces: [enp59s0f0, enp59s0f1]", "fpga_ifaces: [enp59s0f0]");
+    let (code, err) = run(&one);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("plan captures 2 ports but a U50 has one CMAC"), "{err}");
+    // With a NIC port for the bypass copy it runs, and its health check reads one CMAC.
+    let mut u50_manifests = plan.clone();
+    for m in ["forward", "checksum", "golden_nic"] {
+        let text = std::fs::read_to_string(root.join(format!("bitstreams/{m}.yaml"))).unwrap();
+        std::fs::write(dir.join(format!("{m}.yaml")), text.replace("board: au280", "board: au50")).unwrap();
+        u50_manifests = u50_manifests.replace(
+            &root.join(format!("bitstreams/{m}.yaml")).display().to_string(),
+            &dir.join(format!("{m}.yaml")).display().to_string(),
+        );
+    }
+    std::fs::write(dir.join("plan.yaml"), &u50_manifests).unwrap();
+    let with_bypass = one.replace("fpga_ifaces: [enp59s0f0]", "fpga_ifaces: [enp59s0f0]\n  bypass_iface: enp134s0f1");
+    let (code, err) = run(&with_bypass);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("a NIC port, which the dpdk backend cannot"), "{err}");
+    let with_bypass = with_bypass.replace("receiver:\n", "receiver:\n  backend: af-packet\n");
+    std::fs::write(dir.join("inv.yaml"), &with_bypass).unwrap();
+    let o = orchestrate(&[
+        "plan",
+        dir.join("plan.yaml").to_str().unwrap(),
+        "--testbed",
+        dir.join("inv.yaml").to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(out.contains("regs check --bar /sys/bus/pci/devices/0000:3b:00.0/resource2 --cmacs 1"), "{out}");
+    assert!(out.contains("--ports enp59s0f0,enp134s0f1"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

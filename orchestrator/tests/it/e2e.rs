@@ -755,10 +755,41 @@ fn a_study_leaves_out_writing_the_image_the_card_reads_back() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
     let why = format!(
-        "receiver (emu-receiver): readback: the card reads back (sha256 {golden_sha}), not forward (sha256 {forward_sha})"
+        "receiver (emu-receiver): readback: the card reads back (sha256 {golden_sha}, board U280), not forward (sha256 \
+         {forward_sha}, board U280)"
     );
     assert!(err.contains(&why), "{err}");
     assert!(runs_finished(&dir).is_empty());
     remove(&[&base, &inv_dir]);
     let _ = std::fs::remove_file(&plan);
+}
+
+/// A card that says it is another board than the testbed's (its management firmware's profile,
+/// here a U250's) stops the study at its first read, before anything is written to it, naming the
+/// host, the step and both boards (exit 3).
+#[test]
+fn a_card_that_is_another_board_stops_the_study_before_anything_is_written() {
+    let Some(_testbed) = testbed() else { return };
+    let (inv_dir, inv) = inventory("u250-card", |t| {
+        // The readback's folded lines, replaced by one that answers as a U250 would.
+        let start = t.find("  readback: >-\n").unwrap();
+        let end = start + t[start..].find("\n  # capture_start").unwrap();
+        format!("{}  readback: echo '{{\"profile\":\"U2XX\"}}'{}", &t[..start], &t[end..])
+    });
+    let dir = tmp("other-board");
+    let o =
+        bin().args(["run", PLAN, "--out", dir.to_str().unwrap(), "--testbed", inv.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(
+            "receiver (emu-receiver): readback: the card is a U2XX board (its management firmware's profile), not \
+             the U280 that forward is built for and the inventory names: nothing was written to it"
+        ),
+        "{err}"
+    );
+    let j = journal(&dir);
+    assert!(!j.iter().any(|e| matches!(e.event, Event::StepStarted { .. })), "no step ran: {j:?}");
+    assert!(runs_finished(&dir).is_empty());
+    remove(&[&dir, &inv_dir]);
 }

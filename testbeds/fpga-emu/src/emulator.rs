@@ -51,6 +51,8 @@ pub struct Config {
     pub delay_override: Option<Duration>,
     /// How long a flash keeps the host-facing links down.
     pub flash_down: Duration,
+    /// The board the card says it is (its management firmware's profile).
+    pub profile: String,
     /// Longest sleep of the loop while frames flow.
     pub poll: Duration,
     /// Sleep of the loop once no frame has come for [`IDLE_AFTER`] (keeps an idle emulator cheap;
@@ -210,6 +212,7 @@ impl Emu {
             last_result: self.last_result.clone(),
             bitstream: self.bitstream.clone(),
             sha256: self.sha256.clone(),
+            profile: Some(self.cfg.profile.clone()),
             flashed_at_ms: self.flashed_at_ms,
             links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b].map(String::clone),
             counters: self.counters.clone(),

@@ -49,6 +49,10 @@ enum Command {
         /// How long a flash keeps the host-facing links down, ms.
         #[arg(long, default_value_t = 500)]
         flash_down_ms: u64,
+        /// The board the card says it is: its management firmware's profile (`U280`, `U2XX` for a
+        /// U250, `U50A`, `U55N` for a U55C).
+        #[arg(long, default_value = "U280", value_parser = hex_word)]
+        profile: String,
         /// Longest sleep of the loop while frames flow, µs.
         #[arg(long, default_value_t = 50)]
         poll_us: u64,
@@ -104,12 +108,12 @@ enum Command {
     },
 }
 
-/// A checksum as the control line carries it: one word of letters and digits.
+/// A checksum or profile: one word of letters and digits.
 fn hex_word(s: &str) -> Result<String, String> {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric()) {
         Ok(s.to_string())
     } else {
-        Err(format!("`{s}` is not a checksum"))
+        Err(format!("`{s}` is not one word of letters and digits"))
     }
 }
 
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
             bitstream,
             delay_us,
             flash_down_ms,
+            profile,
             poll_us,
             idle_poll_us,
             spin_us,
@@ -148,6 +153,7 @@ fn main() -> ExitCode {
                     bitstream: b,
                     delay_override,
                     flash_down: Duration::from_millis(flash_down_ms),
+                    profile,
                     poll: Duration::from_micros(poll_us),
                     idle_poll: Duration::from_micros(idle_poll_us),
                     spin: Duration::from_micros(spin_us),

@@ -76,6 +76,9 @@ pub struct State {
     /// reads back as its identity ([`latency_proto::CardIdentity`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// The board the card says it is: its management firmware's profile (`U280`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// Unix time of the last completed flash, ms.
     pub flashed_at_ms: u64,
     /// Interfaces: switch A, switch B, host P, host B.
@@ -143,7 +146,7 @@ mod tests {
         let bar = FakeBar::create(&dir).unwrap();
         let check = || {
             let b = latency_sys::bar::Bar::map(&dir.join(BAR_FILE), latency_sys::regs::WINDOW).unwrap();
-            latency_sys::regs::check(&b).unwrap()
+            latency_sys::regs::check(&b, 2).unwrap()
         };
         assert!(!check().is_empty());
         bar.set_links_up(true).unwrap();
@@ -166,6 +169,7 @@ mod tests {
             last_result: "ok".into(),
             bitstream: crate::bitstream::resolve("rmvhdr.mcs", None).unwrap(),
             sha256: Some("ab".repeat(32)),
+            profile: Some("U280".into()),
             flashed_at_ms: 5,
             links: ["a", "b", "p", "q"].map(String::from),
             counters,
@@ -175,6 +179,7 @@ mod tests {
         let identity: latency_proto::CardIdentity =
             serde_json::from_str(&std::fs::read_to_string(dir.join(STATE_FILE)).unwrap()).unwrap();
         assert_eq!(identity.sha256, Some("ab".repeat(32)), "the identity the controller reads back");
+        assert_eq!(identity.profile.as_deref(), Some("U280"));
         // The field names and encodings others read (`fpga-emu status`, the readback provenance).
         let text = std::fs::read_to_string(dir.join(STATE_FILE)).unwrap();
         for phase in [Phase::Running, Phase::Flashing, Phase::Stopped] {

@@ -152,11 +152,14 @@ enum RegsOp {
         #[arg(long, default_value_t = 128)]
         indirection_entries: usize,
     },
-    /// Health gate: BAR alive and both CMAC RX status registers exactly 0x00000003 (exit 1 otherwise).
+    /// Health gate: BAR alive and each CMAC's RX status register exactly 0x00000003 (exit 1 otherwise).
     Check {
         /// BAR resource file.
         #[arg(long)]
         bar: PathBuf,
+        /// CMACs of the board (a U50 has one).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+        cmacs: u8,
     },
     /// What the card runs, as JSON (`{"build_timestamp":"0x10140810"}`): the readback a bring-up
     /// compares with the bitstream manifest's `identity`.
@@ -298,10 +301,10 @@ fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
             println!("{} registers written", writes.len());
             Ok(())
         }
-        RegsOp::Check { bar } => {
-            let problems = regs::check(&map(&bar)?).map_err(io)?;
+        RegsOp::Check { bar, cmacs } => {
+            let problems = regs::check(&map(&bar)?, usize::from(cmacs)).map_err(io)?;
             if problems.is_empty() {
-                println!("ok: BAR alive, both CMAC RX status 0x00000003");
+                println!("ok: BAR alive, CMAC RX status 0x00000003 ({cmacs} of {cmacs})");
                 Ok(())
             } else {
                 Err(Failure::Failed(problems.join("; ")))
@@ -309,8 +312,19 @@ fn regs_cmd(op: RegsOp) -> Result<(), Failure> {
         }
         RegsOp::Identity { bar } => {
             let build = map(&bar)?.read32(regs::BUILD_TIMESTAMP).map_err(io)?;
+            // The board, where the BAR reaches the CMS and its firmware runs.
+            let size = std::fs::metadata(&bar).map_or(0, |m| m.len());
+            let profile = if size >= (regs::CMS_PROFILE + 4) as u64 {
+                let word = Bar::map(&bar, regs::CMS_PROFILE + 4)
+                    .and_then(|b| b.read32(regs::CMS_PROFILE))
+                    .map_err(|e| Failure::Failed(format!("{}: {e}", bar.display())))?;
+                regs::profile_name(word)
+            } else {
+                None
+            };
             let identity = latency_proto::CardIdentity {
                 build_timestamp: Some(latency_proto::Hex32(build)),
+                profile,
                 ..latency_proto::CardIdentity::default()
             };
             println!("{}", serde_json::to_string(&identity).map_err(|e| Failure::Failed(e.to_string()))?);

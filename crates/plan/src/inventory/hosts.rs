@@ -202,6 +202,9 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let xbflash2_args = m.or(d, "xbflash2_args", vec!["3".to_string()], |d, v| list(d, v, Decoder::string));
     let onic = m.required(d, "onic_module", Decoder::string);
     let ifaces = m.or(d, "fpga_ifaces", Vec::new(), |d, v| list(d, v, iface));
+    let fpga_ifaces_at = m.at("fpga_ifaces");
+    let bypass_iface = m.optional(d, "bypass_iface", iface);
+    let bypass_iface_at = m.at("bypass_iface");
     let devbind = m.or(d, "devbind", "dpdk-devbind.py".into(), Decoder::string);
     let vivado = m.or(d, "vivado", "vivado".into(), Decoder::string);
     let jtag_device = m.or(d, "jtag_device", "xcu280_0".into(), Decoder::string);
@@ -267,6 +270,9 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         xbflash2_args: xbflash2_args?,
         onic_module: onic?,
         fpga_ifaces: ifaces?,
+        fpga_ifaces_at,
+        bypass_iface: bypass_iface?,
+        bypass_iface_at,
         devbind: devbind?,
         vivado: vivado?,
         jtag_device: jtag_device?,

@@ -1,1 +1,1 @@
-{{ agent }} regs check --bar {{ bar_file }}
+{{ agent }} regs check --bar {{ bar_file }} --cmacs {{ cmacs }}

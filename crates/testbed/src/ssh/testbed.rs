@@ -307,7 +307,22 @@ impl Testbed for SshTestbed {
             Ok(o) => self.log(&name, "read_card", o),
             Err(e) => self.log(&name, "read_card", &format!("error: {e}")),
         }
-        Ok(out.ok().and_then(|o| serde_json::from_str::<CardIdentity>(o.trim()).ok()).filter(|r| !r.is_empty()))
+        let read = out.ok().and_then(|o| serde_json::from_str::<CardIdentity>(o.trim()).ok()).filter(|r| !r.is_empty());
+        // Another board than the testbed's and the image's: nothing is written to it.
+        if let Some(r) = read.as_ref().filter(|r| r.other_board(&session.identity)) {
+            return Err(TestbedError::Failed {
+                host: self.hosts.name(Role::Receiver).to_string(),
+                action: Doing::Action(Action::Readback),
+                message: format!(
+                    "the card is a {} board (its management firmware's profile), not the {} that {} is built for \
+                     and the inventory names: nothing was written to it",
+                    r.profile.as_deref().unwrap_or("?"),
+                    session.identity.profile.as_deref().unwrap_or("?"),
+                    session.bitstream
+                ),
+            });
+        }
+        Ok(read)
     }
 
     fn step(
