@@ -1,19 +1,22 @@
 //! Host actions: what each step of a session does, on which host, and its built-in command
 //! template (`plan/templates/<action>.sh`, modelled on the documented OCT U280 procedure).
 
+use crate::board::FlashMethod;
+
 latency_proto::words! {
 /// A host action: one step of a session's bring-up, of a run, or of the teardown, declared in
 /// execution order. Its name ([`Action::name`]) is what plans, inventories, the journal and the
 /// dry run spell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
-    /// Write the bitstream to the card's flash (`config-fpga reset` + `xbflash2 program --spi`);
-    /// images whose manifest says `programming: qspi`.
+    /// Write the bitstream to the card's flash (`config-fpga reset` + `xbflash2 program --spi`, or
+    /// over JTAG with `jtag-flash`); images whose manifest says `programming: qspi`.
     Flash = "flash",
-    /// Load the bitstream over JTAG with Vivado's hardware manager (volatile, no boot needed);
-    /// images whose manifest says `programming: jtag`.
+    /// Load the bitstream over JTAG with Vivado's hardware manager through `hw_server` (volatile,
+    /// no boot needed; the card's functions removed before and rescanned after); images whose
+    /// manifest says `programming: jtag`.
     FlashJtag = "flash_jtag",
-    /// Boot the FPGA from the new image (`config-fpga boot`).
+    /// Boot the FPGA from the new image (`config-fpga boot`, or `boot_hw_device` over JTAG).
     Boot = "boot",
     /// Reload the `onic` kernel driver.
     DriverReload = "driver_reload",
@@ -72,9 +75,13 @@ impl Action {
     }
 
     /// Built-in template, following the OCT U280 procedure: the command of
-    /// `plan/templates/<action>.sh`, below its leading `#` comment lines.
-    pub fn default_template(self) -> &'static str {
+    /// `plan/templates/<action>.sh`, below its leading `#` comment lines; where the testbed writes
+    /// QSPI images over JTAG (`qspi` is [`FlashMethod::JtagFlash`]), `flash` and `boot` are those
+    /// of `plan/templates/jtag-flash/`.
+    pub fn default_template(self, qspi: FlashMethod) -> &'static str {
         let file = match self {
+            Action::Flash if qspi == FlashMethod::JtagFlash => include_str!("templates/jtag-flash/flash.sh"),
+            Action::Boot if qspi == FlashMethod::JtagFlash => include_str!("templates/jtag-flash/boot.sh"),
             Action::Flash => include_str!("templates/flash.sh"),
             Action::FlashJtag => include_str!("templates/flash_jtag.sh"),
             Action::Boot => include_str!("templates/boot.sh"),
@@ -136,7 +143,9 @@ pub const VARIABLES: &[&str] = &[
     "fpga_pci",
     "fpga_pf0",
     "fpga_pf0_sysfs",
+    "hw_server",
     "jtag_device",
+    "jtag_target",
     "numa_node",
     "onic_module",
     "originate_file",
@@ -149,9 +158,11 @@ pub const VARIABLES: &[&str] = &[
     "probe_format",
     "program",
     "qspi_bar",
+    "qspi_part",
     "qspi_pci",
     "reflect_args",
     "replay_core",
+    "root_port_sysfs",
     "run",
     "sender_agent",
     "sender_iface",

@@ -63,6 +63,9 @@ pub struct Bitstream {
     pub null: bool,
     /// How the card is programmed with it.
     pub programming: Programming,
+    /// Where the manifest gives `programming`.
+    #[serde(skip)]
+    pub programming_at: Pos,
     /// The folder of the program's compiled table driver (`driver`, built with the image by the
     /// P4 framework, run from that folder after every bring-up), relative to the receiver's
     /// `p4_builds` folder; none for images without tables.
@@ -106,6 +109,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let insert = m.optional(d, "header_insert_cycles", |d, n| d.uint(n, 1..=10_000));
     let bus_bits = m.or(d, "bus_bits", 512, |d, n| d.uint(n, 8..=4096));
     let programming = m.required(d, "programming", |d, n| d.choice(n, &Programming::WORDS));
+    let programming_at = m.at("programming").unwrap_or(m.pos);
     let table_driver_dir = m.optional(d, "table_driver_dir", Decoder::string);
     let build_timestamp = m.or(d, "identity", None, decode_identity);
     m.done(d);
@@ -135,6 +139,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         bus_bits: bus_bits?,
         null: null?,
         programming: programming?,
+        programming_at,
         table_driver_dir: table_driver_dir?,
         build_timestamp: build_timestamp?,
     })

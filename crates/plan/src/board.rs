@@ -1,5 +1,6 @@
-//! Boards and shells: what an inventory's card is (`board`), which FPGA shell its images are built
-//! on (`shell`), and the facts of each that bring-ups, health checks and validation use.
+//! Boards, shells and flash methods: what an inventory's card is (`board`), which FPGA shell its
+//! images are built on (`shell`), how images reach it (`flash_methods`), and the facts of each
+//! that bring-ups, health checks and validation use.
 //!
 //! Sources (the shells' and tools' own repositories):
 //! - CMACs per board: `Xilinx/open-nic-shell` `src/cmac_subsystem/vivado_ip/`: a second CMAC
@@ -40,6 +41,35 @@ pub enum Shell {
     /// ESnet's SmartNIC shell (`esnet/esnet-smartnic-hw`), driven by `sn-cfg`, `sn-p4` and `regio`.
     EsnetSmartnic = "esnet-smartnic",
 }
+}
+
+latency_proto::words! {
+/// How a testbed puts an image on its card (`flash_methods`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FlashMethod {
+    /// The QSPI flash written over PCIe with `xbflash2 program --spi`, the FPGA rebooted from it
+    /// with `config-fpga` (the OCT's procedure, as LatencyLab's `flash.py`).
+    QspiXbflash2 = "qspi-xbflash2",
+    /// A `.bit` loaded over JTAG through `hw_server` (volatile): ESnet's `program_card.sh` (root
+    /// port kept powered, functions removed, load, rescan).
+    Jtag = "jtag",
+    /// The QSPI flash written over JTAG (Vivado's `program_hw_cfgmem` with the board's QSPI part),
+    /// the FPGA rebooted from it with `boot_hw_device`: ESnet's `program_flash.tcl`.
+    JtagFlash = "jtag-flash",
+}
+}
+
+impl FlashMethod {
+    /// Whether the method writes `programming: qspi` images (an `.mcs`) rather than loading
+    /// `programming: jtag` ones (a `.bit`).
+    pub fn writes_qspi(self) -> bool {
+        self != FlashMethod::Jtag
+    }
+
+    /// Whether it goes through a JTAG cable (`hw_server`, Vivado).
+    pub fn uses_jtag(self) -> bool {
+        self != FlashMethod::QspiXbflash2
+    }
 }
 
 /// What a board is, as the shells' build scripts and the card management firmware describe it.

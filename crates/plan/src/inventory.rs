@@ -17,7 +17,7 @@ use serde::Serialize;
 pub use crate::actions::{Action, LIST_VARIABLES, Role, VARIABLES};
 use pci::Bdf;
 
-use crate::board::{Board, Shell};
+use crate::board::{Board, FlashMethod, Shell};
 use crate::layout::RemoteLayout;
 use crate::protocol::{Soak, Timing};
 use crate::steps::{StepPolicy, decode_steps, default_policy};
@@ -92,6 +92,12 @@ pub struct Receiver {
     pub vivado: String,
     /// The FPGA's name in Vivado's hardware manager (`get_hw_devices`).
     pub jtag_device: String,
+    /// Vivado's hardware server, `host:port` (`connect_hw_server -url`; default `localhost:3121`).
+    pub hw_server: String,
+    /// The JTAG cable's serial (`get_hw_targets */xilinx_tcf/Xilinx/<serial>`; `*`: the first).
+    pub jtag_target: String,
+    /// The PCIe root port above the card, which the JTAG methods keep powered and rescan below.
+    pub root_port: Option<Bdf>,
     /// BAR given to `xbflash2 --bar`.
     pub qspi_bar: u32,
     /// BAR index of the Open-NIC-Shell registers on PF0.
@@ -172,6 +178,13 @@ pub struct Inventory {
     /// Where the inventory gives `shell` (its first line when it does not).
     #[serde(skip)]
     pub shell_at: yaml::Pos,
+    /// How images reach the card (`flash_methods`; default `[qspi-xbflash2]`): `programming:
+    /// qspi` images are written with the first that writes QSPI, `programming: jtag` ones need
+    /// `jtag`.
+    pub flash_methods: Vec<FlashMethod>,
+    /// Where the inventory gives `flash_methods` (its first line when it does not).
+    #[serde(skip)]
+    pub flash_methods_at: yaml::Pos,
     /// Sender.
     pub sender: Sender,
     /// Receiver.
@@ -199,6 +212,11 @@ pub const DEFAULT_MODE_REDRAWN_BY: [Action; 2] = [Action::Flash, Action::FlashJt
 pub const BRING_UP_ACTIONS: [Action; 3] = [Action::Flash, Action::Boot, Action::FlashJtag];
 
 impl Inventory {
+    /// How this testbed writes `programming: qspi` images, if it can.
+    pub fn qspi_method(&self) -> Option<FlashMethod> {
+        self.flash_methods.iter().copied().find(|m| m.writes_qspi())
+    }
+
     /// Whether a bring-up made of `steps` redraws the reset mode on this testbed.
     pub fn redraws_mode(&self, steps: impl IntoIterator<Item = Action>) -> bool {
         steps.into_iter().any(|a| self.mode_redrawn_by.contains(&a))
@@ -217,6 +235,17 @@ impl RemoteLayout {
 impl Serialize for Template {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.source())
+    }
+}
+
+/// Built-in duration estimates of actions, seconds (from the OCT procedure's sleeps and timings),
+/// with QSPI images written by `qspi`: over JTAG, ESnet's documentation gives about 20 minutes
+/// per write (xbflash2 over PCIe: 7–10 minutes; 420 s on the OCT).
+pub fn default_estimate_with(a: Action, qspi: FlashMethod) -> f64 {
+    match (a, qspi) {
+        (Action::Flash, FlashMethod::JtagFlash) => 1200.0,
+        (Action::Boot, FlashMethod::JtagFlash) => 40.0,
+        _ => default_estimate(a),
     }
 }
 
@@ -283,6 +312,12 @@ impl Inventory {
         v.insert("fpga_pf0", word(&r.fpga_pci[0].full()));
         v.insert("fpga_pf0_sysfs", word(&pf0_sysfs));
         v.insert("jtag_device", word(&r.jtag_device));
+        v.insert("jtag_target", word(&r.jtag_target));
+        v.insert("hw_server", word(&r.hw_server));
+        v.insert("qspi_part", word(self.board.facts().qspi_part));
+        if let Some(rp) = &r.root_port {
+            v.insert("root_port_sysfs", word(&format!("/sys/bus/pci/devices/{}", rp.full())));
+        }
         v.insert("numa_node", word(&r.numa_node.to_string()));
         v.insert("onic_module", word(&r.onic_module));
         v.insert("pacing_pps", word(&ctx.pacing_pps.to_string()));
@@ -404,6 +439,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let board_at = m.at("board").unwrap_or(yaml::Pos { line: 1, col: 1 });
     let shell = m.or(d, "shell", Shell::OpenNic, |d, n| d.choice(n, &Shell::WORDS));
     let shell_at = m.at("shell").unwrap_or(yaml::Pos { line: 1, col: 1 });
+    let flash_methods = m.or(d, "flash_methods", vec![FlashMethod::QspiXbflash2], decode_flash_methods);
+    let flash_methods_at = m.at("flash_methods").unwrap_or(yaml::Pos { line: 1, col: 1 });
     let sender = m.required(d, "sender", hosts::decode_sender);
     let receiver = m.required(d, "receiver", hosts::decode_receiver);
     let actions = m.or(d, "actions", BTreeMap::new(), decode_actions);
@@ -429,11 +466,26 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         );
         return None;
     }
+    // A JTAG method keeps the card's root port powered and rescans below it.
+    if let (Some(methods), Some(r)) = (&flash_methods, &receiver)
+        && let Some(m) = methods.iter().find(|m| m.uses_jtag())
+        && r.root_port.is_none()
+    {
+        d.error(
+            flash_methods_at,
+            format!(
+                "`{m}` needs `receiver.root_port`, the PCIe root port above the card (`lspci -t`), which it keeps \
+                 powered and rescans below, as ESnet's program_card.sh"
+            ),
+        );
+        return None;
+    }
+    let qspi = flash_methods.as_ref()?.iter().copied().find(|m| m.writes_qspi()).unwrap_or(FlashMethod::QspiXbflash2);
     let mut all_actions = BTreeMap::new();
     for a in Action::ALL {
         let t = match actions.as_ref().and_then(|o| o.get(&a)) {
             Some(t) => t.clone(),
-            None => Template::parse(a.name(), a.default_template()).ok()?,
+            None => Template::parse(a.name(), a.default_template(qspi)).ok()?,
         };
         all_actions.insert(a, t);
     }
@@ -443,7 +495,9 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         .collect();
     let estimates_s = Action::ALL
         .into_iter()
-        .map(|a| (a, estimates.as_ref().and_then(|e| e.get(&a)).copied().unwrap_or_else(|| default_estimate(a))))
+        .map(|a| {
+            (a, estimates.as_ref().and_then(|e| e.get(&a)).copied().unwrap_or_else(|| default_estimate_with(a, qspi)))
+        })
         .collect();
     Some(Inventory {
         path: d.file().to_path_buf(),
@@ -452,6 +506,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         board_at,
         shell: shell?,
         shell_at,
+        flash_methods: flash_methods?,
+        flash_methods_at,
         sender: sender?,
         receiver: receiver?,
         actions: all_actions,
@@ -460,6 +516,16 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         stand_in_traces: stand_in_traces?,
         mode_redrawn_by: mode_redrawn_by?,
     })
+}
+
+fn decode_flash_methods(d: &mut Decoder, n: &Node) -> Option<Vec<FlashMethod>> {
+    let items = d.seq(n)?;
+    let list: Option<Vec<FlashMethod>> = items.iter().map(|v| d.choice(v, &FlashMethod::WORDS)).collect();
+    if items.is_empty() {
+        d.error(n.pos, "`flash_methods` needs at least one of `qspi-xbflash2`, `jtag`, `jtag-flash`");
+        return None;
+    }
+    list
 }
 
 fn decode_redrawn_by(d: &mut Decoder, n: &Node) -> Option<Vec<Action>> {
@@ -531,7 +597,7 @@ mod tests {
     #[test]
     fn every_builtin_template_parses_uses_known_variables_and_whole_words() {
         for a in Action::ALL {
-            let t = Template::parse(a.name(), a.default_template()).unwrap();
+            let t = Template::parse(a.name(), a.default_template(FlashMethod::QspiXbflash2)).unwrap();
             for v in t.variables() {
                 assert!(VARIABLES.contains(&v), "{}: {v}", a.name());
             }

@@ -14,11 +14,12 @@
 //!
 //! The modules are layered: each uses only modules listed before it.
 //! - [`yaml`] (positioned YAML and diagnostics, then the [`decoder`] over them), [`digest`],
-//!   [`defaults`], [`template`] and `actions` (the host actions: [`Action`]), which use nothing else
-//!   of the crate;
+//!   [`defaults`], [`template`], [`board`] (boards, shells, flash methods) and `actions` (the host
+//!   actions: [`Action`], whose built-in templates depend on the flash method), which use nothing
+//!   else of the crate but each other in that order;
 //! - `trace_spec` (what a probe trace is: [`Trace`], [`TraceSource`], [`Generated`]…), [`probes`],
 //!   [`trace`] (pcap generation and inspection);
-//! - [`board`], [`bitstream`], [`steps`], [`protocol`], [`layout`], [`inventory`];
+//! - [`bitstream`], [`steps`], [`protocol`], [`layout`], [`inventory`];
 //! - the plan's other sections: `analysis`, `programs`, `traces`, [`factors`];
 //! - `cross_checks` (the sections against each other), `model` (the [`Plan`] and the decoding of a
 //!   plan file), `testbed_checks` (a plan against its testbed), `load` ([`load`], [`load_any`]),
@@ -26,6 +27,7 @@
 
 // Positioned YAML and the leaves.
 mod actions;
+pub mod board;
 pub mod defaults;
 pub mod digest;
 pub mod template;
@@ -36,10 +38,8 @@ pub mod probes;
 pub mod trace;
 mod trace_spec;
 
-// The testbed: boards and shells, images, step policies, the protocol that drives them, remote
-// files, inventories.
+// The testbed: images, step policies, the protocol that drives them, remote files, inventories.
 pub mod bitstream;
-pub mod board;
 pub mod inventory;
 pub mod layout;
 pub mod protocol;
@@ -61,7 +61,7 @@ mod testbed_checks;
 pub use actions::Action;
 pub use analysis::{Analysis, Calibration, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
 pub use bitstream::Bitstream;
-pub use board::{Board, Shell};
+pub use board::{Board, FlashMethod, Shell};
 pub use cross_checks::MAX_RUNS;
 pub use factors::{FactorName, FactorValue, Factors, Level, sized_trace_name};
 pub use inventory::Inventory;

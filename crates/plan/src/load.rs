@@ -40,7 +40,8 @@ impl Document {
         match self {
             Document::Plan(p, _) => format!("study `{}`, {}", p.study, plural(p.programs.len(), "program")),
             Document::Inventory(inv) => {
-                let own = inv.actions.iter().filter(|(a, t)| t.source() != a.default_template()).count();
+                let qspi = inv.qspi_method().unwrap_or(crate::board::FlashMethod::QspiXbflash2);
+                let own = inv.actions.iter().filter(|(a, t)| t.source() != a.default_template(qspi)).count();
                 format!(
                     "inventory `{}`, {}, {} overridden",
                     inv.name,

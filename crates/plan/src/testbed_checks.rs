@@ -3,7 +3,8 @@
 //! without `{{ pace_args }}`, reflection without a reflect port).
 
 use crate::actions::Action;
-use crate::bitstream::{self, Bitstream};
+use crate::bitstream::{self, Bitstream, Programming};
+use crate::board::FlashMethod;
 use crate::inventory::Inventory;
 use crate::model::Plan;
 use crate::protocol::{Sender, Timing};
@@ -143,6 +144,30 @@ pub(super) fn check_board(plan: &Plan, inv: &Inventory, diags: &mut Vec<Diagnost
                     inv.name,
                     inv.board.name().to_uppercase(),
                     at(inv.board_at)
+                ),
+            });
+        }
+        let method = match b.programming {
+            Programming::Qspi => inv.qspi_method(),
+            Programming::Jtag => inv.flash_methods.contains(&FlashMethod::Jtag).then_some(FlashMethod::Jtag),
+        };
+        if method.is_none() {
+            let needs = match b.programming {
+                Programming::Qspi => "`qspi-xbflash2` or `jtag-flash`",
+                Programming::Jtag => "`jtag`",
+            };
+            let has: Vec<&str> = inv.flash_methods.iter().map(|m| m.name()).collect();
+            diags.push(Diagnostic {
+                file: b.manifest.clone(),
+                pos: b.programming_at,
+                message: format!(
+                    "bitstream `{}` is programmed over {}, which needs the flash method {needs}; testbed `{}` has {} \
+                     ({})",
+                    b.name,
+                    b.programming,
+                    inv.name,
+                    has.join(", "),
+                    at(inv.flash_methods_at)
                 ),
             });
         }

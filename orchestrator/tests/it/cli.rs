@@ -457,7 +457,8 @@ fn jtag_images_are_loaded_with_vivado_and_need_no_boot() {
     let inv = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../testbeds/oct-u280.yaml"))
         .unwrap()
         .replace("/var/tmp/latency", work.to_str().unwrap())
-        .replace("receiver:\n", &format!("receiver:\n  vivado: {}\n", vivado.display()));
+        .replace("receiver:\n", &format!("receiver:\n  vivado: {}\n  root_port: \"0000:3a:00.0\"\n", vivado.display()))
+        .replace("name: oct-u280\n", "name: oct-u280\nflash_methods: [qspi-xbflash2, jtag]\n");
     std::fs::write(dir.join("inv.yaml"), inv).unwrap();
 
     let o = orchestrate(&[
@@ -476,22 +477,42 @@ fn jtag_images_are_loaded_with_vivado_and_need_no_boot() {
     assert!(actions(fwd)[0] == "flash_jtag" && !actions(fwd).iter().any(|a| a == "flash" || a == "boot"));
     assert!(actions(null)[..2] == ["flash", "boot"] && !actions(null).iter().any(|a| a == "flash_jtag"));
 
-    // The rendered command writes the hardware-manager script and hands it the image and device.
+    // ESnet's program_card.sh order: the root port kept powered and the functions removed, the
+    // load, a rescan below the root port until the functions are back.
     std::fs::create_dir_all(&work).unwrap();
     let cmd = fwd["steps"][0]["command"].as_str().unwrap();
-    let run = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    if have_shellcheck() {
+        shellcheck("jtag: flash_jtag", cmd);
+    }
+    let load_at = cmd.find("printf '%s\\n'").unwrap();
+    let rescan_at = cmd.find(" && echo 1 > /sys/bus/pci/devices/0000:3a:00.0/rescan").unwrap();
+    assert!(
+        cmd[..load_at].starts_with(
+            "echo on > /sys/bus/pci/devices/0000:3a:00.0/power/control && for d in 0000:3b:00.0 0000:3b:00.1; do \
+             if [ -e /sys/bus/pci/devices/\"$d\" ]; then echo 1 > /sys/bus/pci/devices/\"$d\"/remove; fi; done && "
+        ),
+        "{cmd}"
+    );
+    assert!(
+        cmd[rescan_at..].contains("test -e /sys/bus/pci/devices/\"$d\" || { echo \"$d missing after rescan\""),
+        "{cmd}"
+    );
+    // The load writes the hardware-manager script and hands it the image, device, server and cable.
+    let run = Command::new("sh").arg("-c").arg(&cmd[load_at..rescan_at]).output().unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let tcl = work.join("program-jtag.tcl");
     assert_eq!(
         std::fs::read_to_string(&tcl).unwrap(),
-        "open_hw_manager\nconnect_hw_server\nopen_hw_target\nset dev [lindex [get_hw_devices [lindex $argv 1]] 0]\n\
+        "open_hw_manager\nconnect_hw_server -url [lindex $argv 2]\n\
+         current_hw_target [lindex [get_hw_targets [format {*/xilinx_tcf/Xilinx/%s} [lindex $argv 3]]] 0]\n\
+         open_hw_target\nset dev [lindex [get_hw_devices [lindex $argv 1]] 0]\n\
          current_hw_device $dev\nset_property PROGRAM.FILE [lindex $argv 0] $dev\nprogram_hw_devices $dev\nclose_hw_manager\n"
     );
     let args = std::fs::read_to_string(dir.join("vivado.args")).unwrap();
     let image = work.join("bitstreams/fwd.bit");
     let want = ["-mode", "batch", "-nojournal", "-nolog", "-notrace", "-source", tcl.to_str().unwrap(), "-tclargs"]
         .into_iter()
-        .chain([image.to_str().unwrap(), "xcu280_0"])
+        .chain([image.to_str().unwrap(), "xcu280_0", "localhost:3121", "*"])
         .map(|a| format!("{a}\n"))
         .collect::<String>();
     assert_eq!(args, want);
@@ -528,20 +549,36 @@ fn rendered_commands_pass_shellcheck() {
             if !seen.insert(action.to_string()) {
                 continue;
             }
-            let mut sc = Command::new("shellcheck")
-                .args(["-s", "sh", "-f", "gcc", "-"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            use std::io::Write;
-            sc.stdin.take().unwrap().write_all(cmd.as_bytes()).unwrap();
-            let out = sc.wait_with_output().unwrap();
-            assert!(out.status.success(), "{plan}: {action}: {cmd}\n{}", String::from_utf8_lossy(&out.stdout));
+            shellcheck(&format!("{plan}: {action}"), cmd);
             checked += 1;
         }
     }
     assert!(checked >= 14, "only {checked} commands checked");
+}
+
+/// Check `cmd` with shellcheck as a POSIX sh script (`what` names it in the failure); where
+/// shellcheck is not installed, the caller's test has said so (`runs_here`). A command that writes
+/// a Tcl script for Vivado quotes its `$argv` and `$dev` for Tcl, not the shell: SC2016 (an
+/// expression in single quotes) is its intent there.
+fn shellcheck(what: &str, cmd: &str) {
+    let tcl = if cmd.contains(".tcl && ") { ["-e", "SC2016"] } else { ["-e", "SC0000"] };
+    let mut sc = Command::new("shellcheck")
+        .args(["-s", "sh", "-f", "gcc"])
+        .args(tcl)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    sc.stdin.take().unwrap().write_all(cmd.as_bytes()).unwrap();
+    let out = sc.wait_with_output().unwrap();
+    assert!(out.status.success(), "{what}: {cmd}\n{}", String::from_utf8_lossy(&out.stdout));
+}
+
+fn have_shellcheck() -> bool {
+    let have = Command::new("shellcheck").arg("--version").output().is_ok_and(|o| o.status.success());
+    part_runs_here("shellcheck of the JTAG commands", have, "shellcheck (apt-get install shellcheck)")
 }
 
 /// The dry run shows the waits the engine makes before runs: the capture's settling before the
@@ -822,5 +859,96 @@ fn images_for_another_board_or_shell_and_two_fpga_ports_on_a_u50_are_refused_whe
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(out.contains("regs check --bar /sys/bus/pci/devices/0000:3b:00.0/resource2 --cmacs 1"), "{out}");
     assert!(out.contains("--ports enp59s0f0,enp134s0f1"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `flash_methods: [jtag-flash]`: QSPI images written over JTAG (ESnet's program_flash.tcl) with
+/// the board's QSPI part, booted with `boot_hw_device`, priced as a JTAG write; an image the
+/// testbed's methods cannot program, and a JTAG method without the root port, refused.
+#[test]
+fn qspi_images_are_written_over_jtag_where_the_testbed_says_so() {
+    let dir = std::env::temp_dir().join(format!("orchestrate-jtag-flash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let plan = std::fs::read_to_string(root.join("plans/smoke.yaml"))
+        .unwrap()
+        .replace("../bitstreams", root.join("bitstreams").to_str().unwrap())
+        .replace("../traces", root.join("traces").to_str().unwrap());
+    std::fs::write(dir.join("plan.yaml"), &plan).unwrap();
+    let work = dir.join("work");
+    let oct = std::fs::read_to_string(root.join("testbeds/oct-u280.yaml"))
+        .unwrap()
+        .replace("/var/tmp/latency", work.to_str().unwrap());
+    let plan_with = |inventory: &str, json: bool| {
+        std::fs::write(dir.join("inv.yaml"), inventory).unwrap();
+        let (p, i) = (dir.join("plan.yaml"), dir.join("inv.yaml"));
+        let mut args = vec!["plan", p.to_str().unwrap(), "--testbed", i.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let o = orchestrate(&args);
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), stderr(&o))
+    };
+    // (The OCT's own estimates are those of its xbflash2 writes.)
+    let jtag_flash = oct
+        .replace("  flash: 420\n  boot: 30\n", "")
+        .replace("name: oct-u280\n", "name: oct-jtag\nflash_methods: [jtag-flash]\n")
+        .replace("receiver:\n", "receiver:\n  root_port: \"3a:00.0\"\n  jtag_target: 21760204S029A\n");
+    let (code, out, err) = plan_with(&jtag_flash, true);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let step = |action: &str| {
+        v["sessions"][0]["steps"].as_array().unwrap().iter().find(|s| s["action"] == action).cloned().unwrap()
+    };
+    let (flash, boot) = (step("flash"), step("boot"));
+    assert_eq!((flash["estimate_s"].as_f64(), boot["estimate_s"].as_f64()), (Some(1200.0), Some(40.0)));
+    let cmd = flash["command"].as_str().unwrap();
+    assert!(
+        cmd.ends_with(&format!(
+            "-tclargs {}/bitstreams/forward.mcs xcu280_0 localhost:3121 21760204S029A mt25qu01g-spi-x1_x2_x4",
+            work.display()
+        )),
+        "{cmd}"
+    );
+    // The script it writes: the configuration memory written and verified, as program_flash.tcl.
+    std::fs::create_dir_all(&work).unwrap();
+    let load_at = cmd.find("printf '%s\\n'").unwrap();
+    let write_at = load_at + cmd[load_at..].find("program-flash.tcl && ").unwrap() + "program-flash.tcl".len();
+    let o = Command::new("sh").arg("-c").arg(&cmd[load_at..write_at]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tcl = std::fs::read_to_string(work.join("program-flash.tcl")).unwrap();
+    for line in [
+        "create_hw_cfgmem -hw_device $dev [lindex [get_cfgmem_parts [lindex $argv 4]] 0]",
+        "set_property PROGRAM.FILES [list [lindex $argv 0]] $mem",
+        "set_property PROGRAM.VERIFY 1 $mem",
+        "program_hw_cfgmem -hw_cfgmem $mem",
+    ] {
+        assert!(tcl.lines().any(|l| l == line), "{line} in {tcl}");
+    }
+    if have_shellcheck() {
+        shellcheck("jtag-flash: flash", cmd);
+        shellcheck("jtag-flash: boot", boot["command"].as_str().unwrap());
+    }
+    assert!(boot["command"].as_str().unwrap().contains("'boot_hw_device $dev'"), "{boot}");
+    assert!(boot["command"].as_str().unwrap().contains("echo 1 > /sys/bus/pci/devices/0000:3a:00.0/rescan"), "{boot}");
+
+    // A testbed that only loads over JTAG cannot write the plan's QSPI images.
+    let jtag_only = jtag_flash.replace("flash_methods: [jtag-flash]", "flash_methods: [jtag]");
+    let (code, _, err) = plan_with(&jtag_only, false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:12:14: bitstream `forward` is programmed over qspi, which needs the flash method `qspi-xbflash2` or \
+             `jtag-flash`; testbed `oct-jtag` has jtag ({}:13:16)",
+            root.join("bitstreams/forward.yaml").display(),
+            dir.join("inv.yaml").display()
+        )),
+        "{err}"
+    );
+    // A JTAG method keeps the root port powered: the inventory must name it.
+    let (code, _, err) = plan_with(&jtag_flash.replace("  root_port: \"3a:00.0\"\n", ""), false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("inv.yaml:13:16: `jtag-flash` needs `receiver.root_port`"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

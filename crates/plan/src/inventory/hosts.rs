@@ -208,6 +208,9 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let devbind = m.or(d, "devbind", "dpdk-devbind.py".into(), Decoder::string);
     let vivado = m.or(d, "vivado", "vivado".into(), Decoder::string);
     let jtag_device = m.or(d, "jtag_device", "xcu280_0".into(), Decoder::string);
+    let hw_server = m.or(d, "hw_server", "localhost:3121".into(), Decoder::string);
+    let jtag_target = m.or(d, "jtag_target", "*".into(), Decoder::string);
+    let root_port = m.optional(d, "root_port", |d, v| bdf(d, v, true));
     let table_driver = m.or(d, "table_driver", "p4-table-driver".into(), Decoder::string);
     let agent = m.or(d, "agent", "latency-agent".into(), Decoder::string);
     let backend = m.or(d, "backend", "dpdk", |d, v| d.choice(v, &super::BACKENDS));
@@ -276,6 +279,9 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         devbind: devbind?,
         vivado: vivado?,
         jtag_device: jtag_device?,
+        hw_server: hw_server?,
+        jtag_target: jtag_target?,
+        root_port: root_port?,
         table_driver: table_driver?,
         agent: agent?,
         backend: backend?.to_owned(),

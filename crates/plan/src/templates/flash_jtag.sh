@@ -1,3 +1,6 @@
-# The Tcl script is written into the work folder and gets the image and the device
-# as arguments, so that no value is ever spliced into Tcl.
-printf '%s\n' 'open_hw_manager' 'connect_hw_server' 'open_hw_target' 'set dev [lindex [get_hw_devices [lindex $argv 1]] 0]' 'current_hw_device $dev' 'set_property PROGRAM.FILE [lindex $argv 0] $dev' 'program_hw_devices $dev' 'close_hw_manager' > {{ workdir }}/program-jtag.tcl && {{ vivado }} -mode batch -nojournal -nolog -notrace -source {{ workdir }}/program-jtag.tcl -tclargs {{ bitstream }} {{ jtag_device }}
+# ESnet's program_card.sh: keep the card's root port powered (a removed device otherwise lets it
+# drop to D3hot), remove the card's functions, load the bitstream through hw_server with Vivado's
+# hardware manager, then rescan below the root port until the functions are back. The Tcl script
+# is written into the work folder and gets every value as an argument, so that none is spliced
+# into Tcl.
+echo on > {{ root_port_sysfs }}/power/control && for d in {{ fpga_pci }}; do if [ -e /sys/bus/pci/devices/"$d" ]; then echo 1 > /sys/bus/pci/devices/"$d"/remove; fi; done && printf '%s\n' 'open_hw_manager' 'connect_hw_server -url [lindex $argv 2]' 'current_hw_target [lindex [get_hw_targets [format {*/xilinx_tcf/Xilinx/%s} [lindex $argv 3]]] 0]' 'open_hw_target' 'set dev [lindex [get_hw_devices [lindex $argv 1]] 0]' 'current_hw_device $dev' 'set_property PROGRAM.FILE [lindex $argv 0] $dev' 'program_hw_devices $dev' 'close_hw_manager' > {{ workdir }}/program-jtag.tcl && {{ vivado }} -mode batch -nojournal -nolog -notrace -source {{ workdir }}/program-jtag.tcl -tclargs {{ bitstream }} {{ jtag_device }} {{ hw_server }} {{ jtag_target }} && echo 1 > {{ root_port_sysfs }}/rescan && sleep 2 && for d in {{ fpga_pci }}; do test -e /sys/bus/pci/devices/"$d" || { echo "$d missing after rescan" >&2; exit 1; }; done
