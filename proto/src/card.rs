@@ -19,6 +19,10 @@ pub struct CardIdentity {
     /// set by the shell's `build.tcl` (`-build_timestamp`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_timestamp: Option<Hex32>,
+    /// The ESnet SmartNIC shell's build pipeline number: USR_ACCESS (its syscfg `usr_access`
+    /// register, `sn-cfg show device info`'s `Build: Number`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usr_access: Option<Hex32>,
     /// The board family, as the card management firmware names it (CMS `PROFILE_NAME_REG`, four
     /// ASCII bytes: `U280`, `U2XX` for a U200 or U250, `U50A`, `U55N` for a U55C or U55N).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,7 +32,7 @@ pub struct CardIdentity {
 impl CardIdentity {
     /// Whether nothing is known.
     pub fn is_empty(&self) -> bool {
-        self.sha256.is_none() && self.build_timestamp.is_none() && self.profile.is_none()
+        self.sha256.is_none() && self.build_timestamp.is_none() && self.usr_access.is_none() && self.profile.is_none()
     }
 
     /// Whether a card reading `self` is another board than `expected` describes (both name one).
@@ -43,10 +47,12 @@ impl CardIdentity {
             (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
             _ => None,
         };
-        let build = match (self.build_timestamp, expected.build_timestamp) {
-            (Some(a), Some(b)) => Some(a == b),
-            _ => None,
-        };
+        let same = |a: Option<Hex32>, b: Option<Hex32>| a.zip(b).map(|(a, b)| a == b);
+        let build =
+            match (same(self.build_timestamp, expected.build_timestamp), same(self.usr_access, expected.usr_access)) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
+            };
         let board = match (&self.profile, &expected.profile) {
             (Some(_), Some(_)) => Some(!self.other_board(expected)),
             _ => None,
@@ -67,6 +73,9 @@ impl fmt::Display for CardIdentity {
         }
         if let Some(b) = self.build_timestamp {
             parts.push(format!("build_timestamp {b}"));
+        }
+        if let Some(u) = self.usr_access {
+            parts.push(format!("usr_access {u}"));
         }
         if let Some(p) = &self.profile {
             parts.push(format!("board {p}"));
@@ -116,7 +125,7 @@ mod tests {
     use super::*;
 
     fn id(sha: Option<&str>, build: Option<u32>) -> CardIdentity {
-        CardIdentity { sha256: sha.map(String::from), build_timestamp: build.map(Hex32), profile: None }
+        CardIdentity { sha256: sha.map(String::from), build_timestamp: build.map(Hex32), ..CardIdentity::default() }
     }
 
     #[test]
@@ -147,6 +156,11 @@ mod tests {
         assert_eq!(read("{\"build_timestamp\":\"0x10140810\"}\n"), Some(id(None, Some(0x1014_0810))));
         assert_eq!(read("0x10140810"), None, "not JSON");
         assert_eq!(read(r#"{"build_timestamp":"zz"}"#), None, "malformed field");
+        // The ESnet readback: sn-cfg's build status, pipeline number and profile.
+        let esnet = read(r#"{"build_timestamp":"0x10140810","usr_access":"0x0000e417","profile":"U280"}"#).unwrap();
+        assert_eq!((esnet.usr_access, esnet.profile.as_deref()), (Some(Hex32(0xe417)), Some("U280")));
+        let expected = CardIdentity { usr_access: Some(Hex32(0xe418)), ..CardIdentity::default() };
+        assert_eq!(esnet.matches(&expected), Some(false), "another pipeline build");
         assert_eq!(serde_json::to_string(&id(None, Some(0xab))).unwrap(), r#"{"build_timestamp":"0x000000ab"}"#);
     }
 

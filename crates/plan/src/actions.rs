@@ -1,7 +1,7 @@
 //! Host actions: what each step of a session does, on which host, and its built-in command
 //! template (`plan/templates/<action>.sh`, modelled on the documented OCT U280 procedure).
 
-use crate::board::FlashMethod;
+use crate::board::{FlashMethod, Shell};
 
 latency_proto::words! {
 /// A host action: one step of a session's bring-up, of a run, or of the teardown, declared in
@@ -77,9 +77,17 @@ impl Action {
     /// Built-in template, following the OCT U280 procedure: the command of
     /// `plan/templates/<action>.sh`, below its leading `#` comment lines; where the testbed writes
     /// QSPI images over JTAG (`qspi` is [`FlashMethod::JtagFlash`]), `flash` and `boot` are those
-    /// of `plan/templates/jtag-flash/`.
-    pub fn default_template(self, qspi: FlashMethod) -> &'static str {
+    /// of `plan/templates/jtag-flash/`; on the ESnet SmartNIC shell, those its tools do differently
+    /// are in `plan/templates/esnet-smartnic/`.
+    pub fn default_template(self, shell: Shell, qspi: FlashMethod) -> &'static str {
+        let esnet = shell == Shell::EsnetSmartnic;
         let file = match self {
+            Action::DriverReload if esnet => include_str!("templates/esnet-smartnic/driver_reload.sh"),
+            Action::PcieRescan if esnet => include_str!("templates/esnet-smartnic/pcie_rescan.sh"),
+            Action::RegisterInit if esnet => include_str!("templates/esnet-smartnic/register_init.sh"),
+            Action::HealthCheck if esnet => include_str!("templates/esnet-smartnic/health_check.sh"),
+            Action::TableLoad if esnet => include_str!("templates/esnet-smartnic/table_load.sh"),
+            Action::Readback if esnet => include_str!("templates/esnet-smartnic/readback.sh"),
             Action::Flash if qspi == FlashMethod::JtagFlash => include_str!("templates/jtag-flash/flash.sh"),
             Action::Boot if qspi == FlashMethod::JtagFlash => include_str!("templates/jtag-flash/boot.sh"),
             Action::Flash => include_str!("templates/flash.sh"),
@@ -168,6 +176,8 @@ pub const VARIABLES: &[&str] = &[
     "sender_iface",
     "session",
     "session_dir",
+    "sn_cfg",
+    "sn_p4",
     "table",
     "table_driver",
     "table_driver_dir",
@@ -188,6 +198,8 @@ pub const LIST_VARIABLES: &[&str] = &[
     "fpga_pci",
     "ports_args",
     "reflect_args",
+    "sn_cfg",
+    "sn_p4",
     "table",
     "xbflash2_args",
 ];

@@ -70,9 +70,10 @@ pub struct Bitstream {
     /// P4 framework, run from that folder after every bring-up), relative to the receiver's
     /// `p4_builds` folder; none for images without tables.
     pub table_driver_dir: Option<String>,
-    /// What the card reads back while it runs this image (`identity:`), beside the image's sha256:
-    /// the Open-NIC shell's build timestamp (register 0x0) where it is known.
-    pub build_timestamp: Option<Hex32>,
+    /// What the card reads back while it runs this image (`identity:`), beside the image's sha256
+    /// and board: the shell's build timestamp (register 0x0) and the ESnet build pipeline number
+    /// (`usr_access`) where they are known.
+    pub identity: CardIdentity,
 }
 
 impl Bitstream {
@@ -81,8 +82,8 @@ impl Bitstream {
     pub fn identity(&self) -> CardIdentity {
         CardIdentity {
             sha256: (self.sha256 != UNBUILT).then(|| self.sha256.clone()),
-            build_timestamp: self.build_timestamp,
             profile: Some(self.board.facts().cms_profile.to_string()),
+            ..self.identity.clone()
         }
     }
 }
@@ -111,7 +112,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
     let programming = m.required(d, "programming", |d, n| d.choice(n, &Programming::WORDS));
     let programming_at = m.at("programming").unwrap_or(m.pos);
     let table_driver_dir = m.optional(d, "table_driver_dir", Decoder::string);
-    let build_timestamp = m.or(d, "identity", None, decode_identity);
+    let identity = m.or(d, "identity", CardIdentity::default(), decode_identity);
     m.done(d);
 
     let (file, sha256) = (file?, sha256?);
@@ -141,7 +142,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Bitstream> {
         programming: programming?,
         programming_at,
         table_driver_dir: table_driver_dir?,
-        build_timestamp: build_timestamp?,
+        identity: identity?,
     })
 }
 
@@ -155,19 +156,22 @@ pub fn decode_board(d: &mut Decoder, n: &Node) -> Option<Board> {
     b
 }
 
-/// `identity:`: `{ build_timestamp: "0x10140810" }`, what the card reads back running the image.
-fn decode_identity(d: &mut Decoder, n: &Node) -> Option<Option<Hex32>> {
+/// `identity:`: `{ build_timestamp: "0x10140810", usr_access: "0x0000e417" }`, what the card reads
+/// back running the image.
+fn decode_identity(d: &mut Decoder, n: &Node) -> Option<CardIdentity> {
     let mut m = d.map(n, "identity")?;
-    let build = m.optional(d, "build_timestamp", |d, v| {
+    let register = |d: &mut Decoder, v: &Node| {
         let s = d.string(v)?;
         let h = Hex32::parse(&s);
         if h.is_none() {
-            d.error(v.pos, format!("`{s}` is not a 32-bit hex value (the shell's register 0x0, e.g. \"0x10140810\")"));
+            d.error(v.pos, format!("`{s}` is not a 32-bit hex value (a register's, e.g. \"0x10140810\")"));
         }
         h
-    });
+    };
+    let build_timestamp = m.optional(d, "build_timestamp", register);
+    let usr_access = m.optional(d, "usr_access", register);
     m.done(d);
-    build
+    Some(CardIdentity { build_timestamp: build_timestamp?, usr_access: usr_access?, ..CardIdentity::default() })
 }
 
 /// The `sha256` of an image not built yet (its program is in `p4-programs/`, the image is not):
@@ -239,7 +243,7 @@ mod tests {
     fn an_identity_that_is_not_a_register_value_is_refused_where_it_stands() {
         let (b, diags) = decoded("identity: { build_timestamp: \"Oct 14\" }\n");
         assert!(b.is_none());
-        assert_eq!(diags, ["9:30: `Oct 14` is not a 32-bit hex value (the shell's register 0x0, e.g. \"0x10140810\")"]);
+        assert_eq!(diags, ["9:30: `Oct 14` is not a 32-bit hex value (a register's, e.g. \"0x10140810\")"]);
         let (_, diags) = decoded("identity: { build_timestamp: 0x10140810 }\n");
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert!(diags[0].starts_with("9:30: ") && diags[0].contains("put the value in quotes"), "{diags:?}");

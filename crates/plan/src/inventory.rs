@@ -86,8 +86,8 @@ pub struct Receiver {
     pub host: Host,
     /// PCI addresses of the FPGA's functions (PF0 first).
     pub fpga_pci: Vec<Bdf>,
-    /// Device argument of `xbflash2 -d` (the domain may be left out).
-    pub qspi_pci: Bdf,
+    /// Device argument of `xbflash2 -d` (the domain may be left out); required by `qspi-xbflash2`.
+    pub qspi_pci: Option<Bdf>,
     /// Vivado's executable (JTAG programming).
     pub vivado: String,
     /// The FPGA's name in Vivado's hardware manager (`get_hw_devices`).
@@ -98,12 +98,17 @@ pub struct Receiver {
     pub jtag_target: String,
     /// The PCIe root port above the card, which the JTAG methods keep powered and rescan below.
     pub root_port: Option<Bdf>,
+    /// The ESnet stack's configuration client, as a command (`[sn-cfg]`; e.g. `[docker, compose,
+    /// exec, -T, smartnic-cfg, sn-cfg]` where the stack runs in its containers).
+    pub sn_cfg: Vec<String>,
+    /// The ESnet stack's P4 table client, as a command (`[sn-p4]`).
+    pub sn_p4: Vec<String>,
     /// BAR given to `xbflash2 --bar`.
     pub qspi_bar: u32,
     /// BAR index of the Open-NIC-Shell registers on PF0.
     pub register_bar: u32,
-    /// Key file of `config-fpga`.
-    pub config_fpga_key: String,
+    /// Key file of `config-fpga`; required by `qspi-xbflash2`.
+    pub config_fpga_key: Option<String>,
     /// The DPDK the receiver's poll-mode drivers belong to (e.g. `20.11` for the QDMA PMD): an
     /// agent built against another DPDK cannot load them, and is refused before it is uploaded.
     pub dpdk_version: Option<String>,
@@ -115,8 +120,8 @@ pub struct Receiver {
     pub config_fpga_user: Option<String>,
     /// Arguments after `--bar N` of `xbflash2 program` (LatencyLab's flash.py passes `3`).
     pub xbflash2_args: Vec<String>,
-    /// Path of `onic.ko`.
-    pub onic_module: String,
+    /// Path of `onic.ko`; required by the Open-NIC shell.
+    pub onic_module: Option<String>,
     /// Kernel netdevs of the FPGA functions while `onic` is bound.
     pub fpga_ifaces: Vec<String>,
     /// Where the inventory gives `fpga_ifaces`.
@@ -292,7 +297,9 @@ impl Inventory {
         v.insert("cmacs", word(&self.board.facts().cmacs.to_string()));
         v.insert("capture_tstamp", word(&s.capture_tstamp));
         v.insert("capture_pidfile", word(&layout.capture_pidfile()));
-        v.insert("config_fpga_key", word(&r.config_fpga_key));
+        if let Some(k) = &r.config_fpga_key {
+            v.insert("config_fpga_key", word(k));
+        }
         let as_user =
             r.config_fpga_user.as_ref().map_or_else(Vec::new, |u| vec!["sudo".into(), "-u".into(), u.clone()]);
         v.insert("config_fpga_as", list(&as_user));
@@ -313,13 +320,17 @@ impl Inventory {
         v.insert("fpga_pf0_sysfs", word(&pf0_sysfs));
         v.insert("jtag_device", word(&r.jtag_device));
         v.insert("jtag_target", word(&r.jtag_target));
+        v.insert("sn_cfg", list(&r.sn_cfg));
+        v.insert("sn_p4", list(&r.sn_p4));
         v.insert("hw_server", word(&r.hw_server));
         v.insert("qspi_part", word(self.board.facts().qspi_part));
         if let Some(rp) = &r.root_port {
             v.insert("root_port_sysfs", word(&format!("/sys/bus/pci/devices/{}", rp.full())));
         }
         v.insert("numa_node", word(&r.numa_node.to_string()));
-        v.insert("onic_module", word(&r.onic_module));
+        if let Some(o) = &r.onic_module {
+            v.insert("onic_module", word(o));
+        }
         v.insert("pacing_pps", word(&ctx.pacing_pps.to_string()));
         // tcpreplay's pacing: even (`--pps`) or the trace's own gaps, sped up (`--multiplier`).
         let pace = match ctx.timing {
@@ -336,7 +347,9 @@ impl Inventory {
         v.insert("probe_format", word(ctx.probe_format));
         v.insert("program", word(ctx.program));
         v.insert("qspi_bar", word(&r.qspi_bar.to_string()));
-        v.insert("qspi_pci", word(&r.qspi_pci.to_string()));
+        if let Some(q) = &r.qspi_pci {
+            v.insert("qspi_pci", word(&q.to_string()));
+        }
         let reflect_args = match (&r.reflect_port, r.capture.reflect_dst_mac, ctx.reflect) {
             (Some(p), Some(mac), true) => {
                 vec!["--reflect-port".to_string(), p.clone(), "--reflect-dst-mac".into(), mac.to_string()]
@@ -443,6 +456,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let flash_methods_at = m.at("flash_methods").unwrap_or(yaml::Pos { line: 1, col: 1 });
     let sender = m.required(d, "sender", hosts::decode_sender);
     let receiver = m.required(d, "receiver", hosts::decode_receiver);
+    let receiver_at = m.at("receiver");
     let actions = m.or(d, "actions", BTreeMap::new(), decode_actions);
     let steps = m.or(d, "steps", BTreeMap::new(), decode_steps);
     let estimates = m.or(d, "estimates_s", BTreeMap::new(), decode_estimates);
@@ -466,6 +480,40 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         );
         return None;
     }
+    // ESnet images written over PCIe boot only after a power cycle (esnet-smartnic-fw
+    // README.SYSTEM.SETUP.md), which no session can make.
+    if let (Some(Shell::EsnetSmartnic), Some(methods)) = (shell, &flash_methods)
+        && methods.contains(&FlashMethod::QspiXbflash2)
+    {
+        d.error(
+            flash_methods_at,
+            "the esnet-smartnic shell boots an image written over PCIe (`qspi-xbflash2`) only after a power cycle \
+             (`ipmitool chassis power cycle`, esnet-smartnic-fw's README.SYSTEM.SETUP.md), which a session cannot \
+             make: use `jtag` or `jtag-flash`",
+        );
+        return None;
+    }
+    // What the shell's and the methods' commands need of the receiver.
+    if let (Some(shell), Some(methods), Some(r)) = (shell, &flash_methods, &receiver) {
+        let mut needs = Vec::new();
+        if methods.contains(&FlashMethod::QspiXbflash2) {
+            needs.extend(r.qspi_pci.is_none().then_some("`qspi_pci` (xbflash2's device)"));
+            needs.extend(r.config_fpga_key.is_none().then_some("`config_fpga_key` (config-fpga's key)"));
+        }
+        if shell == Shell::OpenNic {
+            needs.extend(r.onic_module.is_none().then_some("`onic_module` (the Open-NIC driver)"));
+        }
+        if !needs.is_empty() {
+            d.error(
+                receiver_at.unwrap_or(m_pos),
+                format!("the receiver needs {} for the {shell} shell written with {}", needs.join(", "), {
+                    let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
+                    names.join(", ")
+                }),
+            );
+            return None;
+        }
+    }
     // A JTAG method keeps the card's root port powered and rescans below it.
     if let (Some(methods), Some(r)) = (&flash_methods, &receiver)
         && let Some(m) = methods.iter().find(|m| m.uses_jtag())
@@ -485,7 +533,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     for a in Action::ALL {
         let t = match actions.as_ref().and_then(|o| o.get(&a)) {
             Some(t) => t.clone(),
-            None => Template::parse(a.name(), a.default_template(qspi)).ok()?,
+            None => Template::parse(a.name(), a.default_template(shell?, qspi)).ok()?,
         };
         all_actions.insert(a, t);
     }
@@ -596,13 +644,18 @@ mod tests {
 
     #[test]
     fn every_builtin_template_parses_uses_known_variables_and_whole_words() {
-        for a in Action::ALL {
-            let t = Template::parse(a.name(), a.default_template(FlashMethod::QspiXbflash2)).unwrap();
-            for v in t.variables() {
-                assert!(VARIABLES.contains(&v), "{}: {v}", a.name());
+        for shell in Shell::ALL {
+            for method in FlashMethod::ALL {
+                for a in Action::ALL {
+                    let what = format!("{shell} {method} {}", a.name());
+                    let t = Template::parse(a.name(), a.default_template(shell, method)).unwrap();
+                    for v in t.variables() {
+                        assert!(VARIABLES.contains(&v), "{what}: {v}");
+                    }
+                    assert_eq!(t.misplaced(|v| LIST_VARIABLES.contains(&v)), [], "{what}");
+                    assert!(!t.source().contains('\n'), "{what}: one line");
+                }
             }
-            assert_eq!(t.misplaced(|v| LIST_VARIABLES.contains(&v)), [], "{}", a.name());
-            assert!(!t.source().contains('\n'), "{}: one line", a.name());
         }
     }
 

@@ -41,7 +41,7 @@ impl Document {
             Document::Plan(p, _) => format!("study `{}`, {}", p.study, plural(p.programs.len(), "program")),
             Document::Inventory(inv) => {
                 let qspi = inv.qspi_method().unwrap_or(crate::board::FlashMethod::QspiXbflash2);
-                let own = inv.actions.iter().filter(|(a, t)| t.source() != a.default_template(qspi)).count();
+                let own = inv.actions.iter().filter(|(a, t)| t.source() != a.default_template(inv.shell, qspi)).count();
                 format!(
                     "inventory `{}`, {}, {} overridden",
                     inv.name,
@@ -112,6 +112,13 @@ fn with_inventory(
             TestbedRef::Inventory(inv) => load_file(&inv, &mut diags, inventory::decode),
         }
     });
+    // Each program's build for the testbed's board and shell, where the plan names several.
+    let mut plan = plan;
+    if let (Some(p), Some(inv)) = (&mut plan, &inventory) {
+        for prog in &mut p.programs {
+            prog.for_testbed(inv.board, inv.shell);
+        }
+    }
     if let (Some(p), Some(inv)) = (&plan, &inventory) {
         check_reflect(p, inv, &mut diags);
         check_timing(p, inv, &mut diags);

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::bitstream::{self, Bitstream};
-use crate::yaml::{self, Decoder, Node, Pos};
+use crate::board::{Board, Shell};
+use crate::yaml::{self, Decoder, Node, Pos, Value};
 
 /// A program under test.
 #[derive(Clone, Debug, Serialize)]
@@ -30,9 +31,28 @@ pub struct Program {
     /// This program's bring-ups, when not `protocol.sessions` (a plain count there).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<u32>,
+    /// Every build the plan names for the program (`bitstream: [a.yaml, b.yaml]`, one per board
+    /// and shell; `bitstream` is the first, or the testbed's after [`Program::for_testbed`]).
+    #[serde(skip)]
+    pub builds: Vec<Bitstream>,
+    /// Every build of its null image, likewise.
+    #[serde(skip)]
+    pub null_builds: Vec<Bitstream>,
 }
 
 impl Program {
+    /// Take the builds of the testbed's board and shell where the plan names them (a testbed
+    /// without one keeps the first, which validation then refuses).
+    pub fn for_testbed(&mut self, board: Board, shell: Shell) {
+        let pick = |builds: &[Bitstream]| builds.iter().find(|b| (b.board, b.shell) == (board, shell)).cloned();
+        if let Some(b) = pick(&self.builds) {
+            self.bitstream = b;
+        }
+        if let Some(b) = pick(&self.null_builds) {
+            self.null = Some(b);
+        }
+    }
+
     /// The images this program's sessions load: its own, then its null's (if calibrated by one).
     pub fn images(&self) -> impl Iterator<Item = &Bitstream> {
         std::iter::once(&self.bitstream).chain(self.null.as_ref())
@@ -118,9 +138,11 @@ pub(super) fn decode_programs(
     for (trace, pos, name) in missing_null {
         match nulls.get(&trace) {
             Some((manifest, _)) => {
-                let null = out.iter().filter_map(|p| p.null.as_ref()).find(|b| b.manifest == *manifest).cloned();
+                let lender = out.iter().find(|p| p.null.as_ref().is_some_and(|b| b.manifest == *manifest));
+                let (null, builds) = lender.map(|p| (p.null.clone(), p.null_builds.clone())).unwrap_or_default();
                 if let Some(p) = out.iter_mut().find(|p| p.name == name) {
                     p.null = null;
+                    p.null_builds = builds;
                 }
             }
             None => {
@@ -148,10 +170,8 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     {
         d.error(at.pos, format!("program name `{n}`: the prefix `null-` is reserved for null calibration sessions"));
     }
-    let bitstream = m.req(d, "bitstream").and_then(|v| load_manifest(d, v));
-    if let Some(b) = &bitstream
-        && b.null
-    {
+    let builds = m.req(d, "bitstream").and_then(|v| load_builds(d, v));
+    if let Some(b) = builds.iter().flatten().find(|b| b.null) {
         d.error(
             n.pos,
             format!("program bitstream {} is a null bitstream; name it under `null:`", b.manifest.display()),
@@ -164,28 +184,37 @@ fn decode_program(d: &mut Decoder, n: &Node, traces: &[String]) -> Option<(Progr
     let null_trace = m.optional(d, "null_trace", |d, v| trace_index(d, v, traces));
     let null_node = m.get(d, "null");
     let sessions = m.optional(d, "sessions", |d, v| d.uint(v, 1..=1000));
-    let null = match null_node {
-        Some(v) => load_manifest(d, v).and_then(|b| {
-            if b.null {
-                Some(Some(b))
-            } else {
+    let null_builds = match null_node {
+        Some(v) => load_builds(d, v).and_then(|builds| {
+            let not_null: Vec<&Bitstream> = builds.iter().filter(|b| !b.null).collect();
+            for b in &not_null {
                 d.error(
                     v.pos,
                     format!("{} is not a null bitstream (`null: true` in its manifest)", b.manifest.display()),
                 );
-                None
             }
+            not_null.is_empty().then_some(builds)
         }),
-        None => Some(None),
+        None => Some(Vec::new()),
     };
     m.done(d);
-    let bitstream = bitstream?;
+    let builds = builds?;
     // Without its own `null`, it is filled in from a program sharing the trace.
-    let null = null?;
+    let null_builds = null_builds?;
     let trace = trace?;
     let null_trace = null_trace?.unwrap_or(trace);
     Some((
-        Program { name: name?, bitstream, table: table?, trace, null, null_trace, sessions: sessions? },
+        Program {
+            name: name?,
+            bitstream: builds[0].clone(),
+            table: table?,
+            trace,
+            null: null_builds.first().cloned(),
+            null_trace,
+            sessions: sessions?,
+            builds,
+            null_builds,
+        },
         null_node.map(|v| v.pos),
         name_node.map_or(n.pos, |v| v.pos),
     ))
@@ -201,6 +230,42 @@ fn trace_index(d: &mut Decoder, v: &Node, traces: &[String]) -> Option<usize> {
         d.error(v.pos, format!("undefined trace `{t}`{hint}"));
     }
     found
+}
+
+/// The builds a plan node names: one manifest, or a list of them, one per board and shell.
+fn load_builds(d: &mut Decoder, v: &Node) -> Option<Vec<Bitstream>> {
+    let items = match &v.value {
+        Value::Seq(_) => d.seq(v)?,
+        // A describe pass: a manifest, or a list of them.
+        Value::Slot(_) => {
+            let items = d.seq(v)?;
+            let _ = load_manifest(d, &items[0]);
+            return load_manifest(d, v).map(|b| vec![b]);
+        }
+        _ => return load_manifest(d, v).map(|b| vec![b]),
+    };
+    if items.is_empty() {
+        d.error(v.pos, "name at least one bitstream manifest");
+        return None;
+    }
+    let builds: Vec<Option<Bitstream>> = items.iter().map(|i| load_manifest(d, i)).collect();
+    let builds: Vec<Bitstream> = builds.into_iter().collect::<Option<_>>()?;
+    for (k, b) in builds.iter().enumerate() {
+        if let Some(first) = builds[..k].iter().find(|a| (a.board, a.shell) == (b.board, b.shell)) {
+            d.error(
+                items[k].pos,
+                format!(
+                    "{} is a second build for a {} with the {} shell ({} is the first): name one build per board and shell",
+                    b.manifest.display(),
+                    b.board.name().to_uppercase(),
+                    b.shell,
+                    first.manifest.display()
+                ),
+            );
+            return None;
+        }
+    }
+    Some(builds)
 }
 
 /// Load the bitstream manifest a plan node points to; its problems are reported against the

@@ -559,11 +559,12 @@ fn rendered_commands_pass_shellcheck() {
 /// Check `cmd` with shellcheck as a POSIX sh script (`what` names it in the failure); where
 /// shellcheck is not installed, the caller's test has said so (`runs_here`). A command that writes
 /// a Tcl script for Vivado quotes its `$argv` and `$dev` for Tcl, not the shell: SC2016 (an
-/// expression in single quotes) is its intent there.
+/// expression in single quotes) is its intent there. A list variable of one element renders a
+/// loop over one word (SC2043), as the inventory gives it.
 fn shellcheck(what: &str, cmd: &str) {
     let tcl = if cmd.contains(".tcl && ") { ["-e", "SC2016"] } else { ["-e", "SC0000"] };
     let mut sc = Command::new("shellcheck")
-        .args(["-s", "sh", "-f", "gcc"])
+        .args(["-s", "sh", "-f", "gcc", "-e", "SC2043"])
         .args(tcl)
         .arg("-")
         .stdin(std::process::Stdio::piped())
@@ -805,8 +806,16 @@ fn images_for_another_board_or_shell_and_two_fpga_ports_on_a_u50_are_refused_whe
         dir.join("inv.yaml").display()
     );
     assert!(err.contains(&want), "{err}");
-    // An ESnet testbed: refused at each manifest's `shell`.
-    let (code, err) = run(&oct.replace("name: oct-u280\n", "name: esnet\nshell: esnet-smartnic\n"));
+    // An ESnet testbed cannot boot what xbflash2 writes without a power cycle.
+    let esnet = oct.replace("name: oct-u280\n", "name: esnet\nshell: esnet-smartnic\n");
+    let (code, err) = run(&esnet);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("inv.yaml:1:1: the esnet-smartnic shell boots an image written over PCIe (`qspi-xbflash2`) only after a power cycle"), "{err}");
+    // Written over JTAG, the Open-NIC images are refused at each manifest's `shell`.
+    let esnet = esnet
+        .replace("shell: esnet-smartnic\n", "shell: esnet-smartnic\nflash_methods: [jtag-flash]\n")
+        .replace("receiver:\n", "receiver:\n  root_port: \"3a:00.0\"\n");
+    let (code, err) = run(&esnet);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains(&format!(
@@ -950,5 +959,95 @@ fn qspi_images_are_written_over_jtag_where_the_testbed_says_so() {
     let (code, _, err) = plan_with(&jtag_flash.replace("  root_port: \"3a:00.0\"\n", ""), false);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("inv.yaml:13:16: `jtag-flash` needs `receiver.root_port`"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `plans/int.yaml` names one build per board and shell; on each shipped inventory its dry run
+/// takes that testbed's builds and shows its shell's and flash method's commands (every one
+/// passing shellcheck), and refuses the images not built yet only where `run` would flash them.
+#[test]
+fn the_int_plan_runs_dry_on_every_shipped_inventory_with_its_shells_and_methods_commands() {
+    let check = have_shellcheck();
+    for (inventory, dir, expect) in [
+        (
+            "oct-u280",
+            "",
+            &["xbflash2 program --spi --image", "config-fpga boot", "regs check --bar", "--cmacs 2", "regs identity"][..],
+        ),
+        (
+            "esnet-u280",
+            "esnet-u280",
+            &[
+                "'program_hw_devices $dev'",
+                "sn-cfg configure port --state enable",
+                "sn-p4 apply p4bm",
+                "sn-cfg show port status",
+                "sn-cfg show device info",
+            ],
+        ),
+        ("u250-opennic", "opennic-u250", &["xbflash2 program --spi --image", "config-fpga boot", "--cmacs 2"]),
+        (
+            "u55c-esnet",
+            "esnet-u55c",
+            &["connect_hw_server -url", "sn-cfg configure switch -i 0:physical:app -i 1:physical:bypass"],
+        ),
+        ("u50-opennic", "opennic-u50", &["--cmacs 1", "--backend af-xdp --ports enp59s0f0,enp175s0f1"]),
+    ] {
+        let inv = format!("../testbeds/{inventory}.yaml");
+        let o = orchestrate(&["plan", "../plans/int.yaml", "--testbed", &inv, "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{inventory}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let commands: Vec<&str> = v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| {
+                s["steps"].as_array().unwrap().iter().chain(s["write_first"].as_array().into_iter().flatten())
+            })
+            .filter_map(|st| st["command"].as_str())
+            .collect();
+        for want in expect {
+            assert!(commands.iter().any(|c| c.contains(want)), "{inventory}: no `{want}` in {commands:#?}");
+        }
+        // Its own builds: the not-built ones are refused from their own folder.
+        let refused: Vec<&str> = v["refused"].as_array().unwrap().iter().filter_map(|r| r.as_str()).collect();
+        let folder =
+            if dir.is_empty() { "bitstreams/int_transit.yaml".to_string() } else { format!("bitstreams/{dir}/") };
+        assert!(!refused.is_empty() && refused.iter().all(|r| r.contains(&folder)), "{inventory}: {refused:?}");
+        if check {
+            let mut seen = std::collections::BTreeSet::new();
+            for c in commands.iter().filter(|c| seen.insert(**c)) {
+                shellcheck(inventory, c);
+            }
+        }
+    }
+}
+
+/// A program names one build per board and shell: two for the same pair are refused where the
+/// second stands.
+#[test]
+fn two_builds_for_the_same_board_and_shell_are_refused() {
+    let dir = std::env::temp_dir().join(format!("orchestrate-builds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let text = std::fs::read_to_string(root.join("plans/int.yaml")).unwrap();
+    // The ESnet U280 build of Forward replaced by a second Open-NIC U280 one.
+    let esnet = "      - ../bitstreams/esnet-u280/forward.yaml\n";
+    let second = text[..text.find(esnet).unwrap()].lines().count() + 1;
+    let plan =
+        text.replace(esnet, "      - ../bitstreams/five_tuple.yaml\n").replace("../", &format!("{}/", root.display()));
+    std::fs::write(dir.join("plan.yaml"), &plan).unwrap();
+    let o = orchestrate(&["validate", dir.join("plan.yaml").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "plan.yaml:{second}:9: {}/bitstreams/five_tuple.yaml is a second build for a U280 with the open-nic shell ({}/bitstreams/forward.yaml is the first)",
+            root.display(),
+            root.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -191,16 +191,16 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let mut m = d.map(n, "receiver")?;
     let host = decode_host(d, &mut m);
     let fpga_pci = m.required(d, "fpga_pci", pci_list);
-    let qspi_pci = m.required(d, "qspi_pci", |d, v| bdf(d, v, true));
+    let qspi_pci = m.optional(d, "qspi_pci", |d, v| bdf(d, v, true));
     let qspi_bar = m.or(d, "qspi_bar", 2, |d, v| d.uint(v, 0..=5));
     let register_bar = m.or(d, "register_bar", 2, |d, v| d.uint(v, 0..=5));
-    let key = m.required(d, "config_fpga_key", Decoder::string);
+    let key = m.optional(d, "config_fpga_key", Decoder::string);
     let config_fpga_user = m.optional(d, "config_fpga_user", Decoder::string);
     let dpdk_version = m.optional(d, "dpdk_version", Decoder::string);
     let p4_builds = m.optional(d, "p4_builds", Decoder::string);
     let p4_builds = p4_builds.map(|b| b.or_else(|| host.as_ref().map(|h| h.workdir.clone())).unwrap_or_default());
     let xbflash2_args = m.or(d, "xbflash2_args", vec!["3".to_string()], |d, v| list(d, v, Decoder::string));
-    let onic = m.required(d, "onic_module", Decoder::string);
+    let onic = m.optional(d, "onic_module", Decoder::string);
     let ifaces = m.or(d, "fpga_ifaces", Vec::new(), |d, v| list(d, v, iface));
     let fpga_ifaces_at = m.at("fpga_ifaces");
     let bypass_iface = m.optional(d, "bypass_iface", iface);
@@ -211,6 +211,8 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let hw_server = m.or(d, "hw_server", "localhost:3121".into(), Decoder::string);
     let jtag_target = m.or(d, "jtag_target", "*".into(), Decoder::string);
     let root_port = m.optional(d, "root_port", |d, v| bdf(d, v, true));
+    let sn_cfg = m.or(d, "sn_cfg", vec!["sn-cfg".to_string()], |d, v| list(d, v, Decoder::string));
+    let sn_p4 = m.or(d, "sn_p4", vec!["sn-p4".to_string()], |d, v| list(d, v, Decoder::string));
     let table_driver = m.or(d, "table_driver", "p4-table-driver".into(), Decoder::string);
     let agent = m.or(d, "agent", "latency-agent".into(), Decoder::string);
     let backend = m.or(d, "backend", "dpdk", |d, v| d.choice(v, &super::BACKENDS));
@@ -282,6 +284,8 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
         hw_server: hw_server?,
         jtag_target: jtag_target?,
         root_port: root_port?,
+        sn_cfg: sn_cfg?,
+        sn_p4: sn_p4?,
         table_driver: table_driver?,
         agent: agent?,
         backend: backend?.to_owned(),
