@@ -40,8 +40,9 @@ impl CardIdentity {
         matches!((&self.profile, &expected.profile), (Some(a), Some(b)) if !a.trim().eq_ignore_ascii_case(b.trim()))
     }
 
-    /// Whether a card reading `self` runs the image `expected` describes: `None` when they share
-    /// no field (nothing to compare), else whether every shared field agrees.
+    /// Whether a card reading `self` runs the image `expected` describes: `false` on another
+    /// board; `None` when they share no field naming the image (sha256, build timestamp,
+    /// USR_ACCESS), else whether every shared one agrees.
     pub fn matches(&self, expected: &CardIdentity) -> Option<bool> {
         let sha = match (&self.sha256, &expected.sha256) {
             (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
@@ -53,13 +54,13 @@ impl CardIdentity {
                 (None, None) => None,
                 (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
             };
-        let board = match (&self.profile, &expected.profile) {
-            (Some(_), Some(_)) => Some(!self.other_board(expected)),
-            _ => None,
-        };
-        match (sha, build, board) {
-            (None, None, None) => None,
-            (a, b, c) => Some(a.unwrap_or(true) && b.unwrap_or(true) && c.unwrap_or(true)),
+        // Another board never runs the image; the same board alone does not say which image.
+        if self.other_board(expected) {
+            return Some(false);
+        }
+        match (sha, build) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
         }
     }
 }
@@ -144,6 +145,8 @@ mod tests {
         assert!(!id(Some("ab"), None).other_board(&on("U280")), "a card that does not say");
         assert_eq!(on("U2XX").matches(&on("U280")), Some(false));
         assert_eq!(on("U280").matches(&on("U280")), Some(true));
+        let board = |p: &str| CardIdentity { profile: Some(p.into()), ..CardIdentity::default() };
+        assert_eq!(board("U280").matches(&on("U280")), None, "the board alone does not name the image");
         assert_eq!(on("U280").to_string(), "sha256 ab, board U280");
     }
 

@@ -514,20 +514,6 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
             return None;
         }
     }
-    // A JTAG method keeps the card's root port powered and rescans below it.
-    if let (Some(methods), Some(r)) = (&flash_methods, &receiver)
-        && let Some(m) = methods.iter().find(|m| m.uses_jtag())
-        && r.root_port.is_none()
-    {
-        d.error(
-            flash_methods_at,
-            format!(
-                "`{m}` needs `receiver.root_port`, the PCIe root port above the card (`lspci -t`), which it keeps \
-                 powered and rescans below, as ESnet's program_card.sh"
-            ),
-        );
-        return None;
-    }
     let qspi = flash_methods.as_ref()?.iter().copied().find(|m| m.writes_qspi()).unwrap_or(FlashMethod::QspiXbflash2);
     let mut all_actions = BTreeMap::new();
     for a in Action::ALL {
@@ -536,6 +522,31 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
             None => Template::parse(a.name(), a.default_template(shell?, qspi)).ok()?,
         };
         all_actions.insert(a, t);
+    }
+    // The JTAG methods' commands keep the card's root port powered and rescan below it.
+    let methods = flash_methods.as_ref()?;
+    let jtag_actions: Vec<Action> = methods
+        .iter()
+        .flat_map(|m| match m {
+            FlashMethod::QspiXbflash2 => &[][..],
+            FlashMethod::Jtag => &[Action::FlashJtag][..],
+            FlashMethod::JtagFlash => &[Action::Flash, Action::Boot][..],
+        })
+        .copied()
+        .collect();
+    if let Some(r) = &receiver
+        && r.root_port.is_none()
+        && let Some(a) = jtag_actions.iter().find(|a| all_actions[a].variables().any(|v| v == "root_port_sysfs"))
+    {
+        let m = methods.iter().find(|m| m.uses_jtag()).copied().unwrap_or(FlashMethod::Jtag);
+        d.error(
+            flash_methods_at,
+            format!(
+                "`{m}` needs `receiver.root_port`, the PCIe root port above the card (`lspci -t`), which its `{a}` \
+                 keeps powered and rescans below, as ESnet's program_card.sh"
+            ),
+        );
+        return None;
     }
     let steps = Action::ALL
         .into_iter()

@@ -6,10 +6,12 @@
 //! ([`bitstream`]); the bypass path (switch link B → host link B) forwards every frame unchanged
 //! and at once. Flashing ([`emulator`], driven through [`control`]) loads another bitstream and
 //! takes the host-facing links down for a moment, as the PCIe re-enumeration of a real card would;
-//! the state file and a fake register BAR ([`state`]) let the orchestrator's actions verify it.
+//! the state file and a fake register BAR ([`state`]) let the orchestrator's actions verify it;
+//! [`esnet`] answers the ESnet SmartNIC stack's clients (`sn-cfg`, `sn-p4`) as such a card would.
 
 pub mod bitstream;
 pub mod control;
 pub mod emulator;
+pub mod esnet;
 pub mod packet;
 pub mod state;

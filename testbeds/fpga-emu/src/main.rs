@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use fpga_emu::{bitstream, control, emulator, state};
+use fpga_emu::{bitstream, control, emulator, esnet, state};
 
 /// User-space FPGA SmartNIC emulator of the emulated testbed.
 #[derive(Parser)]
@@ -101,6 +101,24 @@ enum Command {
         #[arg(long, default_value_t = 0.0)]
         wait_s: f64,
     },
+    /// The ESnet SmartNIC stack's `sn-cfg`, as the emulated card answers it.
+    SnCfg {
+        /// The emulator's folder.
+        #[arg(long)]
+        dir: PathBuf,
+        /// The client's command line (`show device info`, `configure port --state enable`, …).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The ESnet SmartNIC stack's `sn-p4`, as the emulated card answers it.
+    SnP4 {
+        /// The emulator's folder.
+        #[arg(long)]
+        dir: PathBuf,
+        /// The client's command line (`clear table`, `apply p4bm FILE`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Print what a bitstream resolves to (behaviour, delay).
     Resolve {
         /// Image path, name or spec file.
@@ -115,6 +133,11 @@ fn hex_word(s: &str) -> Result<String, String> {
     } else {
         Err(format!("`{s}` is not one word of letters and digits"))
     }
+}
+
+/// A client's output on stdout, or its failure.
+fn client(r: Result<String, esnet::Failure>) -> Result<(), (u8, String)> {
+    r.map(|out| print!("{out}")).map_err(|f| (f.code, f.message))
 }
 
 fn seconds(s: f64) -> Result<Duration, (u8, String)> {
@@ -178,6 +201,8 @@ fn main() -> ExitCode {
             print(&s);
             Ok(())
         }),
+        Command::SnCfg { dir, args } => client(esnet::sn_cfg(&dir, &args)),
+        Command::SnP4 { dir, args } => client(esnet::sn_p4(&dir, &args)),
         Command::Resolve { image } => match bitstream::resolve(&image, None) {
             Ok(b) => {
                 print(&b);
