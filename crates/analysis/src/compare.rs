@@ -87,6 +87,9 @@ pub struct ProgramComparison {
     pub median_shift_ns: f64,
     /// 95 % CI of the median shift (from the two bootstrap intervals).
     pub median_shift_ci95_ns: [f64; 2],
+    /// 95 % interval of the p99 shift, from the two studies' p99 intervals (none for a program
+    /// with several reset modes, whose p99 interval is its headline mode's alone).
+    pub p99_shift_ci95_ns: Option<[f64; 2]>,
     /// Candidate − baseline at every reported quantile.
     pub quantile_shifts_ns: Vec<(String, f64)>,
     /// Kolmogorov–Smirnov distance of the per-probe estimates' distributions, each about its
@@ -263,10 +266,16 @@ fn compare_program(name: &str, b: &ProgramSummary, c: &ProgramSummary, t: &Thres
             failures.push(format!("distribution changed shape: KS distance {ks:.3} > {}", t.ks_distance));
         }
     }
+    let p99_shift_ci95_ns = (!multi_mode).then(|| {
+        let shift = c.latency_ns.p99().unwrap_or(f64::NAN) - b.latency_ns.p99().unwrap_or(f64::NAN);
+        let h = half(b.p99_ci95_ns).hypot(half(c.p99_ci95_ns));
+        [shift - h, shift + h]
+    });
     ProgramComparison {
         program: name.to_string(),
         median_shift_ns: shift,
         median_shift_ci95_ns: ci,
+        p99_shift_ci95_ns,
         quantile_shifts_ns,
         ks_distance,
         wasserstein_ns,

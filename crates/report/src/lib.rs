@@ -1,6 +1,7 @@
 //! Reports (HTML, Markdown) from a summary, laid out like a paper's evaluation section: provenance,
 //! the Table I equivalent (latency quantiles per program and reset mode against the vendor bound),
-//! figures, run health and the method; and the trend page of the results history ([`trend`]).
+//! figures, run health and the method; the trend page of the results history ([`trend`]); and
+//! the page comparing two studies ([`compare`]).
 //!
 //! May touch: the report files it is asked to write (never a results folder's data, journal or
 //! provenance). Must not: reach a host, run a study, compute statistics.
@@ -29,6 +30,7 @@
 //! Numbers arrive formatted (ns with one decimal, `—` when missing). The filter `md` escapes a
 //! string for a Markdown table cell.
 
+pub mod compare;
 mod figures;
 mod format;
 mod levels;

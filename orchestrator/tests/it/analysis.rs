@@ -130,8 +130,16 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
         "{xml}"
     );
 
-    let bad =
-        orchestrate(&["compare", base.to_str().unwrap(), slow.to_str().unwrap(), "--junit", junit.to_str().unwrap()]);
+    let page = tmp("compare.html");
+    let bad = orchestrate(&[
+        "compare",
+        base.to_str().unwrap(),
+        slow.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
     let md = String::from_utf8_lossy(&bad.stdout);
     assert_eq!(bad.status.code(), Some(1), "{md}");
     assert!(md.contains("REGRESSION"), "{md}");
@@ -148,6 +156,24 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
             && xml.contains("<testcase name=\"forward\" classname=\"smoke\">\n            <failure"),
         "{xml}"
     );
+    // The comparison page: self-contained, the same verdict and shifts, p99's interval from the
+    // two studies' p99 intervals (worked out here from their summaries), both distributions of
+    // each program, the health side by side, and the provenance field that differs (the model).
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script") && !html.contains("src=\"http") && !html.contains("href=\"http"));
+    assert!(html.contains("<span class=\"regression\">REGRESSION</span>"), "verdict");
+    let row = html.lines().find(|l| l.starts_with("<tr><td>forward</td>")).unwrap();
+    let md_shift = fwd.split('|').nth(2).unwrap().trim();
+    assert!(row.contains(&format!("<td class=\"num\">{md_shift}</td>")), "{row} vs {fwd}");
+    let (b, c) = (summary(&base).programs["forward"].clone(), summary(&slow).programs["forward"].clone());
+    let half = |ci: [f64; 2]| (ci[1] - ci[0]) / 2.0;
+    let p99 = c.latency_ns.at(99.0).unwrap() - b.latency_ns.at(99.0).unwrap();
+    let h = half(b.p99_ci95_ns).hypot(half(c.p99_ci95_ns));
+    assert!(row.contains(&format!("[{:+.1}, {:+.1}]", p99 - h, p99 + h)), "{row}");
+    assert_eq!(html.matches("<figure>").count(), 2, "one overlay per program");
+    assert!(html.contains("baseline median") && html.contains("candidate median"));
+    assert!(html.contains("<tr><td>runs</td><td class=\"num\">"), "health");
+    assert!(html.contains("<tr><td><code>testbed.facts.model."), "the simulator model differs");
     // A looser threshold from the command line accepts the shift.
     let loose = orchestrate(&[
         "compare",
@@ -164,6 +190,7 @@ fn compare_passes_a_rerun_and_flags_a_slower_pipeline() {
     for d in [base, same, slow, plan.parent().unwrap().to_path_buf()] {
         std::fs::remove_dir_all(d).unwrap();
     }
+    std::fs::remove_file(page).unwrap();
 }
 
 #[test]

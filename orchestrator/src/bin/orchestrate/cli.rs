@@ -92,6 +92,9 @@ pub(crate) enum Command {
         /// Write JUnit XML here (one test case per program).
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Write the comparison page here: both studies side by side, one self-contained HTML file.
+        #[arg(long)]
+        html: Option<PathBuf>,
         /// Largest accepted median shift, ns (default: the candidate plan's, else 3).
         #[arg(long, value_parser = non_negative)]
         median_shift_ns: Option<f64>,

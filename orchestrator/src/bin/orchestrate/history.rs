@@ -173,10 +173,13 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
     add(&store, &dir)?;
     let against_baseline = match &baseline {
         Some(b) => {
-            let cmp = crate::judge(b, &dir, [None; 3])?;
+            let crate::Judged { cmp, baseline, candidate } = crate::judge(b, &dir, [None; 3])?;
             let md = latency_analysis::compare::markdown(&cmp);
             latency_results::write_file(&dir.join("compare.md"), md.as_bytes(), true)?;
             latency_results::write_file(&dir.join("compare.xml"), crate::compare_junit(&cmp)?.as_bytes(), true)?;
+            let page = latency_report::compare::html(&cmp, &baseline, &candidate)
+                .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+            latency_results::write_file(&dir.join("compare.html"), page.as_bytes(), true)?;
             crate::print_out(&md)?;
             cmp.regressed()
         }

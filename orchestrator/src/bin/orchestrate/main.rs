@@ -137,8 +137,8 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             };
             design::design(&plan, &from, goal, inputs)
         }
-        Command::Compare { baseline, candidate, junit, median_shift_ns, p99_shift_ns, ks } => {
-            compare(&baseline, &candidate, junit.as_deref(), [median_shift_ns, p99_shift_ns, ks])
+        Command::Compare { baseline, candidate, junit, html, median_shift_ns, p99_shift_ns, ks } => {
+            compare(&baseline, &candidate, junit.as_deref(), html.as_deref(), [median_shift_ns, p99_shift_ns, ks])
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
         Command::History { op } => history::history(op),
@@ -316,11 +316,22 @@ fn report(dir: &Path, formats: &[latency_plan::ReportFormat]) -> Result<(), Fail
     report_dir(&rd, &summary, formats)
 }
 
-fn compare(baseline: &Path, candidate: &Path, junit: Option<&Path>, flags: [Option<f64>; 3]) -> Result<(), Failure> {
-    let cmp = judge(baseline, candidate, flags)?;
+fn compare(
+    baseline: &Path,
+    candidate: &Path,
+    junit: Option<&Path>,
+    html: Option<&Path>,
+    flags: [Option<f64>; 3],
+) -> Result<(), Failure> {
+    let Judged { cmp, baseline: b, candidate: c } = judge(baseline, candidate, flags)?;
     print_out(&latency_analysis::compare::markdown(&cmp))?;
     if let Some(path) = junit {
         latency_results::write_output(path, compare_junit(&cmp)?.as_bytes())?;
+    }
+    if let Some(path) = html {
+        let page = latency_report::compare::html(&cmp, &b, &c)
+            .map_err(|e| Failure::Exit(ExitStatus::Results, e.to_string()))?;
+        latency_results::write_output(path, page.as_bytes())?;
     }
     if cmp.regressed() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }
@@ -341,13 +352,16 @@ pub(crate) fn check_ended(role: latency_analysis::compare::Role, dir: &Path) -> 
     })
 }
 
+/// A judgement and the two summaries it was made from.
+pub(crate) struct Judged {
+    pub(crate) cmp: latency_analysis::compare::Comparison,
+    pub(crate) baseline: latency_results::summary::Summary,
+    pub(crate) candidate: latency_results::summary::Summary,
+}
+
 /// Judge the study in `candidate` against `baseline`; refused (exit 2, nothing judged) unless both
 /// have ended and are calibrated alike. Thresholds: `flags`, else the candidate plan's.
-pub(crate) fn judge(
-    baseline: &Path,
-    candidate: &Path,
-    flags: [Option<f64>; 3],
-) -> Result<latency_analysis::compare::Comparison, Failure> {
+pub(crate) fn judge(baseline: &Path, candidate: &Path, flags: [Option<f64>; 3]) -> Result<Judged, Failure> {
     use latency_analysis::compare;
     use latency_analysis::compare::{Role, Thresholds};
     // Before any analysis: the runs of a study that has not ended are not all there.
@@ -356,8 +370,9 @@ pub(crate) fn judge(
     let b = load_summary(baseline)?;
     let c = load_summary(candidate)?;
     let t = Thresholds::resolve(flags, c.provenance.as_ref().and_then(|p| p.regression.as_ref()));
-    compare::compare(&b, &c, t)
-        .map_err(|e| Failure::Usage(format!("{} against {}: {e}", candidate.display(), baseline.display())))
+    let cmp = compare::compare(&b, &c, t)
+        .map_err(|e| Failure::Usage(format!("{} against {}: {e}", candidate.display(), baseline.display())))?;
+    Ok(Judged { cmp, baseline: b, candidate: c })
 }
 
 fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
