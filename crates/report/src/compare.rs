@@ -77,12 +77,11 @@ pub fn html(cmp: &Comparison, baseline: &Summary, candidate: &Summary) -> Result
         .iter()
         .map(|p| {
             let p99 = p.quantile_shifts_ns.iter().find(|(k, _)| k == "p99").map_or(f64::NAN, |x| x.1);
-            let others: Vec<String> = p
-                .quantile_shifts_ns
-                .iter()
-                .filter(|(k, _)| k != "p50" && k != "p99")
-                .map(|(k, v)| format!("{k} {}", signed(*v)))
-                .collect();
+            let mut others: Vec<&(String, f64)> =
+                p.quantile_shifts_ns.iter().filter(|(k, _)| k != "p50" && k != "p99").collect();
+            let level = |k: &str| k.trim_start_matches('p').parse::<f64>().unwrap_or(f64::NAN);
+            others.sort_by(|a, b| level(&a.0).total_cmp(&level(&b.0)));
+            let others: Vec<String> = others.iter().map(|(k, v)| format!("{k} {}", signed(*v))).collect();
             let opt = |x: Option<f64>, prec: usize| x.map_or("—".into(), |v| format!("{v:.prec$}"));
             Row {
                 program: p.program.clone(),
@@ -193,21 +192,33 @@ fn flatten(path: &str, value: &serde_json::Value, out: &mut BTreeMap<String, Str
     }
 }
 
-/// The span of a histogram's non-empty bins.
-fn extent(h: &Histogram) -> Option<(f64, f64)> {
-    if !(h.bin_ns > 0.0 && h.start_ns.is_finite()) {
+/// The span of a histogram's probes but the farthest 0.2 % on each side (a few outliers would
+/// squash the distributions into a sliver), and how many probes lie outside it.
+fn extent(h: &Histogram) -> Option<(f64, f64, u64)> {
+    let total: u64 = h.counts.iter().sum();
+    if !(h.bin_ns > 0.0 && h.start_ns.is_finite()) || total == 0 {
         return None;
     }
-    let first = h.counts.iter().position(|&c| c > 0)?;
-    let last = h.counts.iter().rposition(|&c| c > 0)?;
-    Some((h.start_ns + first as f64 * h.bin_ns, h.start_ns + (last + 1) as f64 * h.bin_ns))
+    let tail = total / 500;
+    let mut below = 0;
+    let first = h.counts.iter().position(|&c| {
+        below += c;
+        below > tail
+    })?;
+    let mut above = 0;
+    let last = h.counts.iter().rposition(|&c| {
+        above += c;
+        above > tail
+    })?;
+    let inside: u64 = h.counts[first..=last].iter().sum();
+    Some((h.start_ns + first as f64 * h.bin_ns, h.start_ns + (last + 1) as f64 * h.bin_ns, total - inside))
 }
 
 /// Both studies' distributions of `name` on one axis: the baseline outlined in grey, the
 /// candidate filled, each median a line.
 fn overlay(name: &str, b: &ProgramSummary, c: &ProgramSummary) -> Option<String> {
-    let (bl, bh) = extent(&b.histogram)?;
-    let (cl, ch) = extent(&c.histogram)?;
+    let (bl, bh, b_out) = extent(&b.histogram)?;
+    let (cl, ch, c_out) = extent(&c.histogram)?;
     let medians = [b.latency_ns.at(50.0), c.latency_ns.at(50.0)];
     let (mut lo, mut hi) = (bl.min(cl), bh.max(ch));
     for m in medians.iter().flatten().filter(|m| m.is_finite()) {
@@ -236,7 +247,7 @@ fn overlay(name: &str, b: &ProgramSummary, c: &ProgramSummary) -> Option<String>
             continue;
         }
         let base = frame.py(0.0);
-        let mut d = format!("M{:.1},{base:.1}", frame.px(h.start_ns.max(x.lo)));
+        let mut d = format!("M{:.1},{base:.1}", frame.px(h.start_ns.clamp(x.lo, x.hi)));
         for (k, &count) in h.counts.iter().enumerate() {
             let a = (h.start_ns + k as f64 * h.bin_ns).max(x.lo);
             let z = (h.start_ns + (k + 1) as f64 * h.bin_ns).min(x.hi);
@@ -246,7 +257,8 @@ fn overlay(name: &str, b: &ProgramSummary, c: &ProgramSummary) -> Option<String>
             let yv = frame.py(count as f64 / total as f64 * 100.0);
             d.push_str(&format!("L{:.1},{yv:.1}L{:.1},{yv:.1}", frame.px(a), frame.px(z)));
         }
-        d.push_str(&format!("L{:.1},{base:.1}Z", frame.px((h.start_ns + h.counts.len() as f64 * h.bin_ns).min(x.hi))));
+        let end = (h.start_ns + h.counts.len() as f64 * h.bin_ns).clamp(x.lo, x.hi);
+        d.push_str(&format!("L{:.1},{base:.1}Z", frame.px(end)));
         svg.path(&d, fill, opacity, fill, 1.4);
     }
     for (k, (m, stroke, who)) in
@@ -267,8 +279,15 @@ fn overlay(name: &str, b: &ProgramSummary, c: &ProgramSummary) -> Option<String>
         );
     }
     svg.vtext(22.0, top + panel_h / 2.0, "share of probes per bin (%)", 14.0);
+    let mut notes = Vec::new();
+    if b_out + c_out > 0 {
+        notes.push(format!("off scale: {b_out} probes of the baseline, {c_out} of the candidate"));
+    }
     if b.histogram.bin_ns != c.histogram.bin_ns {
-        svg.text(left, height - 6.0, "bins differ between the studies", 11.0, Anchor::Start, TEXT_MUTED, false);
+        notes.push("bins differ between the studies".to_string());
+    }
+    if !notes.is_empty() {
+        svg.text(left, height - 6.0, &notes.join("; "), 11.0, Anchor::Start, TEXT_MUTED, false);
     }
     Some(svg.finish(&format!("{name}: baseline and candidate distributions")))
 }
