@@ -105,12 +105,16 @@ pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
 
 /// The summary of a folder: `summary.json` when it is current, else analysed anew (and written).
 pub fn current_summary(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
-    let path = dir.root().join("summary.json");
-    if let Ok(bytes) = latency_results::read_capped(&path, MAX_SUMMARY_BYTES, "summary")
-        && let Ok(s) = serde_json::from_slice::<Summary>(&bytes)
+    if let Some(s) = written_summary(dir)
         && is_current(dir, &s)?
     {
         return Ok(s);
     }
     analyze_and_write(dir)
+}
+
+/// The folder's `summary.json` as written, current or not; none when it is absent or unreadable.
+pub fn written_summary(dir: &ResultsDir) -> Option<Summary> {
+    let bytes = latency_results::read_capped(&dir.root().join("summary.json"), MAX_SUMMARY_BYTES, "summary").ok()?;
+    serde_json::from_slice::<Summary>(&bytes).ok()
 }

@@ -60,9 +60,42 @@ impl Lock {
     }
 }
 
+/// Who holds the lock of the folder `root` (its pid and command), if anyone; without taking it
+/// (a shared probe, released at once).
+pub fn holder(root: &Path) -> Result<Option<String>, ResultsError> {
+    let path = root.join(FILE);
+    let mut file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(&path)(e)),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(None),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut who = String::new();
+            let _ = file.read_to_string(&mut who);
+            let who = who.trim();
+            Ok(Some(if who.is_empty() { "another process".to_string() } else { who.to_string() }))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(io_err(&path)(e)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_holder_is_named_while_the_lock_is_held_and_none_after() {
+        let dir = std::env::temp_dir().join(format!("lock-holder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(holder(&dir).unwrap(), None, "no lock file");
+        let lock = Lock::acquire(&dir, "run plans/x.yaml").unwrap();
+        assert_eq!(holder(&dir).unwrap(), Some(format!("pid {} (run plans/x.yaml)", std::process::id())));
+        drop(lock);
+        assert_eq!(holder(&dir).unwrap(), None, "released");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn a_second_holder_is_refused_with_the_first_holders_pid_and_command() {

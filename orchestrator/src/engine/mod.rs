@@ -23,7 +23,7 @@ use latency_schedule::Schedule;
 use latency_testbed::Cancel;
 use latency_testbed::Testbed;
 use latency_testbed::TestbedError;
-pub use resume::{StartedWith, input_digests};
+pub use resume::{Audit, StartedWith, audit, input_digests};
 
 use session::Engine;
 use walk::walk;

@@ -10,6 +10,7 @@ use latency_plan::TraceSource;
 use latency_plan::digest;
 use latency_plan::inventory::Inventory;
 use latency_results::HISTOGRAM_EXTENSION;
+use latency_results::ResultsDir;
 use latency_results::ResultsError;
 use latency_results::event::Entry;
 use latency_results::event::Event;
@@ -193,26 +194,30 @@ fn changed_inputs(before: &BTreeMap<String, String>, now: &BTreeMap<String, Stri
     out
 }
 
-/// Check the results folder against a resumed study's inputs; returns the runs that are complete
-/// and verified, after moving aside every file under `data/` that is not: a run whose checksum
-/// differs from the journal's, a run the journal does not record, and anything that is not a run
-/// of the schedule.
-pub(super) fn prepare(
-    engine: &Engine<'_>,
-    schedule: &Schedule,
-) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
-    let entries = journal::read(&engine.dir.journal_path())?;
-    engine.dir.remove_partial_files()?;
-    let completed = journal::completed(&entries);
+/// What a resumption finds in a results folder: the runs complete and verified, and every file
+/// under `data/` it sets apart, with why.
+#[derive(Debug, Default)]
+pub struct Audit {
+    /// (program, session, run) → the data file's sha256, as the journal recorded it.
+    pub verified: BTreeMap<(String, u32, u32), String>,
+    /// Files (relative to the folder) a resume moves to `quarantine/`, and why.
+    pub set_apart: Vec<(std::path::PathBuf, String)>,
+}
+
+/// Check the data files of `dir` against the journal's `entries` and `schedule`: a run whose
+/// checksum differs from the journal's, a run the journal does not record, and anything that is
+/// not a run of the schedule are set apart. Reads only.
+pub fn audit(dir: &ResultsDir, schedule: &Schedule, entries: &[Entry]) -> Result<Audit, ResultsError> {
+    let completed = journal::completed(entries);
     let mut expected: BTreeMap<std::path::PathBuf, (String, u32, u32)> = BTreeMap::new();
     for s in &schedule.sessions {
         for r in &s.runs {
             expected.insert(s.run_rel_path(r), (s.program.clone(), s.session, r.run));
         }
     }
-    let mut verified = BTreeMap::new();
-    for rel in engine.dir.data_files()? {
-        let path = engine.dir.root().join(&rel);
+    let mut out = Audit::default();
+    for rel in dir.data_files()? {
+        let path = dir.root().join(&rel);
         // A FIFO, a device or a folder in place of a run (or an oversize file) is set apart like
         // a corrupt run, never read: the hash refuses it at once.
         let sha256 = || match digest::sha256_file(&path) {
@@ -239,7 +244,7 @@ pub(super) fn prepare(
                 Some(k) => match completed.get(k) {
                     Some(c) => match sha256()? {
                         Ok(actual) if c.sha256 == actual => {
-                            verified.insert(k.clone(), actual);
+                            out.verified.insert(k.clone(), actual);
                             continue;
                         }
                         Ok(_) => "checksum differs from the journal (corrupt or truncated)".into(),
@@ -249,9 +254,25 @@ pub(super) fn prepare(
                 },
             }
         };
+        out.set_apart.push((rel, reason));
+    }
+    Ok(out)
+}
+
+/// Check the results folder against a resumed study's inputs; returns the runs that are complete
+/// and verified, after moving aside every file under `data/` that is not ([`audit`]).
+pub(super) fn prepare(
+    engine: &Engine<'_>,
+    schedule: &Schedule,
+) -> Result<BTreeMap<(String, u32, u32), String>, EngineError> {
+    let entries = journal::read(&engine.dir.journal_path())?;
+    engine.dir.remove_partial_files()?;
+    let found = audit(engine.dir, schedule, &entries)?;
+    for (rel, reason) in found.set_apart {
+        let path = engine.dir.root().join(&rel);
         let to = engine.dir.quarantine(&path)?;
         let rel_to = to.strip_prefix(engine.dir.root()).unwrap_or(&to).to_string_lossy().into_owned();
         engine.emit(Event::Quarantined { path: rel.to_string_lossy().into_owned(), to: rel_to, reason })?;
     }
-    Ok(verified)
+    Ok(found.verified)
 }

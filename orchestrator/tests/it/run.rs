@@ -584,3 +584,78 @@ fn json_progress_is_the_journal_on_stdout_and_quiet_leaves_stderr_empty() {
     assert_eq!(String::from_utf8(o.stdout).unwrap(), format!("{}\n", dir.display()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `status` on a study stopped mid-session (as a kill leaves it: the journal ends after a run,
+/// the next run's file is written but not journaled, the later ones absent) and with one journaled
+/// run corrupted, lists exactly the runs `--resume` then redoes, each with why; it changes nothing.
+#[test]
+fn status_names_exactly_the_runs_a_resume_redoes_and_why() {
+    let dir = tmp("status");
+    assert!(run(&dir, &[]).status.success());
+    let journal_path = dir.join("journal.jsonl");
+    let text = std::fs::read_to_string(&journal_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let finished: Vec<usize> =
+        lines.iter().enumerate().filter(|(_, l)| l.contains("\"event\":\"run_finished\"")).map(|(k, _)| k).collect();
+    // Cut after the 20th run: the 21st's file stays (written, never journaled), the rest go.
+    let cut = finished[19];
+    let path_of = |line: &str| {
+        serde_json::from_str::<Entry>(line).ok().and_then(|e| match e.event {
+            Event::RunFinished { path, .. } => Some(path),
+            _ => None,
+        })
+    };
+    for k in finished.iter().skip(21) {
+        std::fs::remove_file(dir.join(path_of(lines[*k]).unwrap())).unwrap();
+    }
+    std::fs::write(&journal_path, lines[..=cut].join("\n") + "\n").unwrap();
+    let corrupt = dir.join(path_of(lines[finished[3]]).unwrap());
+    let mut bytes = std::fs::read(&corrupt).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&corrupt, bytes).unwrap();
+    let before = checksums(&dir);
+
+    let o = bin().args(["status"]).arg(&dir).args(["--plan", PLAN, "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let redo: BTreeMap<(String, u64, u64), String> = v["redo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let key = (
+                r["program"].as_str().unwrap().to_string(),
+                r["session"].as_u64().unwrap(),
+                r["run"].as_u64().unwrap(),
+            );
+            (key, r["reason"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert_eq!(redo.len(), RUNS - 20 + 1, "28 never journaled, one corrupted: {redo:#?}");
+    let reasons: Vec<&str> = redo.values().map(String::as_str).collect();
+    assert_eq!(reasons.iter().filter(|r| r.contains("checksum differs from the journal")).count(), 1);
+    assert_eq!(reasons.iter().filter(|r| r.contains("not recorded as complete in the journal")).count(), 1);
+    assert_eq!(reasons.iter().filter(|r| **r == "missing: never completed").count(), RUNS - 21);
+    assert_eq!(v["lock_holder"], serde_json::Value::Null);
+    assert_eq!(checksums(&dir), before, "status changes nothing");
+    let o = bin().args(["status"]).arg(&dir).args(["--plan", PLAN]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("a resume redoes {} run(s):", redo.len())), "{text}");
+
+    // What the resume then runs: exactly those.
+    let o = run(&dir, &["--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j = journal(&dir);
+    let resumed_from = j.iter().rposition(|e| matches!(e.event, Event::StudyStarted { .. })).unwrap();
+    let redone: std::collections::BTreeSet<(String, u64, u64)> = j[resumed_from..]
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::RunFinished { program, session, run, .. } => {
+                Some((program.clone(), u64::from(*session), u64::from(*run)))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(redone, redo.keys().cloned().collect());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

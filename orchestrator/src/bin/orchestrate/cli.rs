@@ -75,6 +75,19 @@ pub(crate) enum Command {
         /// Results folder.
         dir: PathBuf,
     },
+    /// Where a study stands: runs done, failed, missing and set apart per session, the lock's
+    /// holder, whether the summary is current, and every run a `--resume` would redo, with why.
+    /// Changes nothing.
+    Status {
+        /// Results folder.
+        dir: PathBuf,
+        /// The plan (default: the one the study was run from, as its provenance names it).
+        #[arg(long)]
+        plan: Option<PathBuf>,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Reports (HTML, Markdown) from a results folder (analysed first if needed).
     Report {
         /// Results folder.

@@ -17,6 +17,7 @@ mod history;
 mod measured;
 mod run;
 mod slices;
+mod status;
 
 use cli::{Cli, Command, TraceOp, Vlan};
 
@@ -114,6 +115,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Plan { plan, testbed, json, costs_from } => show_plan(&plan, testbed.as_deref(), json, &costs_from),
         Command::Analyze { dir } => analyze(&dir),
         Command::Report { dir, format } => report(&dir, &format),
+        Command::Status { dir, plan, json } => status::status(&dir, plan.as_deref(), json),
         Command::Design {
             plan,
             from,
