@@ -11,6 +11,7 @@ use serde::Serialize;
 use latency_analysis::compare::Comparison;
 use latency_results::summary::{Histogram, ProgramSummary, Summary};
 
+use super::figures::histogram_path;
 use super::format::ns;
 use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT, TEXT_MUTED, colour};
 use super::{ReportError, render_template};
@@ -242,24 +243,9 @@ fn overlay(name: &str, b: &ProgramSummary, c: &ProgramSummary) -> Option<String>
     frame.draw(&mut svg, &Decor { x_title: Some("calibrated latency L̂ (ns)"), x_labels: true, ..Decor::default() });
     let candidate = colour(0);
     for (h, fill, opacity) in [(&c.histogram, candidate, 0.35), (&b.histogram, BASELINE, 0.0)] {
-        let total: u64 = h.counts.iter().sum();
-        if total == 0 {
-            continue;
+        if let Some(d) = histogram_path(&frame, h) {
+            svg.path(&d, fill, opacity, fill, 1.4);
         }
-        let base = frame.py(0.0);
-        let mut d = format!("M{:.1},{base:.1}", frame.px(h.start_ns.clamp(x.lo, x.hi)));
-        for (k, &count) in h.counts.iter().enumerate() {
-            let a = (h.start_ns + k as f64 * h.bin_ns).max(x.lo);
-            let z = (h.start_ns + (k + 1) as f64 * h.bin_ns).min(x.hi);
-            if z <= a {
-                continue;
-            }
-            let yv = frame.py(count as f64 / total as f64 * 100.0);
-            d.push_str(&format!("L{:.1},{yv:.1}L{:.1},{yv:.1}", frame.px(a), frame.px(z)));
-        }
-        let end = (h.start_ns + h.counts.len() as f64 * h.bin_ns).clamp(x.lo, x.hi);
-        d.push_str(&format!("L{:.1},{base:.1}Z", frame.px(end)));
-        svg.path(&d, fill, opacity, fill, 1.4);
     }
     for (k, (m, stroke, who)) in
         [(medians[0], BASELINE, "baseline"), (medians[1], TEXT, "candidate")].into_iter().enumerate()

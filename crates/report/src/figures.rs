@@ -3,6 +3,7 @@
 
 use super::format::{mode_median, ns, ordered_modes, session_list, session_modes};
 use super::svg::{Anchor, Axis, Decor, Figure, Frame, Svg, TEXT, TEXT_MUTED, colour, text_width};
+use latency_results::summary::Histogram;
 use latency_results::summary::ProgramSummary;
 use latency_results::summary::Summary;
 use latency_results::summary::level_key;
@@ -112,27 +113,7 @@ fn latency_distribution(s: &Summary) -> Option<Figure> {
         );
         let c = colour(i);
         if total > 0 && h.bin_ns > 0.0 {
-            let base = frame.py(0.0);
-            let mut d = String::new();
-            let mut started = false;
-            for (k, &count) in h.counts.iter().enumerate() {
-                let a = (h.start_ns + k as f64 * h.bin_ns).max(x.lo);
-                let b = (h.start_ns + (k + 1) as f64 * h.bin_ns).min(x.hi);
-                if b <= a {
-                    continue;
-                }
-                let yv = frame.py(count as f64 / total as f64 * 100.0);
-                if !started {
-                    d.push_str(&format!("M{:.1},{base:.1}", frame.px(a)));
-                    started = true;
-                }
-                d.push_str(&format!("L{:.1},{yv:.1}L{:.1},{yv:.1}", frame.px(a), frame.px(b)));
-                if k + 1 == h.counts.len() || h.start_ns + (k + 1) as f64 * h.bin_ns >= x.hi {
-                    d.push_str(&format!("L{:.1},{base:.1}Z", frame.px(b)));
-                    break;
-                }
-            }
-            if started {
+            if let Some(d) = histogram_path(&frame, h) {
                 svg.path(&d, c, 0.35, c, 1.2);
             }
         } else {
@@ -192,6 +173,33 @@ fn latency_distribution(s: &Summary) -> Option<Figure> {
         ),
         svg: svg.finish(title),
     })
+}
+
+/// The outline of `h`, each bin's share of its probes, as an SVG path over `frame`, the bins
+/// beyond its x axis cut off; none when no bin is on the axis.
+pub(super) fn histogram_path(frame: &Frame, h: &Histogram) -> Option<String> {
+    let total: u64 = h.counts.iter().sum();
+    if total == 0 || h.bin_ns.is_nan() || h.bin_ns <= 0.0 {
+        return None;
+    }
+    let base = frame.py(0.0);
+    let mut d = String::new();
+    let mut end = None;
+    for (k, &count) in h.counts.iter().enumerate() {
+        let a = (h.start_ns + k as f64 * h.bin_ns).max(frame.x.lo);
+        let b = (h.start_ns + (k + 1) as f64 * h.bin_ns).min(frame.x.hi);
+        if b <= a {
+            continue;
+        }
+        if d.is_empty() {
+            d.push_str(&format!("M{:.1},{base:.1}", frame.px(a)));
+        }
+        let yv = frame.py(count as f64 / total as f64 * 100.0);
+        d.push_str(&format!("L{:.1},{yv:.1}L{:.1},{yv:.1}", frame.px(a), frame.px(b)));
+        end = Some(b);
+    }
+    d.push_str(&format!("L{:.1},{base:.1}Z", frame.px(end?)));
+    Some(d)
 }
 
 /// Where to put a label next to a vertical line at `x`: right of it, or left when it would run
