@@ -66,9 +66,10 @@ impl FlashMethod {
         self != FlashMethod::Jtag
     }
 
-    /// Whether it goes through a JTAG cable (`hw_server`, Vivado).
-    pub fn uses_jtag(self) -> bool {
-        self != FlashMethod::QspiXbflash2
+    /// How a testbed with `methods` writes `programming: qspi` images: the first that writes
+    /// QSPI, if any.
+    pub fn for_qspi(methods: &[FlashMethod]) -> Option<FlashMethod> {
+        methods.iter().copied().find(|m| m.writes_qspi())
     }
 }
 

@@ -159,6 +159,24 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// The optional key a template variable's value comes from, with what it is, when the
+    /// receiver does not give it (see [`Inventory::vars`]).
+    fn unset_key(&self, variable: &str) -> Option<(&'static str, &'static str)> {
+        let (unset, key, what) = match variable {
+            "root_port_sysfs" => (
+                self.root_port.is_none(),
+                "root_port",
+                "the PCIe root port above the card (`lspci -t`), which it keeps powered and rescans below, as ESnet's \
+                 program_card.sh",
+            ),
+            "qspi_pci" => (self.qspi_pci.is_none(), "qspi_pci", "xbflash2's device"),
+            "config_fpga_key" => (self.config_fpga_key.is_none(), "config_fpga_key", "config-fpga's key"),
+            "onic_module" => (self.onic_module.is_none(), "onic_module", "the Open-NIC driver"),
+            _ => return None,
+        };
+        unset.then_some((key, what))
+    }
+
     /// The interfaces the agent captures on, in port order: the FPGA's, then the bypass NIC port
     /// of a one-CMAC board.
     pub fn capture_ifaces(&self) -> Vec<String> {
@@ -219,7 +237,7 @@ pub const BRING_UP_ACTIONS: [Action; 3] = [Action::Flash, Action::Boot, Action::
 impl Inventory {
     /// How this testbed writes `programming: qspi` images, if it can.
     pub fn qspi_method(&self) -> Option<FlashMethod> {
-        self.flash_methods.iter().copied().find(|m| m.writes_qspi())
+        FlashMethod::for_qspi(&self.flash_methods)
     }
 
     /// Whether a bring-up made of `steps` redraws the reset mode on this testbed.
@@ -293,7 +311,8 @@ impl Inventory {
         v.insert("capture_iface", word(&s.capture_iface));
         // The agent's `--ports`: as many of the capture interfaces as the plan captures.
         let capture = r.capture_ifaces();
-        v.insert("capture_ports", word(&capture[..ctx.ports.min(capture.len())].join(",")));
+        let captured = capture[..ctx.ports.min(capture.len())].join(",");
+        v.insert("capture_ports", word(&captured));
         v.insert("cmacs", word(&self.board.facts().cmacs.to_string()));
         v.insert("capture_tstamp", word(&s.capture_tstamp));
         v.insert("capture_pidfile", word(&layout.capture_pidfile()));
@@ -311,7 +330,7 @@ impl Inventory {
         // The kernel backends capture interfaces by name; DPDK its ports 0 and 1 (the FPGA's functions).
         let ports_args = match backend {
             "dpdk" => Vec::new(),
-            _ => vec!["--ports".to_string(), capture[..ctx.ports.min(capture.len())].join(",")],
+            _ => vec!["--ports".to_string(), captured],
         };
         v.insert("ports_args", list(&ports_args));
         v.insert("fpga_ifaces", list(&r.fpga_ifaces));
@@ -493,60 +512,43 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
         );
         return None;
     }
-    // What the shell's and the methods' commands need of the receiver.
-    if let (Some(shell), Some(methods), Some(r)) = (shell, &flash_methods, &receiver) {
-        let mut needs = Vec::new();
-        if methods.contains(&FlashMethod::QspiXbflash2) {
-            needs.extend(r.qspi_pci.is_none().then_some("`qspi_pci` (xbflash2's device)"));
-            needs.extend(r.config_fpga_key.is_none().then_some("`config_fpga_key` (config-fpga's key)"));
-        }
-        if shell == Shell::OpenNic {
-            needs.extend(r.onic_module.is_none().then_some("`onic_module` (the Open-NIC driver)"));
-        }
-        if !needs.is_empty() {
-            d.error(
-                receiver_at.unwrap_or(m_pos),
-                format!("the receiver needs {} for the {shell} shell written with {}", needs.join(", "), {
-                    let names: Vec<&str> = methods.iter().map(|m| m.name()).collect();
-                    names.join(", ")
-                }),
-            );
-            return None;
-        }
-    }
-    let qspi = flash_methods.as_ref()?.iter().copied().find(|m| m.writes_qspi()).unwrap_or(FlashMethod::QspiXbflash2);
+    let methods = flash_methods.as_ref()?;
+    let qspi = FlashMethod::for_qspi(methods);
     let mut all_actions = BTreeMap::new();
     for a in Action::ALL {
         let t = match actions.as_ref().and_then(|o| o.get(&a)) {
             Some(t) => t.clone(),
-            None => Template::parse(a.name(), a.default_template(shell?, qspi)).ok()?,
+            None => {
+                Template::parse(a.name(), a.default_template(shell?, qspi.unwrap_or(FlashMethod::QspiXbflash2))).ok()?
+            }
         };
         all_actions.insert(a, t);
     }
-    // The JTAG methods' commands keep the card's root port powered and rescan below it.
-    let methods = flash_methods.as_ref()?;
-    let jtag_actions: Vec<Action> = methods
-        .iter()
-        .flat_map(|m| match m {
-            FlashMethod::QspiXbflash2 => &[][..],
-            FlashMethod::Jtag => &[Action::FlashJtag][..],
-            FlashMethod::JtagFlash => &[Action::Flash, Action::Boot][..],
-        })
-        .copied()
-        .collect();
-    if let Some(r) = &receiver
-        && r.root_port.is_none()
-        && let Some(a) = jtag_actions.iter().find(|a| all_actions[a].variables().any(|v| v == "root_port_sysfs"))
-    {
-        let m = methods.iter().find(|m| m.uses_jtag()).copied().unwrap_or(FlashMethod::Jtag);
-        d.error(
-            flash_methods_at,
-            format!(
-                "`{m}` needs `receiver.root_port`, the PCIe root port above the card (`lspci -t`), which its `{a}` \
-                 keeps powered and rescans below, as ESnet's program_card.sh"
-            ),
-        );
-        return None;
+    // Every command this testbed runs has a value for each variable it uses: the receiver gives
+    // the optional keys behind them.
+    if let Some(r) = &receiver {
+        // The flash method a bring-up action belongs to; the shell's own actions have none.
+        let method_of = |a: Action| match a {
+            Action::Flash | Action::Boot => qspi,
+            Action::FlashJtag => methods.contains(&FlashMethod::Jtag).then_some(FlashMethod::Jtag),
+            _ => None,
+        };
+        for a in Action::ALL {
+            // The write, boot or load of a method the testbed lacks never runs.
+            if BRING_UP_ACTIONS.contains(&a) && method_of(a).is_none() {
+                continue;
+            }
+            let Some((key, what)) = all_actions[&a].variables().find_map(|v| r.unset_key(v)) else { continue };
+            let (at, message) = match method_of(a) {
+                Some(m) => (flash_methods_at, format!("`{m}` needs `receiver.{key}`, {what}, for its `{a}` command")),
+                None => (
+                    receiver_at.unwrap_or(m_pos),
+                    format!("the {} shell's `{a}` command needs `receiver.{key}`, {what}", shell?),
+                ),
+            };
+            d.error(at, message);
+            return None;
+        }
     }
     let steps = Action::ALL
         .into_iter()
@@ -555,7 +557,8 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     let estimates_s = Action::ALL
         .into_iter()
         .map(|a| {
-            (a, estimates.as_ref().and_then(|e| e.get(&a)).copied().unwrap_or_else(|| default_estimate_with(a, qspi)))
+            let estimate = || default_estimate_with(a, qspi.unwrap_or(FlashMethod::QspiXbflash2));
+            (a, estimates.as_ref().and_then(|e| e.get(&a)).copied().unwrap_or_else(estimate))
         })
         .collect();
     Some(Inventory {

@@ -959,6 +959,27 @@ fn qspi_images_are_written_over_jtag_where_the_testbed_says_so() {
     let (code, _, err) = plan_with(&jtag_flash.replace("  root_port: \"3a:00.0\"\n", ""), false);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("inv.yaml:13:16: `jtag-flash` needs `receiver.root_port`"), "{err}");
+    // xbflash2's procedure takes config-fpga's key; the Open-NIC shell's driver reload, onic.ko.
+    let key = "  config_fpga_key: /var/tmp/latency/keys/private_key.pem\n"
+        .replace("/var/tmp/latency", work.to_str().unwrap());
+    assert!(oct.contains(&key));
+    let (code, _, err) = plan_with(&oct.replace(&key, ""), false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "inv.yaml:1:1: `qspi-xbflash2` needs `receiver.config_fpga_key`, config-fpga's key, for its `flash` command"
+        ),
+        "{err}"
+    );
+    let onic = oct.lines().find(|l| l.trim_start().starts_with("onic_module:")).unwrap().to_string() + "\n";
+    let (code, _, err) = plan_with(&oct.replace(&onic, ""), false);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(
+            "inv.yaml:22:3: the open-nic shell's `driver_reload` command needs `receiver.onic_module`, the Open-NIC driver"
+        ),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

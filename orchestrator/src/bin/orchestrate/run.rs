@@ -57,6 +57,41 @@ pub(crate) fn run(args: &RunArgs) -> Result<(), Failure> {
 
 /// Run a study (analysed and reported): its results folder, and whether every run passed its
 /// checks and the analysis could use everything.
+/// How a study of `plan` on `inventories` is started with these options: what a resume is
+/// checked against.
+pub(crate) fn started_with(
+    plan: &latency_plan::Plan,
+    inventories: &[Option<latency_plan::Inventory>],
+    seed: u64,
+    testbed_arg: Option<String>,
+    sim_model: Option<&Path>,
+) -> Result<orchestrator::engine::StartedWith, Failure> {
+    Ok(orchestrator::engine::StartedWith {
+        plan_hash: plan.hash.clone(),
+        seed,
+        testbed: crate::slices::names(inventories).join(","),
+        testbed_arg,
+        sim_model: sim_model.map(|p| p.display().to_string()),
+        tool_version: orchestrator::tool::TOOL_VERSION.into(),
+        levels: plan.factors.levels().iter().map(latency_plan::Level::name).collect(),
+        inputs: orchestrator::engine::input_digests(plan, inventories[0].as_ref(), sim_model)?,
+    })
+}
+
+/// The command that resumes the study `started` in `dir` from `plan`, shell-quoted.
+pub(crate) fn resume_command(plan: &Path, dir: &Path, started: &orchestrator::engine::StartedWith) -> String {
+    let mut words = vec![
+        "orchestrate".to_string(),
+        "run".into(),
+        plan.display().to_string(),
+        "--out".into(),
+        dir.display().to_string(),
+        "--resume".into(),
+    ];
+    words.extend(started.resume_args());
+    words.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" ")
+}
+
 pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Failure> {
     use latency_results as results;
     use latency_results::ResultsDir;
@@ -70,7 +105,6 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     use orchestrator::engine::Options;
     use orchestrator::engine::StartedWith;
     use orchestrator::engine::events;
-    use orchestrator::tool::TOOL_VERSION;
 
     let (plan, inventories) = crate::slices::load(&args.plan, args.testbed.as_deref())?;
     let inventory = inventories[0].clone();
@@ -93,16 +127,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
         (None, None) => Some(model::SimModel::default()),
         (Some(_), _) => None,
     };
-    let started = StartedWith {
-        plan_hash: plan.hash.clone(),
-        seed,
-        testbed: crate::slices::names(&inventories).join(","),
-        testbed_arg: args.testbed.clone(),
-        sim_model: args.sim_model.as_ref().map(|p| p.display().to_string()),
-        tool_version: TOOL_VERSION.into(),
-        levels: plan.factors.levels().iter().map(plan::Level::name).collect(),
-        inputs: engine::input_digests(&plan, inventory.as_ref(), args.sim_model.as_deref())?,
-    };
+    let started = started_with(&plan, &inventories, seed, args.testbed.clone(), args.sim_model.as_deref())?;
     // Every check before a byte is written: the folder, its lock and, on resume, the study in it.
     let dir = match &args.out {
         Some(out) if args.resume => ResultsDir::open(out)?,
@@ -179,7 +204,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
         LogFormat::Text if text => observers.push(Box::new(events::Progress::new())),
         LogFormat::Text => {}
     }
-    let resume_args = started.resume_args();
+    let resume = resume_command(&args.plan, dir.root(), &started);
     let outcome = engine::run_study(
         &engine::Study { plan: &plan, inventory: inventory.as_ref(), schedule: &schedule },
         &mut slices,
@@ -196,16 +221,7 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
         }
     })?;
     if outcome.interrupted {
-        let mut hint = vec![
-            "orchestrate".to_string(),
-            "run".into(),
-            args.plan.display().to_string(),
-            "--out".into(),
-            dir.root().display().to_string(),
-            "--resume".into(),
-        ];
-        hint.extend(resume_args);
-        eprintln!("interrupted; continue with: {}", hint.iter().map(|w| shell_word(w)).collect::<Vec<_>>().join(" "));
+        eprintln!("interrupted; continue with: {resume}");
         print_out(&format!("{}\n", dir.root().display()))?;
         return Err(Failure::Exit(ExitStatus::Interrupted, String::new()));
     }

@@ -67,14 +67,8 @@ pub(crate) fn status(dir: &Path, plan: Option<&Path>, json: bool) -> Result<(), 
     let (plan, inventories) = crate::slices::load(&plan_path, started.testbed_arg.as_deref())?;
     let schedule =
         latency_schedule::expand(&plan, inventories[0].as_ref()).map_err(|e| Failure::Invalid(vec![e.diagnostic()]))?;
-    let now = StartedWith {
-        plan_hash: plan.hash.clone(),
-        testbed: crate::slices::names(&inventories).join(","),
-        tool_version: orchestrator::tool::TOOL_VERSION.into(),
-        levels: plan.factors.levels().iter().map(latency_plan::Level::name).collect(),
-        inputs: engine::input_digests(&plan, inventories[0].as_ref(), started.sim_model.as_deref().map(Path::new))?,
-        ..started.clone()
-    };
+    let sim_model = started.sim_model.as_deref().map(Path::new);
+    let now = crate::run::started_with(&plan, &inventories, started.seed, started.testbed_arg.clone(), sim_model)?;
     let refused = started.differences(&now);
     let audit = engine::audit(&rd, &schedule, &entries)?;
     let completed = journal::completed(&entries);
@@ -135,11 +129,7 @@ pub(crate) fn status(dir: &Path, plan: Option<&Path>, json: bool) -> Result<(), 
         Some(_) => "stale (an analysis would rewrite it)",
     };
     let resume = if refused.is_empty() {
-        let mut args = vec!["orchestrate".to_string(), "run".into(), plan_path.display().to_string(), "--out".into()];
-        args.push(dir.display().to_string());
-        args.push("--resume".into());
-        args.extend(started.resume_args());
-        args.join(" ")
+        crate::run::resume_command(&plan_path, dir, &started)
     } else {
         "refused: the study was started otherwise".to_string()
     };
