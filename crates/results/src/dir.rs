@@ -126,6 +126,35 @@ impl ResultsDir {
         Ok(target)
     }
 
+    /// What [`ResultsDir::quarantine`] moved aside, by the path each file had (relative to the
+    /// folder): its place in `quarantine/` (relative too); the last one moved when several had
+    /// the same path.
+    pub fn quarantined(&self) -> Result<std::collections::BTreeMap<PathBuf, PathBuf>, ResultsError> {
+        let dir = self.root.join("quarantine");
+        let mut out = std::collections::BTreeMap::new();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(io_err(&dir)(e)),
+        };
+        let mut moved: Vec<(PathBuf, u32, String)> = Vec::new();
+        for e in entries {
+            let name = e.map_err(io_err(&dir))?.file_name().to_string_lossy().into_owned();
+            let (flat, n) = match name.rsplit_once('.') {
+                Some((stem, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
+                    (stem.to_string(), n.parse().unwrap_or(u32::MAX))
+                }
+                _ => (name.clone(), 1),
+            };
+            moved.push((PathBuf::from(flat.replace("__", "/")), n, name));
+        }
+        moved.sort();
+        for (rel, _, name) in moved {
+            out.insert(rel, Path::new("quarantine").join(name));
+        }
+        Ok(out)
+    }
+
     /// Remove temporary files left by an interrupted write (they are partial by construction).
     pub fn remove_partial_files(&self) -> Result<usize, ResultsError> {
         let partial: Vec<PathBuf> = self.data_files()?.into_iter().filter(|f| is_partial(f)).collect();
@@ -260,6 +289,27 @@ mod tests {
         ] {
             assert_eq!(parse_utc_micros(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn what_was_quarantined_is_found_by_the_path_it_had() {
+        let root = std::env::temp_dir().join(format!("results-quarantined-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let rd = ResultsDir::create(&root, true).unwrap();
+        assert!(rd.quarantined().unwrap().is_empty(), "nothing moved yet");
+        let run = ResultsDir::run_rel_path("forward", None, 1, 2);
+        for _ in 0..2 {
+            fs::create_dir_all(root.join(&run).parent().unwrap()).unwrap();
+            fs::write(root.join(&run), b"x").unwrap();
+            rd.quarantine(&root.join(&run)).unwrap();
+        }
+        let found = rd.quarantined().unwrap();
+        assert_eq!(
+            found.into_iter().collect::<Vec<_>>(),
+            [(run, PathBuf::from("quarantine/data__program=forward__session=1__run=2.parquet.2"))],
+            "the last one moved"
+        );
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -211,8 +211,11 @@ impl Emu {
             generation: self.generation,
             last_result: self.last_result.clone(),
             bitstream: self.bitstream.clone(),
-            sha256: self.sha256.clone(),
-            profile: Some(self.cfg.profile.clone()),
+            identity: latency_proto::CardIdentity {
+                sha256: self.sha256.clone(),
+                profile: Some(self.cfg.profile.clone()),
+                ..Default::default()
+            },
             flashed_at_ms: self.flashed_at_ms,
             links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b].map(String::clone),
             counters: self.counters.clone(),

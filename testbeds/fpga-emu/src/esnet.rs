@@ -37,7 +37,7 @@ fn card(dir: &Path, tool: &str) -> Result<State, Failure> {
 
 /// The ports a card has: one per CMAC (the profile `U50A` has one).
 fn ports(s: &State) -> u32 {
-    if s.profile.as_deref() == Some("U50A") { 1 } else { 2 }
+    if s.identity.profile.as_deref() == Some("U50A") { 1 } else { 2 }
 }
 
 /// `sn-cfg ARGS…` on the emulated card in `dir`: its output.
@@ -46,14 +46,15 @@ pub fn sn_cfg(dir: &Path, args: &[String]) -> Result<String, Failure> {
     match words.as_slice() {
         ["show", "device", "info"] => {
             let s = card(dir, "sn-cfg")?;
-            let build = s.sha256.as_deref().and_then(|h| h.get(..8)).and_then(|h| u32::from_str_radix(h, 16).ok());
+            let build =
+                s.identity.sha256.as_deref().and_then(|h| h.get(..8)).and_then(|h| u32::from_str_radix(h, 16).ok());
             Ok(format!(
                 "-----------------------------------------\nDevice ID: 0\nPCI:\n    Bus ID:     0000:00:00.0\n    \
                  Vendor ID:  0x10ee\n    Device ID:  0x903f\nBuild:\n    Number:     {:#010x}\n    Status:     \
                  0x00000000\nCard:\n    Name:                   ALVEO {} (emulated)\n    Profile:                {}\n",
                 build.unwrap_or(0),
-                s.profile.as_deref().unwrap_or("?"),
-                s.profile.as_deref().unwrap_or("?"),
+                s.identity.profile.as_deref().unwrap_or("?"),
+                s.identity.profile.as_deref().unwrap_or("?"),
             ))
         }
         ["show", "port", "status"] => {

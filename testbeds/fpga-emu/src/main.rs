@@ -191,7 +191,7 @@ fn main() -> ExitCode {
         Command::Reset { dir, timeout_s } => seconds(timeout_s).and_then(|t| {
             let live = control::live_state(&dir).map_err(|e| (1, e.to_string()))?;
             let delay = u64::try_from(live.bitstream.delay.as_micros()).unwrap_or(u64::MAX);
-            let s = control::flash(&dir, &live.bitstream.image, Some(delay), live.sha256.as_deref(), t)
+            let s = control::flash(&dir, &live.bitstream.image, Some(delay), live.identity.sha256.as_deref(), t)
                 .map_err(|e| (1, e.to_string()))?;
             print(&s.bitstream);
             Ok(())

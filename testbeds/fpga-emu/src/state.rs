@@ -72,13 +72,10 @@ pub struct State {
     pub last_result: String,
     /// The loaded bitstream.
     pub bitstream: Bitstream,
-    /// sha256 of the image file it was flashed from, when the flash gave one: what the card
-    /// reads back as its identity ([`latency_proto::CardIdentity`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-    /// The board the card says it is: its management firmware's profile (`U280`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<String>,
+    /// What the card reads back as its identity: the sha256 of the image file it was flashed
+    /// from (when the flash gave one) and its board profile, in the controller's own type.
+    #[serde(flatten)]
+    pub identity: latency_proto::CardIdentity,
     /// Unix time of the last completed flash, ms.
     pub flashed_at_ms: u64,
     /// Interfaces: switch A, switch B, host P, host B.
@@ -168,8 +165,11 @@ mod tests {
             generation: 3,
             last_result: "ok".into(),
             bitstream: crate::bitstream::resolve("rmvhdr.mcs", None).unwrap(),
-            sha256: Some("ab".repeat(32)),
-            profile: Some("U280".into()),
+            identity: latency_proto::CardIdentity {
+                sha256: Some("ab".repeat(32)),
+                profile: Some("U280".into()),
+                ..Default::default()
+            },
             flashed_at_ms: 5,
             links: ["a", "b", "p", "q"].map(String::from),
             counters,

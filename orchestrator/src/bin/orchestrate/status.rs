@@ -83,7 +83,7 @@ pub(crate) fn status(dir: &Path, plan: Option<&Path>, json: bool) -> Result<(), 
         .collect();
     // Files set apart, by the run they would be.
     let mut set_apart: BTreeMap<PathBuf, String> = audit.set_apart.iter().cloned().collect();
-    let quarantined = quarantined_runs(rd.root());
+    let quarantined = rd.quarantined()?;
     let mut sessions = Vec::new();
     let mut redo = Vec::new();
     for s in &schedule.sessions {
@@ -114,7 +114,7 @@ pub(crate) fn status(dir: &Path, plan: Option<&Path>, json: bool) -> Result<(), 
                 "recorded as complete, but its file is missing".to_string()
             } else if let Some(q) = quarantined.get(&rel) {
                 counts.missing += 1;
-                format!("missing: an earlier resume moved its file to {q}")
+                format!("missing: an earlier resume moved its file to {}", q.display())
             } else {
                 counts.missing += 1;
                 "missing: never completed".to_string()
@@ -150,21 +150,6 @@ pub(crate) fn status(dir: &Path, plan: Option<&Path>, json: bool) -> Result<(), 
         return print_out(&format!("{text}\n"));
     }
     print_out(&text(&status))
-}
-
-/// The runs an earlier resume moved to `quarantine/` (each flattened there, `data__…__run=1.parquet`,
-/// with `.2`, `.3` … after a name already taken), by their path under the folder.
-fn quarantined_runs(root: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    for e in std::fs::read_dir(root.join("quarantine")).into_iter().flatten().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let base = match name.rsplit_once('.') {
-            Some((stem, n)) if n.chars().all(|c| c.is_ascii_digit()) => stem.to_string(),
-            _ => name.clone(),
-        };
-        out.insert(PathBuf::from(base.replace("__", "/")), format!("quarantine/{name}"));
-    }
-    out
 }
 
 fn text(s: &Status) -> String {
