@@ -23,6 +23,10 @@ pub struct CardIdentity {
     /// register, `sn-cfg show device info`'s `Build: Number`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usr_access: Option<Hex32>,
+    /// The configured image's USERCODE (the bitstream header's `UserID`), read over JTAG through
+    /// the hardware manager (`REGISTER.USERCODE.SLR0`), as ESnet's `check_fpga_version.sh` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usercode: Option<Hex32>,
     /// The board family, as the card management firmware names it (CMS `PROFILE_NAME_REG`, four
     /// ASCII bytes: `U280`, `U2XX` for a U200 or U250, `U50A`, `U55N` for a U55C or U55N).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,7 +36,7 @@ pub struct CardIdentity {
 impl CardIdentity {
     /// Whether nothing is known.
     pub fn is_empty(&self) -> bool {
-        self.sha256.is_none() && self.build_timestamp.is_none() && self.usr_access.is_none() && self.profile.is_none()
+        *self == CardIdentity::default()
     }
 
     /// Whether a card reading `self` is another board than `expected` describes (both name one).
@@ -42,18 +46,19 @@ impl CardIdentity {
 
     /// Whether a card reading `self` runs the image `expected` describes: `false` on another
     /// board; `None` when they share no field naming the image (sha256, build timestamp,
-    /// USR_ACCESS), else whether every shared one agrees.
+    /// USR_ACCESS, USERCODE), else whether every shared one agrees.
     pub fn matches(&self, expected: &CardIdentity) -> Option<bool> {
         let sha = match (&self.sha256, &expected.sha256) {
             (Some(a), Some(b)) => Some(a.eq_ignore_ascii_case(b)),
             _ => None,
         };
         let same = |a: Option<Hex32>, b: Option<Hex32>| a.zip(b).map(|(a, b)| a == b);
-        let build =
-            match (same(self.build_timestamp, expected.build_timestamp), same(self.usr_access, expected.usr_access)) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(true) && b.unwrap_or(true)),
-            };
+        let registers = [
+            same(self.build_timestamp, expected.build_timestamp),
+            same(self.usr_access, expected.usr_access),
+            same(self.usercode, expected.usercode),
+        ];
+        let build = registers.iter().any(Option::is_some).then(|| registers.iter().all(|r| r.unwrap_or(true)));
         // Another board never runs the image; the same board alone does not say which image.
         if self.other_board(expected) {
             return Some(false);
@@ -77,6 +82,9 @@ impl fmt::Display for CardIdentity {
         }
         if let Some(u) = self.usr_access {
             parts.push(format!("usr_access {u}"));
+        }
+        if let Some(u) = self.usercode {
+            parts.push(format!("usercode {u}"));
         }
         if let Some(p) = &self.profile {
             parts.push(format!("board {p}"));
@@ -165,6 +173,12 @@ mod tests {
         let expected = CardIdentity { usr_access: Some(Hex32(0xe418)), ..CardIdentity::default() };
         assert_eq!(esnet.matches(&expected), Some(false), "another pipeline build");
         assert_eq!(serde_json::to_string(&id(None, Some(0xab))).unwrap(), r#"{"build_timestamp":"0x000000ab"}"#);
+        // The USERCODE read over JTAG: the bitstream header's UserID, compared with the manifest's.
+        let jtag = read(r#"{"usercode":"0XA5A50001","build_timestamp":"0x10140810"}"#).unwrap();
+        let with = |u: u32| CardIdentity { usercode: Some(Hex32(u)), ..CardIdentity::default() };
+        assert_eq!(jtag.matches(&with(0xa5a5_0001)), Some(true));
+        assert_eq!(jtag.matches(&with(0xa5a5_0002)), Some(false), "another image's UserID");
+        assert_eq!(jtag.to_string(), "build_timestamp 0x10140810, usercode 0xa5a50001");
     }
 
     #[test]

@@ -148,6 +148,9 @@ mkdir -p "$run/bin" "$run/fpga" "$run/sender/traces" "$run/sender/captures" "$ru
 # install(1) replaces the file (new inode), so a running binary is not disturbed.
 install -m 755 "$BIN_DIR/fpga-emu" "$run/bin/fpga-emu"
 install -m 755 "$BIN_DIR/latency-agent" "$run/receiver/bin/latency-agent"
+# Vivado's hardware manager as the emulated card answers it over JTAG (its USERCODE).
+printf '#!/bin/sh\nexec %s/bin/fpga-emu vivado --dir %s/fpga "$@"\n' "$run" "$run" > "$run/bin/vivado_lab.new"
+chmod 755 "$run/bin/vivado_lab.new" && mv "$run/bin/vivado_lab.new" "$run/bin/vivado_lab"
 
 # ---------------------------------------------------------------- namespaces and links
 ns_exists() { ip netns list | grep -qw "^$1"; }

@@ -1,6 +1,8 @@
 //! Host actions: what each step of a session does, on which host, and its built-in command
 //! template (`plan/templates/<action>.sh`, modelled on the documented OCT U280 procedure).
 
+use std::borrow::Cow;
+
 use crate::board::{FlashMethod, Shell};
 
 latency_proto::words! {
@@ -78,8 +80,14 @@ impl Action {
     /// `plan/templates/<action>.sh`, below its leading `#` comment lines; where the testbed writes
     /// QSPI images over JTAG (`qspi` is [`FlashMethod::JtagFlash`]), `flash` and `boot` are those
     /// of `plan/templates/jtag-flash/`; on the ESnet SmartNIC shell, those its tools do differently
-    /// are in `plan/templates/esnet-smartnic/`.
-    pub fn default_template(self, shell: Shell, qspi: FlashMethod) -> &'static str {
+    /// are in `plan/templates/esnet-smartnic/`. Where `methods` load images over JTAG, the
+    /// readback reads the USERCODE first (`plan/templates/jtag/readback_usercode.sh`).
+    pub fn default_template(self, shell: Shell, methods: &[FlashMethod]) -> Cow<'static, str> {
+        if self == Action::Readback && methods.contains(&FlashMethod::Jtag) {
+            let usercode = command_of(include_str!("templates/jtag/readback_usercode.sh"));
+            return Cow::Owned(format!("{usercode} && {}", Action::Readback.default_template(shell, &[])));
+        }
+        let qspi = FlashMethod::for_qspi(methods).unwrap_or(FlashMethod::QspiXbflash2);
         let esnet = shell == Shell::EsnetSmartnic;
         let file = match self {
             Action::DriverReload if esnet => include_str!("templates/esnet-smartnic/driver_reload.sh"),
@@ -110,7 +118,7 @@ impl Action {
             Action::CaptureStop => include_str!("templates/capture_stop.sh"),
             Action::AgentStop => include_str!("templates/agent_stop.sh"),
         };
-        command_of(file)
+        Cow::Borrowed(command_of(file))
     }
 }
 

@@ -71,8 +71,9 @@ pub struct Bitstream {
     /// `p4_builds` folder; none for images without tables.
     pub table_driver_dir: Option<String>,
     /// What the card reads back while it runs this image (`identity:`), beside the image's sha256
-    /// and board: the shell's build timestamp (register 0x0) and the ESnet build pipeline number
-    /// (`usr_access`) where they are known.
+    /// and board: the shell's build timestamp (register 0x0), the ESnet build pipeline number
+    /// (`usr_access`) and the bitstream's USERCODE (`usercode`, its header's UserID) where they
+    /// are known.
     pub identity: CardIdentity,
 }
 
@@ -156,8 +157,8 @@ pub fn decode_board(d: &mut Decoder, n: &Node) -> Option<Board> {
     b
 }
 
-/// `identity:`: `{ build_timestamp: "0x10140810", usr_access: "0x0000e417" }`, what the card reads
-/// back running the image.
+/// `identity:`: `{ build_timestamp: "0x10140810", usr_access: "0x0000e417", usercode: "0x…" }`,
+/// what the card reads back running the image.
 fn decode_identity(d: &mut Decoder, n: &Node) -> Option<CardIdentity> {
     let mut m = d.map(n, "identity")?;
     let register = |d: &mut Decoder, v: &Node| {
@@ -170,8 +171,14 @@ fn decode_identity(d: &mut Decoder, n: &Node) -> Option<CardIdentity> {
     };
     let build_timestamp = m.optional(d, "build_timestamp", register);
     let usr_access = m.optional(d, "usr_access", register);
+    let usercode = m.optional(d, "usercode", register);
     m.done(d);
-    Some(CardIdentity { build_timestamp: build_timestamp?, usr_access: usr_access?, ..CardIdentity::default() })
+    Some(CardIdentity {
+        build_timestamp: build_timestamp?,
+        usr_access: usr_access?,
+        usercode: usercode?,
+        ..CardIdentity::default()
+    })
 }
 
 /// The `sha256` of an image not built yet (its program is in `p4-programs/`, the image is not):
@@ -227,10 +234,10 @@ mod tests {
 
     #[test]
     fn a_manifest_says_what_the_card_reads_back_running_its_image() {
-        let (b, diags) = decoded("identity: { build_timestamp: \"0x10140810\" }\n");
+        let (b, diags) = decoded("identity: { build_timestamp: \"0x10140810\", usercode: \"0xA5A50001\" }\n");
         assert!(diags.is_empty(), "{diags:?}");
         let id = b.unwrap().identity();
-        assert_eq!(id.build_timestamp, Some(Hex32(0x1014_0810)));
+        assert_eq!((id.build_timestamp, id.usercode), (Some(Hex32(0x1014_0810)), Some(Hex32(0xa5a5_0001))));
         assert_eq!(id.sha256, Some("ab".repeat(32)), "the image's checksum, lowercase");
         // Without `identity`, the checksum alone.
         let (b, _) = decoded("");
@@ -247,7 +254,7 @@ mod tests {
         let (_, diags) = decoded("identity: { build_timestamp: 0x10140810 }\n");
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert!(diags[0].starts_with("9:30: ") && diags[0].contains("put the value in quotes"), "{diags:?}");
-        let (_, diags) = decoded("identity: { usercode: \"0x1\" }\n");
-        assert!(diags.iter().any(|d| d.contains("usercode")), "{diags:?}");
+        let (_, diags) = decoded("identity: { usercode: \"0x1\", userid: \"0x1\" }\n");
+        assert!(diags.len() == 1 && diags[0].contains("userid"), "{diags:?}");
     }
 }

@@ -518,9 +518,7 @@ pub fn decode(d: &mut Decoder, root: &Node) -> Option<Inventory> {
     for a in Action::ALL {
         let t = match actions.as_ref().and_then(|o| o.get(&a)) {
             Some(t) => t.clone(),
-            None => {
-                Template::parse(a.name(), a.default_template(shell?, qspi.unwrap_or(FlashMethod::QspiXbflash2))).ok()?
-            }
+            None => Template::parse(a.name(), &a.default_template(shell?, methods)).ok()?,
         };
         all_actions.insert(a, t);
     }
@@ -662,7 +660,7 @@ mod tests {
             for method in FlashMethod::ALL {
                 for a in Action::ALL {
                     let what = format!("{shell} {method} {}", a.name());
-                    let t = Template::parse(a.name(), a.default_template(shell, method)).unwrap();
+                    let t = Template::parse(a.name(), &a.default_template(shell, &[method])).unwrap();
                     for v in t.variables() {
                         assert!(VARIABLES.contains(&v), "{what}: {v}");
                     }

@@ -40,8 +40,11 @@ impl Document {
         match self {
             Document::Plan(p, _) => format!("study `{}`, {}", p.study, plural(p.programs.len(), "program")),
             Document::Inventory(inv) => {
-                let qspi = inv.qspi_method().unwrap_or(crate::board::FlashMethod::QspiXbflash2);
-                let own = inv.actions.iter().filter(|(a, t)| t.source() != a.default_template(inv.shell, qspi)).count();
+                let own = inv
+                    .actions
+                    .iter()
+                    .filter(|(a, t)| t.source() != a.default_template(inv.shell, &inv.flash_methods))
+                    .count();
                 format!(
                     "inventory `{}`, {}, {} overridden",
                     inv.name,

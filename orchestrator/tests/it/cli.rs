@@ -516,6 +516,36 @@ fn jtag_images_are_loaded_with_vivado_and_need_no_boot() {
         .map(|a| format!("{a}\n"))
         .collect::<String>();
     assert_eq!(args, want);
+
+    // Each readback first reads the configured image's USERCODE through the hardware manager
+    // (ESnet's check_fpga_version.sh), then the shell's registers.
+    let readback = |s: &serde_json::Value| {
+        let steps = s["steps"].as_array().unwrap();
+        steps.iter().find(|s| s["action"] == "readback").unwrap()["command"].as_str().unwrap().to_string()
+    };
+    let cmd = readback(fwd);
+    assert_eq!(readback(null), cmd, "whatever loaded the image");
+    if have_shellcheck() {
+        shellcheck("jtag: readback", &cmd);
+    }
+    let shell_at = cmd[..cmd.find("regs identity --bar").unwrap()].rfind(" && ").unwrap();
+    let run = Command::new("sh").arg("-c").arg(&cmd[..shell_at]).output().unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let tcl = work.join("read-usercode.tcl");
+    assert_eq!(
+        std::fs::read_to_string(&tcl).unwrap(),
+        "open_hw_manager\nconnect_hw_server -url [lindex $argv 1]\n\
+         current_hw_target [lindex [get_hw_targets [format {*/xilinx_tcf/Xilinx/%s} [lindex $argv 2]]] 0]\n\
+         open_hw_target\nset dev [lindex [get_hw_devices [lindex $argv 0]] 0]\n\
+         puts \"\\{\\\"usercode\\\":\\\"[get_property REGISTER.USERCODE.SLR0 $dev]\\\"\\}\"\nclose_hw_manager\n"
+    );
+    let args = std::fs::read_to_string(dir.join("vivado.args")).unwrap();
+    let want = ["-mode", "batch", "-nojournal", "-nolog", "-notrace", "-source", tcl.to_str().unwrap(), "-tclargs"]
+        .into_iter()
+        .chain(["xcu280_0", "localhost:3121", "*"])
+        .map(|a| format!("{a}\n"))
+        .collect::<String>();
+    assert_eq!(args, want);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

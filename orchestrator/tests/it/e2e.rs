@@ -809,7 +809,9 @@ fn a_card_that_is_another_board_stops_the_study_before_anything_is_written() {
 /// `shell: esnet-smartnic`, images loaded with `flash_jtag`, and the shell's own bring-up — sn-cfg
 /// (ports, hosts, switch, port status, device info) and sn-p4 (tables), which fpga-emu answers as
 /// the card would. `plans/int.yaml` takes its ESnet U280 builds; Forward's 300 µs and IntTransit's
-/// frame-dependent delay are recovered within 5 %.
+/// frame-dependent delay are recovered within 5 %. The card already runs Forward (its USERCODE, read
+/// over JTAG through the hardware manager, is the one its manifest gives): Forward is not loaded
+/// again, IntTransit is.
 #[test]
 fn a_study_on_the_esnet_shell_brings_the_card_up_with_its_tools_and_recovers_the_delays() {
     let Some(_testbed) = testbed() else { return };
@@ -837,13 +839,28 @@ fn a_study_on_the_esnet_shell_brings_the_card_up_with_its_tools_and_recovers_the
     });
     let text = std::fs::read_to_string(root().join("plans/int.yaml")).unwrap();
     assert!(text.contains("\n  sessions: 2\n  runs: 3\n"));
+    // Forward's ESnet build with the USERCODE its bitstream header would carry.
+    let usercode = "0x5E1F0001";
+    let forward = std::fs::read_to_string(root().join("bitstreams/esnet-u280/forward.yaml")).unwrap();
+    std::fs::write(
+        inv_dir.join("forward.yaml"),
+        format!("{forward}identity: {{ usercode: \"{usercode}\" }}\n")
+            .replace("file: ../bin/", &format!("file: {}/bin/", root().display())),
+    )
+    .unwrap();
     let plan = inv_dir.join("int.yaml");
     std::fs::write(
         &plan,
         text.replace("\n  sessions: 2\n  runs: 3\n", "\n  sessions: 1\n  runs: 2\n")
+            .replace("../bitstreams/esnet-u280/forward.yaml", inv_dir.join("forward.yaml").to_str().unwrap())
             .replace("../", &format!("{}/", root().display())),
     )
     .unwrap();
+    let o = Command::new(emu)
+        .args(["flash", "--dir", "/var/tmp/latency-emu/fpga", "--usercode", usercode, "forward.bit"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dir = tmp("esnet");
     let o = bin().arg("run").arg(&plan).arg("--testbed").arg(&inv).arg("--out").arg(&dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -856,19 +873,36 @@ fn a_study_on_the_esnet_shell_brings_the_card_up_with_its_tools_and_recovers_the
             assert!((p50 - want).abs() <= 0.05 * want, "{program} at {:?}: {p50} ns vs {want} ns", l.factors);
         }
     }
-    // Its ESnet builds, loaded over JTAG, read back through sn-cfg as a U280.
+    // Its ESnet builds, loaded over JTAG, read back through sn-cfg as a U280; Forward, which the
+    // card ran (its USERCODE read over JTAG before anything was written), not loaded again.
     let j = journal(&dir);
-    let steps: std::collections::BTreeSet<latency_plan::Action> = j
+    let read = j.iter().find_map(|e| match &e.event {
+        Event::CardRead { index: 0, identity, holds } => Some((identity.clone(), *holds)),
+        _ => None,
+    });
+    let (identity, holds) = read.expect("the card read back before the first bring-up");
+    assert_eq!((identity.usercode.map(|u| u.0), holds), (Some(0x5e1f_0001), true), "{identity}");
+    let names: std::collections::BTreeMap<usize, &str> = j
         .iter()
-        .filter_map(|e| if let Event::StepFinished { action, .. } = e.event { Some(action) } else { None })
+        .filter_map(|e| match &e.event {
+            Event::SessionStarted { index, name, .. } => Some((*index, name.as_str())),
+            _ => None,
+        })
         .collect();
-    assert!(
-        steps.contains(&latency_plan::Action::FlashJtag) && !steps.contains(&latency_plan::Action::Flash),
-        "{steps:?}"
-    );
+    let loads: Vec<&str> = j
+        .iter()
+        .filter_map(|e| match e.event {
+            Event::StepFinished { index, action: latency_plan::Action::FlashJtag, .. } => Some(names[&index]),
+            Event::StepFinished { action: latency_plan::Action::Flash, .. } => panic!("a QSPI write: {e:?}"),
+            _ => None,
+        })
+        .collect();
+    assert!(!loads.contains(&"forward_s1") && loads.contains(&"int_transit_s1"), "{loads:?}");
     let prov = Provenance::read_file(&dir.join("provenance.json")).unwrap();
     let readback = prov.testbed.facts.readback.unwrap();
     assert_eq!(readback["forward_s1"]["profile"], "U280", "{readback:?}");
+    assert_eq!(readback["forward_s1"]["usercode"], "0X5E1F0001", "{readback:?}");
+    assert_eq!(readback["int_transit_s1"]["usercode"], "0XFFFFFFFF", "no UserID in its build: {readback:?}");
     let log = std::fs::read_to_string(dir.join("logs/forward_s1/table_load.log")).unwrap();
     assert!(log.contains("applied") && log.contains("table entries"), "{log}");
     remove(&[&dir, &inv_dir]);

@@ -7,6 +7,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use latency_proto::CardIdentity;
+
 use crate::bitstream::Bitstream;
 use crate::state::{self, CONTROL_FIFO, Phase, State};
 
@@ -65,12 +67,13 @@ pub fn matches(b: &Bitstream, want: &str) -> bool {
     [b.image.as_str(), b.name.as_str(), b.behaviour.name()].contains(&want) || b.name == crate::bitstream::stem(want)
 }
 
-/// Flash `image` (optionally with a delay in µs) and wait until the emulator runs it again.
+/// Flash `image` (optionally with a delay in µs; `written`: the image's sha256 and USERCODE, which
+/// the card then reads back) and wait until the emulator runs it again.
 pub fn flash(
     dir: &Path,
     image: &str,
     delay_us: Option<u64>,
-    sha256: Option<&str>,
+    written: &CardIdentity,
     timeout: Duration,
 ) -> Result<State, ClientError> {
     let before = live_state(dir)?.generation;
@@ -78,8 +81,11 @@ pub fn flash(
     if let Some(us) = delay_us {
         line.push_str(&format!(" {us}"));
     }
-    if let Some(h) = sha256 {
+    if let Some(h) = &written.sha256 {
         line.push_str(&format!(" sha256={h}"));
+    }
+    if let Some(u) = written.usercode {
+        line.push_str(&format!(" usercode={u}"));
     }
     send(dir, &line)?;
     let start = Instant::now();
@@ -145,7 +151,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("fpga-emu-ctl-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         assert!(matches!(
-            flash(&dir, "forward", None, None, Duration::from_secs(1)),
+            flash(&dir, "forward", None, &CardIdentity::default(), Duration::from_secs(1)),
             Err(ClientError::NotRunning { .. })
         ));
         ensure_fifo(&dir.join(CONTROL_FIFO)).unwrap();

@@ -18,6 +18,7 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use latency_proto::probe::{self, ProbeFormat};
+use latency_proto::{CardIdentity, Hex32};
 use latency_sys::af_packet::PacketRing;
 
 use crate::bitstream::{self, Bitstream};
@@ -71,8 +72,9 @@ pub enum Control {
         image: String,
         /// Delay override.
         delay: Option<Duration>,
-        /// sha256 of the image file, which the card then reads back (`sha256` in its state).
-        sha256: Option<String>,
+        /// What the image is, which the card then reads back (its state's identity): the
+        /// sha256 of the image file and the bitstream's USERCODE, where given.
+        written: CardIdentity,
     },
     /// Flash the loaded bitstream again (a reset: links bounce, the pipeline empties).
     Reset,
@@ -89,27 +91,38 @@ pub enum BadCommand {
     #[error("`{0}` is not a delay in µs")]
     Delay(String),
     /// No command of the emulator.
-    #[error("unknown command `{0}` (expected `flash IMAGE [DELAY_US] [sha256=HEX]`, `reset`, `status`, `quit`)")]
+    #[error(
+        "unknown command `{0}` (expected `flash IMAGE [DELAY_US] [sha256=HEX] [usercode=HEX]`, `reset`, `status`, \
+         `quit`)"
+    )]
     Unknown(String),
 }
 
-/// Parse a control line: `flash IMAGE [DELAY_US] [sha256=HEX]`, `reset`, `status`, `quit`.
+/// Parse a control line: `flash IMAGE [DELAY_US] [sha256=HEX] [usercode=HEX]`, `reset`,
+/// `status`, `quit`.
 pub fn parse_command(line: &str) -> Result<Control, BadCommand> {
     let words: Vec<&str> = line.split_whitespace().collect();
+    let unknown = || BadCommand::Unknown(line.to_string());
     match words.as_slice() {
-        ["flash", image, rest @ ..] if rest.len() <= 2 => {
-            let (mut delay, mut sha256) = (None, None);
+        ["flash", image, rest @ ..] => {
+            let (mut delay, mut written) = (None, CardIdentity::default());
             for w in rest {
-                match w.strip_prefix("sha256=") {
-                    Some(h) if sha256.is_none() => sha256 = Some(h.to_string()),
-                    None if delay.is_none() => {
-                        let us: u64 = w.parse().map_err(|_| BadCommand::Delay((*w).to_string()))?;
-                        delay = Some(Duration::from_micros(us));
+                if let Some(h) = w.strip_prefix("sha256=") {
+                    if written.sha256.replace(h.to_string()).is_some() {
+                        return Err(unknown());
                     }
-                    _ => return Err(BadCommand::Unknown(line.to_string())),
+                } else if let Some(u) = w.strip_prefix("usercode=") {
+                    if written.usercode.replace(Hex32::parse(u).ok_or_else(unknown)?).is_some() {
+                        return Err(unknown());
+                    }
+                } else if delay.is_none() {
+                    let us: u64 = w.parse().map_err(|_| BadCommand::Delay((*w).to_string()))?;
+                    delay = Some(Duration::from_micros(us));
+                } else {
+                    return Err(unknown());
                 }
             }
-            Ok(Control::Flash { image: (*image).to_string(), delay, sha256 })
+            Ok(Control::Flash { image: (*image).to_string(), delay, written })
         }
         ["reset"] => Ok(Control::Reset),
         ["status"] => Ok(Control::Status),
@@ -149,8 +162,8 @@ struct Emu {
     bitstream: Bitstream,
     /// Delay given with the last flash command (kept across resets).
     delay_override: Option<Duration>,
-    /// sha256 given with the last flash command (kept across resets).
-    sha256: Option<String>,
+    /// What the last flash command said the image is (kept across resets).
+    written: CardIdentity,
     queue: VecDeque<(Instant, Vec<u8>)>,
     counters: Counters,
     generation: u64,
@@ -211,11 +224,7 @@ impl Emu {
             generation: self.generation,
             last_result: self.last_result.clone(),
             bitstream: self.bitstream.clone(),
-            identity: latency_proto::CardIdentity {
-                sha256: self.sha256.clone(),
-                profile: Some(self.cfg.profile.clone()),
-                ..Default::default()
-            },
+            identity: CardIdentity { profile: Some(self.cfg.profile.clone()), ..self.written.clone() },
             flashed_at_ms: self.flashed_at_ms,
             links: [&self.cfg.switch_a, &self.cfg.switch_b, &self.cfg.host_p, &self.cfg.host_b].map(String::clone),
             counters: self.counters.clone(),
@@ -289,11 +298,11 @@ impl Emu {
     /// Flash the loaded bitstream again (its spec file, if any, is read again).
     fn reset(&mut self) -> Result<(), EmuError> {
         let image = self.bitstream.image.clone();
-        self.flash(&image, self.delay_override, self.sha256.clone())
+        self.flash(&image, self.delay_override, self.written.clone())
     }
 
     /// Load `image` as a re-enumeration would: links down, pipeline emptied, new program, links up.
-    fn flash(&mut self, image: &str, delay: Option<Duration>, sha256: Option<String>) -> Result<(), EmuError> {
+    fn flash(&mut self, image: &str, delay: Option<Duration>, written: CardIdentity) -> Result<(), EmuError> {
         let next = match bitstream::resolve(image, delay) {
             Ok(b) => b,
             Err(e) => {
@@ -320,7 +329,7 @@ impl Emu {
         }
         self.bitstream = next;
         self.delay_override = delay;
-        self.sha256 = sha256;
+        self.written = written;
         for dev in [&self.cfg.host_p, &self.cfg.host_b] {
             problems.extend(link_set(dev, true).err().map(|e| e.to_string()));
         }
@@ -355,7 +364,7 @@ pub fn run(
         bar,
         bitstream: cfg.bitstream.clone(),
         delay_override: cfg.delay_override,
-        sha256: None,
+        written: CardIdentity::default(),
         queue: VecDeque::new(),
         counters: Counters::default(),
         generation: 0,
@@ -388,7 +397,7 @@ pub fn run(
     while !stop.load(Ordering::Relaxed) {
         while let Ok(line) = commands.try_recv() {
             match parse_command(&line) {
-                Ok(Control::Flash { image, delay, sha256 }) => emu.flash(&image, delay, sha256)?,
+                Ok(Control::Flash { image, delay, written }) => emu.flash(&image, delay, written)?,
                 Ok(Control::Reset) => emu.reset()?,
                 Ok(Control::Status) => emu.write_state()?,
                 Ok(Control::Quit) => stop.store(true, Ordering::Relaxed),
@@ -417,26 +426,26 @@ mod tests {
 
     #[test]
     fn control_lines_parse() {
-        assert_eq!(
-            parse_command("flash /var/tmp/x/rmvhdr.mcs"),
-            Ok(Control::Flash { image: "/var/tmp/x/rmvhdr.mcs".into(), delay: None, sha256: None })
-        );
-        assert_eq!(
-            parse_command("  flash forward 350 "),
-            Ok(Control::Flash { image: "forward".into(), delay: Some(Duration::from_micros(350)), sha256: None })
-        );
-        assert_eq!(
-            parse_command("flash forward.mcs sha256=de45"),
-            Ok(Control::Flash { image: "forward.mcs".into(), delay: None, sha256: Some("de45".into()) })
-        );
-        assert_eq!(
-            parse_command("flash forward.mcs 350 sha256=de45"),
+        let flash = |image: &str, us: Option<u64>, sha256: Option<&str>, usercode: Option<u32>| {
             Ok(Control::Flash {
-                image: "forward.mcs".into(),
-                delay: Some(Duration::from_micros(350)),
-                sha256: Some("de45".into())
+                image: image.into(),
+                delay: us.map(Duration::from_micros),
+                written: CardIdentity {
+                    sha256: sha256.map(String::from),
+                    usercode: usercode.map(Hex32),
+                    ..CardIdentity::default()
+                },
             })
+        };
+        assert_eq!(parse_command("flash /var/tmp/x/rmvhdr.mcs"), flash("/var/tmp/x/rmvhdr.mcs", None, None, None));
+        assert_eq!(parse_command("  flash forward 350 "), flash("forward", Some(350), None, None));
+        assert_eq!(parse_command("flash forward.mcs sha256=de45"), flash("forward.mcs", None, Some("de45"), None));
+        assert_eq!(
+            parse_command("flash forward.mcs 350 sha256=de45 usercode=0xA5A50001"),
+            flash("forward.mcs", Some(350), Some("de45"), Some(0xa5a5_0001))
         );
+        assert!(parse_command("flash forward.mcs usercode=0xZZ").is_err());
+        assert!(parse_command("flash forward.mcs usercode=1 usercode=2").is_err());
         assert!(parse_command("flash forward.mcs 350 400").is_err());
         assert!(parse_command("flash forward.mcs sha256=a sha256=b").is_err());
         assert_eq!(parse_command("reset"), Ok(Control::Reset));

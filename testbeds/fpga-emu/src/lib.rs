@@ -7,11 +7,13 @@
 //! and at once. Flashing ([`emulator`], driven through [`control`]) loads another bitstream and
 //! takes the host-facing links down for a moment, as the PCIe re-enumeration of a real card would;
 //! the state file and a fake register BAR ([`state`]) let the orchestrator's actions verify it;
-//! [`esnet`] answers the ESnet SmartNIC stack's clients (`sn-cfg`, `sn-p4`) as such a card would.
+//! [`esnet`] answers the ESnet SmartNIC stack's clients (`sn-cfg`, `sn-p4`) as such a card would,
+//! [`hw_manager`] Vivado's hardware manager reading the card's USERCODE over JTAG.
 
 pub mod bitstream;
 pub mod control;
 pub mod emulator;
 pub mod esnet;
+pub mod hw_manager;
 pub mod packet;
 pub mod state;

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use fpga_emu::{bitstream, control, emulator, esnet, state};
+use fpga_emu::{bitstream, control, emulator, esnet, hw_manager, state};
+use latency_proto::{CardIdentity, Hex32};
 
 /// User-space FPGA SmartNIC emulator of the emulated testbed.
 #[derive(Parser)]
@@ -76,6 +77,9 @@ enum Command {
         /// sha256 of the image file, which the card then reads back as its identity.
         #[arg(long, value_parser = hex_word)]
         sha256: Option<String>,
+        /// The bitstream's USERCODE (its header's UserID), which the card then reads over JTAG.
+        #[arg(long, value_parser = usercode)]
+        usercode: Option<Hex32>,
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 10.0)]
         timeout_s: f64,
@@ -119,6 +123,15 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Vivado's hardware manager in batch mode, reading the card's USERCODE over JTAG.
+    Vivado {
+        /// The emulator's folder.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Vivado's command line (`-mode batch -source SCRIPT -tclargs …`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Print what a bitstream resolves to (behaviour, delay).
     Resolve {
         /// Image path, name or spec file.
@@ -133,6 +146,10 @@ fn hex_word(s: &str) -> Result<String, String> {
     } else {
         Err(format!("`{s}` is not one word of letters and digits"))
     }
+}
+
+fn usercode(s: &str) -> Result<Hex32, String> {
+    Hex32::parse(s).ok_or_else(|| format!("`{s}` is not a 32-bit hex value"))
 }
 
 /// A client's output on stdout, or its failure.
@@ -183,15 +200,17 @@ fn main() -> ExitCode {
                 }),
             }
         }
-        Command::Flash { dir, image, delay_us, sha256, timeout_s } => seconds(timeout_s).and_then(|t| {
-            let s = control::flash(&dir, &image, delay_us, sha256.as_deref(), t).map_err(|e| (1, e.to_string()))?;
+        Command::Flash { dir, image, delay_us, sha256, usercode, timeout_s } => seconds(timeout_s).and_then(|t| {
+            let written = CardIdentity { sha256, usercode, ..CardIdentity::default() };
+            let s = control::flash(&dir, &image, delay_us, &written, t).map_err(|e| (1, e.to_string()))?;
             print(&s.bitstream);
             Ok(())
         }),
         Command::Reset { dir, timeout_s } => seconds(timeout_s).and_then(|t| {
             let live = control::live_state(&dir).map_err(|e| (1, e.to_string()))?;
             let delay = u64::try_from(live.bitstream.delay.as_micros()).unwrap_or(u64::MAX);
-            let s = control::flash(&dir, &live.bitstream.image, Some(delay), live.identity.sha256.as_deref(), t)
+            let written = CardIdentity { profile: None, ..live.identity };
+            let s = control::flash(&dir, &live.bitstream.image, Some(delay), &written, t)
                 .map_err(|e| (1, e.to_string()))?;
             print(&s.bitstream);
             Ok(())
@@ -203,6 +222,7 @@ fn main() -> ExitCode {
         }),
         Command::SnCfg { dir, args } => client(esnet::sn_cfg(&dir, &args)),
         Command::SnP4 { dir, args } => client(esnet::sn_p4(&dir, &args)),
+        Command::Vivado { dir, args } => client(hw_manager::vivado(&dir, &args)),
         Command::Resolve { image } => match bitstream::resolve(&image, None) {
             Ok(b) => {
                 print(&b);

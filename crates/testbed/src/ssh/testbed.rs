@@ -307,7 +307,7 @@ impl Testbed for SshTestbed {
             Ok(o) => self.log(&name, "read_card", o),
             Err(e) => self.log(&name, "read_card", &format!("error: {e}")),
         }
-        let read = out.ok().and_then(|o| serde_json::from_str::<CardIdentity>(o.trim()).ok()).filter(|r| !r.is_empty());
+        let read = out.ok().and_then(|o| identity(&readback_value(&o))).filter(|r| !r.is_empty());
         // Another board than the testbed's and the image's: nothing is written to it.
         if let Some(r) = read.as_ref().filter(|r| r.other_board(&session.identity)) {
             return Err(TestbedError::Failed {
@@ -351,13 +351,11 @@ impl Testbed for SshTestbed {
         }
         let out = out?;
         if step.action == Action::Readback {
-            let text = out.trim();
-            let value = serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()));
+            let value = readback_value(&out);
+            let read = identity(&value);
             self.readback.insert(name.clone(), value);
             // A card running another image than the session's is not measured.
-            if let Some(read) =
-                serde_json::from_str::<CardIdentity>(text).ok().filter(|r| r.matches(&session.identity) == Some(false))
-            {
+            if let Some(read) = read.filter(|r| r.matches(&session.identity) == Some(false)) {
                 return Err(TestbedError::Failed {
                     host: self.hosts.name(Role::Receiver).to_string(),
                     action: Doing::Action(Action::Readback),
@@ -438,5 +436,57 @@ impl Testbed for SshTestbed {
         // Stop any agent and capture left running, then release the leases.
         agent::stop_leftovers(&self.hosts, &self.layout);
         self.lease.release(&self.hosts, &self.layout);
+    }
+}
+
+/// What a readback printed, for the provenance: its JSON; where it printed several lines, the
+/// fields of each line that is a JSON object (the USERCODE read over JTAG, then the shell's
+/// registers), a field keeping its first value; else the text.
+fn readback_value(out: &str) -> serde_json::Value {
+    let text = out.trim();
+    if let Ok(v) = serde_json::from_str(text) {
+        return v;
+    }
+    let mut fields = serde_json::Map::new();
+    for line in text.lines() {
+        if let Ok(serde_json::Value::Object(m)) = serde_json::from_str(line.trim()) {
+            for (k, v) in m {
+                fields.entry(k).or_insert(v);
+            }
+        }
+    }
+    if fields.is_empty() { serde_json::Value::String(text.to_string()) } else { serde_json::Value::Object(fields) }
+}
+
+/// The card's identity in a readback's value, if it reads as one.
+fn identity(value: &serde_json::Value) -> Option<CardIdentity> {
+    serde_json::from_value(value.clone()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use latency_proto::Hex32;
+
+    use super::*;
+
+    #[test]
+    fn a_readback_of_several_lines_gives_one_identity() {
+        // Vivado's banner and messages, the Tcl script's USERCODE line, then the shell's registers.
+        let out = "\n****** Vivado Lab Edition v2023.1 (64-bit)\nINFO: [Labtoolstcl 44-466] Opening hw_target\n\
+                   {\"usercode\":\"0XA5A50001\"}\n{\"build_timestamp\":\"0x10140810\",\"profile\":\"U280\"}\n";
+        let value = readback_value(out);
+        assert_eq!(value["usercode"], "0XA5A50001");
+        let id = identity(&value).unwrap();
+        assert_eq!(
+            (id.usercode, id.build_timestamp, id.profile.as_deref()),
+            (Some(Hex32(0xa5a5_0001)), Some(Hex32(0x1014_0810)), Some("U280"))
+        );
+        // One JSON document (the emulator's state, pretty-printed) is kept whole.
+        let state = "{\n  \"sha256\": \"de45\",\n  \"behaviour\": \"forward\"\n}\n";
+        assert_eq!(readback_value(state)["behaviour"], "forward");
+        assert_eq!(identity(&readback_value(state)).unwrap().sha256.as_deref(), Some("de45"));
+        // Text that is no JSON is kept as text and names no image.
+        assert_eq!(readback_value("card busy\n"), serde_json::Value::String("card busy".into()));
+        assert!(identity(&readback_value("card busy")).is_none());
     }
 }
