@@ -33,7 +33,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use latency_results::ResultsDir;
-use latency_results::history::row::{Annotation, Estimate, HEADLINE, Row};
+use latency_results::history::row::{Annotation, Confirmation, Estimate, HEADLINE, Row};
 use latency_results::history::table::ColumnError;
 use latency_results::history::table::Micros;
 
@@ -395,6 +395,40 @@ impl Store {
         let bytes = self.parquet(&path, Annotation::to_batch(&[row]))?;
         self.rt.block_on(self.inner.put(&path, bytes)).map_err(self.object_err(&path))?;
         Ok(key)
+    }
+
+    /// Record that study `by` re-measured night `night` (both ids in the store): the
+    /// `confirmations` table's row of `by`; [`StoreError::Url`] when either is missing.
+    pub fn confirm(&self, by: &str, night: &str) -> Result<StudyKey, StoreError> {
+        let studies = self.studies()?;
+        let find = |id: &str| studies.iter().find(|k| k.study == id).cloned();
+        let (Some(key), Some(_)) = (find(by), find(night)) else {
+            return Err(StoreError::Url {
+                url: self.url.clone(),
+                message: format!("no study `{by}` or `{night}` in the store; no confirmation recorded"),
+            });
+        };
+        let row = Confirmation {
+            study: by.to_string(),
+            confirms: night.to_string(),
+            time: Micros(latency_results::now_micros()),
+        };
+        let path = table_path("confirmations", &key);
+        let bytes = self.parquet(&path, Confirmation::to_batch(&[row]))?;
+        self.rt.block_on(self.inner.put(&path, bytes)).map_err(self.object_err(&path))?;
+        Ok(key)
+    }
+
+    /// Every confirmation in the store, in (date, id) order of its study.
+    pub fn confirmations(&self) -> Result<Vec<Confirmation>, StoreError> {
+        let keys = self.keys("confirmations")?;
+        let read =
+            futures_util::stream::iter(keys.iter().map(|k| async move {
+                self.read_table(&table_path("confirmations", k), Confirmation::from_batch).await
+            }))
+            .buffered(16)
+            .try_collect::<Vec<_>>();
+        Ok(self.rt.block_on(read)?.into_iter().flatten().collect())
     }
 
     /// Every annotation in the store, in (date, id) order of its study.

@@ -140,6 +140,33 @@ fn yes() -> bool {
     true
 }
 
+/// How `nightly` and `trend` judge this plan's series night to night (`trend:`): a change is a
+/// regression (or an improvement) when its shift exceeds the smallest that matters and
+/// `noise_k` times the series' night-to-night noise, and its interval excludes zero.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrendGates {
+    /// Smallest shift of a median that matters, ns (default: `regression`'s, else 3).
+    pub median_shift_ns: f64,
+    /// Smallest shift of a p99 that matters, ns (default: `regression`'s, else 10).
+    pub p99_shift_ns: f64,
+    /// How many times the night-to-night noise a shift must exceed (default 3).
+    pub noise_k: f64,
+    /// Nights a series needs before it is judged (default 5).
+    pub min_nights: u32,
+    /// Re-measure the programs of a night that regressed before alerting (none: alert at once).
+    pub confirm: Option<Confirm>,
+}
+
+/// `trend.confirm`: the confirmation study `nightly` runs when a night regresses.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Confirm {
+    /// Sessions of each regressed program (default: the plan's).
+    pub sessions: Option<u32>,
+    /// Longest the confirmation may take, by the plan's predicted time, minutes: a confirmation
+    /// predicted longer is not run, and the regression is reported unconfirmed.
+    pub max_minutes: f64,
+}
+
 impl Analysis {
     /// Ports a capture needs for the headline and every port pair: 2 and up.
     pub fn ports(&self) -> usize {
@@ -276,6 +303,31 @@ fn decode_thresholds(d: &mut Decoder, t: &Node) -> Option<[f64; 3]> {
     let ks = m.or(d, "ks_distance", THRESHOLDS[2], |d, v| d.number(v, 0.0..=1.0));
     m.done(d);
     Some([med?, p99?, ks?])
+}
+
+/// Decode `trend:`; the thresholds default to `regression`'s.
+pub(super) fn decode_trend(d: &mut Decoder, n: &Node, regression: Option<&Regression>) -> Option<TrendGates> {
+    let mut m = d.map(n, "trend")?;
+    let [med0, p990] = regression.map_or([THRESHOLDS[0], THRESHOLDS[1]], |r| [r.median_shift_ns, r.p99_shift_ns]);
+    let med = m.or(d, "median_shift_ns", med0, |d, v| d.number(v, 0.0..=1e9));
+    let p99 = m.or(d, "p99_shift_ns", p990, |d, v| d.number(v, 0.0..=1e9));
+    let k = m.or(d, "noise_k", 3.0, |d, v| d.number(v, 0.0..=100.0));
+    let min_nights = m.or(d, "min_nights", 5, |d, v| d.uint(v, 2..=10_000));
+    let confirm = m.optional(d, "confirm", |d, v| {
+        let mut c = d.map(v, "confirm")?;
+        let sessions = c.optional(d, "sessions", |d, v| d.uint(v, 1..=1000));
+        let max_minutes = c.or(d, "max_minutes", 60.0, |d, v| d.number(v, 0.0..=1e6));
+        c.done(d);
+        Some(Confirm { sessions: sessions?, max_minutes: max_minutes? })
+    });
+    m.done(d);
+    Some(TrendGates {
+        median_shift_ns: med?,
+        p99_shift_ns: p99?,
+        noise_k: k?,
+        min_nights: min_nights?,
+        confirm: confirm?,
+    })
 }
 
 /// Decode `regression:`.

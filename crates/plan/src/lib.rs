@@ -44,6 +44,7 @@ pub mod inventory;
 pub mod layout;
 pub mod protocol;
 pub mod steps;
+pub mod subset;
 
 // The plan's other sections.
 mod analysis;
@@ -59,7 +60,9 @@ pub mod schema;
 mod testbed_checks;
 
 pub use actions::Action;
-pub use analysis::{Analysis, Calibration, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec};
+pub use analysis::{
+    Analysis, Calibration, Confirm, Estimator, ModeSettings, PortPair, Regression, ReportFormat, ReportSpec, TrendGates,
+};
 pub use bitstream::Bitstream;
 pub use board::{Board, FlashMethod, Shell};
 pub use cross_checks::MAX_RUNS;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::analysis::{self, Analysis, Regression, ReportSpec};
+use crate::analysis::{self, Analysis, Regression, ReportSpec, TrendGates};
 use crate::factors::{self, FactorName, FactorValue, Factors, Level, sized_trace_name};
 use crate::programs::{self, Program};
 use crate::protocol::{self, Protocol};
@@ -43,6 +43,8 @@ pub struct Plan {
     pub report: ReportSpec,
     /// Optional regression check against a baseline.
     pub regression: Option<Regression>,
+    /// How the nightly trend judges the plan's series (`trend:`; none: the defaults).
+    pub trend: Option<TrendGates>,
 }
 
 /// The testbed a plan names.
@@ -114,6 +116,8 @@ pub(crate) fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: St
     let order = m.or(d, "order", factors::Order::SessionLevelRun, |d, v| d.choice(v, &factors::Order::WORDS));
     let report = m.or(d, "report", ReportSpec::default(), analysis::decode_report);
     let regression = m.optional(d, "regression", analysis::decode_regression);
+    let trend =
+        m.optional(d, "trend", |d, n| analysis::decode_trend(d, n, regression.as_ref().and_then(|r| r.as_ref())));
     m.done(d);
     if let (Some(p), Some(a)) = (&protocol, &analysis)
         && a.hw_clock_check
@@ -163,5 +167,6 @@ pub(crate) fn decode_plan(d: &mut Decoder, root: &Node, source: String, hash: St
         analysis: analysis?,
         report: report?,
         regression: regression?,
+        trend: trend?,
     })
 }

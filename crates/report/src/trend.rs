@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::format::ns;
 use super::svg::{Anchor, Axis, Decor, Frame, Svg, TEXT_MUTED, colour};
 use super::{ReportError, render_template};
+use latency_history::trend::Judgement;
 use latency_history::trend::Series;
 use latency_history::trend::SeriesChange;
 use latency_history::trend::SeriesKey;
@@ -38,6 +39,10 @@ struct SeriesView {
     trend: String,
     groups: usize,
     verdict: &'static str,
+    /// Night-to-night noise, ns.
+    noise: String,
+    /// What a series too noisy for the threshold would need.
+    noisy: Option<String>,
     svg: String,
 }
 
@@ -51,6 +56,8 @@ struct ChangeView {
     shift: String,
     ci95: String,
     verdict: &'static str,
+    /// Whether a confirmation study of one of its nights belongs to its new level.
+    confirmed: bool,
     /// Why its first study was acknowledged (`history annotate`).
     acknowledged: Option<String>,
     report: Option<String>,
@@ -78,14 +85,16 @@ pub fn describe(c: &SeriesChange) -> String {
 }
 
 fn verdict(c: &SeriesChange) -> &'static str {
-    if c.acknowledged.is_some() {
-        return "acknowledged";
-    }
-    match (c.latest, c.regression, c.change.shift_ns > 0.0) {
-        (true, true, _) => "regression",
-        (true, false, false) if c.change.ci95_ns[1] < 0.0 => "progression",
-        (_, _, true) => "slower",
-        _ => "faster",
+    match c.judgement {
+        Judgement::Acknowledged => "acknowledged",
+        Judgement::Regression if c.regression => "regression",
+        Judgement::Regression => "unconfirmed",
+        Judgement::Improvement => "improvement",
+        Judgement::Noisy => "noisy",
+        Judgement::TooFewNights => "too few nights",
+        Judgement::Within => "within gates",
+        Judgement::Earlier if c.change.shift_ns > 0.0 => "slower",
+        Judgement::Earlier => "faster",
     }
 }
 
@@ -108,6 +117,13 @@ fn view(t: &Trend, store: &str) -> View {
                 trend: s.groups.last().map_or_else(|| ns(f64::NAN), |g| ns(g.1)),
                 groups: s.groups.len(),
                 verdict: latest.map_or("steady", verdict),
+                noise: s.noise_ns.map_or_else(|| "—".into(), |n| format!("{n:.2}")),
+                noisy: s.noisy.map(|n| {
+                    format!(
+                        "shifts under {:.1} ns are not told from noise: {} nights at a new level, or {} sessions a night",
+                        n.detectable_ns, n.nights_needed, n.sessions_needed
+                    )
+                }),
                 svg: figure(s, i),
             }
         })
@@ -126,6 +142,7 @@ fn view(t: &Trend, store: &str) -> View {
                 shift: format!("{:+.1}", c.change.shift_ns),
                 ci95: format!("[{:+.1}, {:+.1}]", c.change.ci95_ns[0], c.change.ci95_ns[1]),
                 verdict: verdict(c),
+                confirmed: c.confirmed,
                 acknowledged: c.acknowledged.clone(),
                 report: s.and_then(|s| s.points.get(c.change.index)).and_then(|p| p.report.clone()),
             }

@@ -233,6 +233,72 @@ fn nightly_runs_adds_and_judges_and_its_exit_status_says_which() {
     assert!(!never.exists(), "nothing ran");
 }
 
+/// `nightly` with a plan whose `trend.confirm` asks for it: Forward 5 ns slower after eight steady
+/// nights regresses unconfirmed, is measured again by a confirmation study (its folder inside the
+/// night's, added to the store and recorded as the night's confirmation), and alerts (1) once the
+/// confirmation agrees, the trend page saying so. A confirmation that may not run (over its time
+/// budget) leaves the regression unconfirmed: reported, no alert (0).
+#[test]
+fn nightly_confirms_a_regression_before_it_alerts() {
+    let plan = "tests/fixtures/good/nightly-confirm.yaml";
+    let steady: Vec<PathBuf> = (1..=8).map(|k| night_of(Path::new(plan), k, u64::from(k), None)).collect();
+    let model = slower_model(&tmp_dir("confirm-model"));
+    for (budget, alert) in [(None, true), (Some("max_minutes: 0"), false)] {
+        let store = tmp_dir("confirm-store").display().to_string();
+        let mut args = vec!["history".to_string(), "add".into(), "--store".into(), store.clone()];
+        args.extend(steady.iter().map(|d| d.display().to_string()));
+        assert!(orchestrate(&args.iter().map(String::as_str).collect::<Vec<_>>()).status.success());
+        let plan = match budget {
+            None => PathBuf::from(plan),
+            Some(b) => {
+                let p = Path::new("tests/fixtures/good/.nightly-confirm-budget.yaml");
+                std::fs::write(p, std::fs::read_to_string(plan).unwrap().replace("max_minutes: 60", b)).unwrap();
+                p.to_path_buf()
+            }
+        };
+        let out = tmp("confirm-night");
+        let o = orchestrate(&[
+            "nightly",
+            plan.to_str().unwrap(),
+            "--store",
+            &store,
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--seed",
+            "20",
+            "--sim-model",
+            model.to_str().unwrap(),
+        ]);
+        if budget.is_some() {
+            std::fs::remove_file(&plan).unwrap();
+        }
+        let err = stderr(&o);
+        let listed =
+            String::from_utf8_lossy(&orchestrate(&["history", "list", "--store", &store]).stdout).lines().count();
+        let md = std::fs::read_to_string(out.join("trend.md")).unwrap();
+        if alert {
+            assert_eq!(o.status.code(), Some(1), "{err}");
+            assert!(err.contains("regression: nightly (sim): forward p50"), "{err}");
+            assert!(out.join("confirmation/summary.json").is_file(), "the confirmation's results in the night's");
+            assert_eq!(listed, 10, "eight nights, the night, its confirmation");
+            let (_, t) = trend_json(&store, &[], &["--plan", "tests/fixtures/good/nightly-confirm.yaml"]);
+            let c = t.changes.iter().find(|c| c.latest && c.statistic == "p50").unwrap();
+            assert!(c.confirmed && c.regression, "{c:?}");
+            let points = &t.series.iter().find(|s| s.statistic == "p50").unwrap().points;
+            assert_eq!(points.last().unwrap().confirms.as_deref(), Some(points[8].study.as_str()));
+            assert!(md.contains("| yes | **regression**") || md.contains("| yes | regression"), "{md}");
+        } else {
+            assert_eq!(o.status.code(), Some(0), "{err}");
+            assert!(err.contains("over `trend.confirm.max_minutes` 0; not run"), "{err}");
+            assert!(err.contains("unconfirmed: nightly (sim): forward p50"), "{err}");
+            assert!(!out.join("confirmation").exists());
+            assert_eq!(listed, 9);
+            assert!(md.contains("| no | unconfirmed"), "{md}");
+        }
+    }
+}
+
 /// Every column of the history's tables is documented in the reference (`docs/history.md`).
 #[test]
 fn the_reference_documents_every_column_of_the_history() {

@@ -106,7 +106,8 @@ fn every_key_a_decoder_reads_has_a_type_and_the_plan_keys_are_the_documented_one
             "report",
             "study",
             "testbed",
-            "traces"
+            "traces",
+            "trend"
         ]
     );
     assert_eq!(plan["required"], serde_json::json!(["study", "testbed", "protocol", "traces", "programs"]));

@@ -99,6 +99,20 @@ table! {
 }
 
 table! {
+    /// One row of the `confirmations` table: a study that re-measured the programs of a night
+    /// whose trend regressed (`nightly` with a plan's `trend.confirm`), so that the trend tells a
+    /// confirmed regression from one night's.
+    pub struct Confirmation {
+        /// The confirmation study's id.
+        pub study: String,
+        /// The id of the night it re-measured.
+        pub confirms: String,
+        /// When it was recorded.
+        pub time: Micros,
+    }
+}
+
+table! {
     /// One row of the `estimates` table.
     pub struct Estimate {
         /// Program, or null calibration group.

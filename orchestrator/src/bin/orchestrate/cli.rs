@@ -16,7 +16,7 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-#[derive(clap::Args)]
+#[derive(Clone, clap::Args)]
 pub(crate) struct RunArgs {
     /// Plan file.
     #[arg(value_parser = utf8_path())]
@@ -169,6 +169,10 @@ pub(crate) enum Command {
         /// The store: a folder, or `s3://BUCKET[/PREFIX]` (credentials and endpoint from `AWS_*`).
         #[arg(long)]
         store: String,
+        /// The nightly plan whose `trend:` gates judge the series (default: 3 ns on medians,
+        /// 10 ns on p99s, 3 × the night-to-night noise, five nights, no confirmation).
+        #[arg(long, value_parser = utf8_path())]
+        plan: Option<PathBuf>,
         /// Write the self-contained HTML trend page here.
         #[arg(long)]
         html: Option<PathBuf>,

@@ -6,7 +6,7 @@ use std::path::Path;
 use latency_history::store::Store;
 use latency_history::store::StoreError;
 use latency_history::trend;
-use latency_history::trend::Trend;
+use latency_history::trend::{Gates, Trend};
 use orchestrator::exit::ExitStatus;
 
 use crate::Failure;
@@ -45,8 +45,9 @@ pub(crate) fn history(op: HistoryOp) -> Result<(), Failure> {
     }
 }
 
-/// Add one results folder to `store` (under the folder's lock), saying what was done.
-pub(crate) fn add(store: &Store, dir: &Path) -> Result<(), Failure> {
+/// Add one results folder to `store` (under the folder's lock), saying what was done; the study's
+/// id.
+pub(crate) fn add(store: &Store, dir: &Path) -> Result<String, Failure> {
     let (rd, _lock) = open_locked(dir)?;
     let added = store.add(&rd)?;
     if added.already {
@@ -68,7 +69,8 @@ pub(crate) fn add(store: &Store, dir: &Path) -> Result<(), Failure> {
             store.url()
         ));
     }
-    print_out(&json_line(&added)?)
+    print_out(&json_line(&added)?)?;
+    Ok(added.key.study)
 }
 
 /// Where `trend` writes its listing.
@@ -79,29 +81,44 @@ pub(crate) enum Listing<'a> {
     Markdown(Option<&'a Path>),
 }
 
+/// The gates `plan` judges its series with: its `trend:`, else the defaults with its `regression`
+/// thresholds.
+pub(crate) fn gates(plan: Option<&latency_plan::Plan>) -> Gates {
+    let mut g = Gates::default();
+    if let Some(r) = plan.and_then(|p| p.regression.as_ref()) {
+        (g.median_shift_ns, g.p99_shift_ns) = (r.median_shift_ns, r.p99_shift_ns);
+    }
+    if let Some(t) = plan.and_then(|p| p.trend.as_ref()) {
+        g = Gates {
+            median_shift_ns: t.median_shift_ns,
+            p99_shift_ns: t.p99_shift_ns,
+            noise_k: t.noise_k,
+            min_nights: t.min_nights as usize,
+            confirm: t.confirm.is_some(),
+        };
+    }
+    g
+}
+
 /// The trend of `store`: its listing, the HTML page and JUnit when asked; a regression is
 /// [`ExitStatus::ChecksFailed`].
 pub(crate) fn trend(
     store: &str,
+    gates: Gates,
     listing: Listing<'_>,
     html: Option<&Path>,
     junit: Option<&Path>,
 ) -> Result<(), Failure> {
-    trend_of(&Store::open(store)?, listing, html, junit, latency_results::write_output)
+    let s = Store::open(store)?;
+    write_trend(&s, &judge(&s, gates)?, listing, html, junit, latency_results::write_output)
 }
 
 /// How the trend's files are written: a user's output path ([`latency_results::write_output`]),
 /// or a file of the study's own results folder (`nightly`).
 type Writer = fn(&Path, &[u8]) -> Result<(), latency_results::ResultsError>;
 
-fn trend_of(
-    s: &Store,
-    listing: Listing<'_>,
-    html: Option<&Path>,
-    junit: Option<&Path>,
-    write: Writer,
-) -> Result<(), Failure> {
-    use latency_report::trend as page;
+/// The trend of the store's history, judged by `gates`.
+fn judge(s: &Store, gates: Gates) -> Result<Trend, Failure> {
     let rows = s.rows().map_err(|e| {
         let damaged = e.is_damaged_table();
         let mut f = Failure::from(e);
@@ -113,18 +130,30 @@ fn trend_of(
         }
         f
     })?;
-    let t: Trend = trend::trend(&rows, &s.annotations()?);
+    let t = trend::trend(&rows, &s.annotations()?, &s.confirmations()?, gates);
     for l in &t.left_out {
         eprintln!(
             "trend: {} ({}) left out: {} failed run(s), {} problem(s); a study whose runs failed is never judged on",
             l.study, l.time, l.failed_runs, l.problems
         );
     }
+    Ok(t)
+}
+
+fn write_trend(
+    s: &Store,
+    t: &Trend,
+    listing: Listing<'_>,
+    html: Option<&Path>,
+    junit: Option<&Path>,
+    write: Writer,
+) -> Result<(), Failure> {
+    use latency_report::trend as page;
     let fail = |e: String| Failure::Exit(ExitStatus::Results, e);
     match listing {
-        Listing::Json => print_out(&(serde_json::to_string_pretty(&t).map_err(|e| fail(e.to_string()))? + "\n"))?,
+        Listing::Json => print_out(&(serde_json::to_string_pretty(t).map_err(|e| fail(e.to_string()))? + "\n"))?,
         Listing::Markdown(to) => {
-            let text = page::markdown(&t, s.url()).map_err(|e| fail(e.to_string()))?;
+            let text = page::markdown(t, s.url()).map_err(|e| fail(e.to_string()))?;
             match to {
                 Some(path) => write(path, text.as_bytes())?,
                 None => print_out(&text)?,
@@ -132,13 +161,23 @@ fn trend_of(
         }
     }
     if let Some(path) = html {
-        let text = page::html(&t, s.url()).map_err(|e| fail(e.to_string()))?;
+        let text = page::html(t, s.url()).map_err(|e| fail(e.to_string()))?;
         write(path, text.as_bytes())?;
         progress(format_args!("trend page: {}", path.display()));
     }
     if let Some(path) = junit {
-        let xml = page::junit(&t).map_err(|e| fail(e.to_string()))?;
+        let xml = page::junit(t).map_err(|e| fail(e.to_string()))?;
         write(path, xml.as_bytes())?;
+    }
+    for s in t.series.iter().filter_map(|s| s.noisy.map(|n| (s, n))) {
+        let (s, n) = s;
+        eprintln!(
+            "too noisy: {} {} {}: shifts under {:.1} ns are not told from noise; {} nights at a new level or {} sessions a night would tell one of the threshold",
+            s.identity.name, s.program, s.statistic, n.detectable_ns, n.nights_needed, n.sessions_needed
+        );
+    }
+    for c in t.changes.iter().filter(|c| c.latest && c.judgement == trend::Judgement::Regression && !c.regression) {
+        eprintln!("unconfirmed: {}", page::describe(c));
     }
     for c in t.regressions() {
         eprintln!("regression: {}", page::describe(c));
@@ -146,14 +185,32 @@ fn trend_of(
     if t.regressions().next().is_some() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }
 
+/// The programs whose series regressed, unconfirmed, from night `study` on.
+fn unconfirmed(t: &Trend, study: &str) -> Vec<String> {
+    let mut programs: Vec<String> = t
+        .changes
+        .iter()
+        .filter(|c| c.latest && c.judgement == trend::Judgement::Regression && !c.confirmed)
+        .filter(|c| {
+            t.series.iter().any(|s| s.key() == c.key() && s.points[c.change.index..].iter().any(|p| p.study == study))
+        })
+        .map(|c| c.program.clone())
+        .collect();
+    programs.sort();
+    programs.dedup();
+    programs
+}
+
 /// `orchestrate nightly`: the store is opened first (a wrong URL stops before the study); the
 /// study runs; a study whose runs failed is neither added nor judged ([`ExitStatus::Unjudged`]);
-/// else it is added, and the trend judged and written into its results folder.
+/// else it is added, and the trend judged; where the plan confirms (`trend.confirm`), the
+/// programs of a night that regressed are measured again by a confirmation study, added and
+/// recorded as such, before the trend is judged again and written into the night's folder.
 pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
     let store = Store::create(store)?;
     // The plan's reference (`regression.baseline`) is checked before a night is spent.
     let (plan, _) = crate::slices::load(&args.plan, args.testbed.as_deref())?;
-    let baseline = plan.regression.map(|r| r.baseline);
+    let baseline = plan.regression.as_ref().map(|r| r.baseline.clone());
     if let Some(b) = &baseline {
         crate::check_ended(latency_analysis::compare::Role::Baseline, b).map_err(|e| match e {
             Failure::Usage(m) | Failure::Exit(_, m) => Failure::Usage(format!(
@@ -163,6 +220,7 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
             e => e,
         })?;
     }
+    let gates = gates(Some(&plan));
     let (dir, passed) = crate::run::run_plan(args)?;
     if !passed {
         return Err(Failure::Exit(
@@ -170,7 +228,7 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
             format!("{}: runs failed their checks; the study is not added to the history", dir.display()),
         ));
     }
-    add(&store, &dir)?;
+    let night = add(&store, &dir)?;
     let against_baseline = match &baseline {
         Some(b) => {
             let crate::Judged { cmp, baseline, candidate } = crate::judge(b, &dir, [None; 3])?;
@@ -185,8 +243,17 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
         }
         None => false,
     };
-    let trend = trend_of(
+    let mut t = judge(&store, gates)?;
+    if let Some(confirm) = plan.trend.as_ref().and_then(|t| t.confirm.as_ref()) {
+        let programs = unconfirmed(&t, &night);
+        if !programs.is_empty() {
+            confirm_night(args, &plan, confirm, &programs, &store, &night, &dir)?;
+            t = judge(&store, gates)?;
+        }
+    }
+    let trend = write_trend(
         &store,
+        &t,
         Listing::Markdown(Some(&dir.join("trend.md"))),
         Some(&dir.join("trend.html")),
         Some(&dir.join("trend.xml")),
@@ -198,5 +265,67 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
             format!("regression against the plan's baseline (compare.md in {})", dir.display()),
         )),
         other => other,
+    }
+}
+
+/// Measure `programs` of night `night` (results in `dir`) again: the plan narrowed to them with
+/// `confirm.sessions`, another seed, results in `dir/confirmation`; added to the store and
+/// recorded as the night's confirmation. A confirmation predicted longer than
+/// `confirm.max_minutes`, or whose runs failed, is not recorded: the regression stays unconfirmed.
+fn confirm_night(
+    args: &RunArgs,
+    plan: &latency_plan::Plan,
+    confirm: &latency_plan::Confirm,
+    programs: &[String],
+    store: &Store,
+    night: &str,
+    dir: &Path,
+) -> Result<(), Failure> {
+    let keep: Vec<&str> = programs.iter().map(String::as_str).collect();
+    let text = latency_plan::subset::subset(&plan.path, &plan.source, &keep, confirm.sessions)
+        .map_err(|e| Failure::Usage(format!("confirmation of {night}: {e}")))?;
+    // Beside the plan, so that its relative paths hold; removed once the study has run.
+    let stem = plan.path.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
+    let derived = plan.path.with_file_name(format!(".{stem}.confirm-{}.yaml", std::process::id()));
+    latency_results::write_file(&derived, text.as_bytes(), false)?;
+    let removed = RemoveOnDrop(&derived);
+    let (narrowed, inventories) = crate::slices::load(&derived, args.testbed.as_deref())?;
+    let schedule = latency_schedule::expand(&narrowed, inventories[0].as_ref())
+        .map_err(|e| Failure::Invalid(vec![e.diagnostic()]))?;
+    let minutes = schedule.predicted_seconds.total / 60.0;
+    if minutes > confirm.max_minutes {
+        eprintln!(
+            "confirmation of {night} ({}): predicted {minutes:.1} min, over `trend.confirm.max_minutes` {}; not run, the regression stays unconfirmed",
+            programs.join(", "),
+            confirm.max_minutes
+        );
+        return Ok(());
+    }
+    progress(format_args!("confirmation of {night}: {} again, {minutes:.1} min predicted", programs.join(", ")));
+    let out = dir.join("confirmation");
+    let seed = args.seed.unwrap_or(plan.protocol.seed).wrapping_add(1);
+    let confirm_args =
+        RunArgs { plan: derived.clone(), out: Some(out), resume: false, seed: Some(seed), ..args.clone() };
+    let (out, passed) = crate::run::run_plan(&confirm_args)?;
+    drop(removed);
+    if !passed {
+        eprintln!(
+            "confirmation of {night}: runs failed their checks ({}); the regression stays unconfirmed",
+            out.display()
+        );
+        return Ok(());
+    }
+    let by = add(store, &out)?;
+    store.confirm(&by, night)?;
+    progress(format_args!("confirmation {by} of {night} recorded"));
+    Ok(())
+}
+
+/// Removes a file when dropped (the confirmation's narrowed plan, whatever happens).
+struct RemoveOnDrop<'a>(&'a Path);
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
     }
 }

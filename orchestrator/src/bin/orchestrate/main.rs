@@ -144,9 +144,13 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Import { src, out, probes, .. } => import(&src, &out, probes),
         Command::History { op } => history::history(op),
-        Command::Trend { store, html, junit, json } => {
+        Command::Trend { store, plan, html, junit, json } => {
             let markdown = if json { history::Listing::Json } else { history::Listing::Markdown(None) };
-            history::trend(&store, markdown, html.as_deref(), junit.as_deref())
+            let plan = match &plan {
+                Some(p) => Some(slices::load(p, None)?.0),
+                None => None,
+            };
+            history::trend(&store, history::gates(plan.as_ref()), markdown, html.as_deref(), junit.as_deref())
         }
         Command::Nightly { run, store } => history::nightly(&run, &store),
         Command::Trace { op } => trace(op),
