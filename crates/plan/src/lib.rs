@@ -40,6 +40,7 @@ mod trace_spec;
 
 // The testbed: images, step policies, the protocol that drives them, remote files, inventories.
 pub mod bitstream;
+pub mod builds;
 pub mod inventory;
 pub mod layout;
 pub mod protocol;

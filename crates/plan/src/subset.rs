@@ -1,6 +1,7 @@
-//! A plan narrowed to some of its programs, with another number of sessions: the study `nightly`
-//! runs to confirm a night that regressed. The text is the plan's own, edited where its tree says
-//! (the other programs' entries removed, `protocol.sessions` replaced), so that its comments,
+//! A plan narrowed to some of its programs, with another number of sessions (the study `nightly`
+//! runs to confirm a night that regressed), or with another build of a program (a step of
+//! `bisect`). The text is the plan's own, edited where its tree says (the other programs' entries
+//! removed, `protocol.sessions` or a program's `bitstream` replaced), so that its comments,
 //! relative paths and every other setting stay as they were.
 
 use std::path::Path;
@@ -70,6 +71,68 @@ pub fn subset(path: &Path, source: &str, keep: &[&str], sessions: Option<u32>) -
     Ok(out.into_iter().zip(drop).filter(|(_, d)| !d).map(|(l, _)| l).collect())
 }
 
+/// `source` (the plan at `path`) with program `program`'s `bitstream` set to `manifest` (written
+/// as an absolute path, so that it holds wherever the plan is).
+pub fn with_bitstream(path: &Path, source: &str, program: &str, manifest: &Path) -> Result<String, String> {
+    let root = yaml::parse(path, source).map_err(|d| d.to_string())?;
+    let entries = match &root.value {
+        Value::Map(entries) => entries,
+        _ => return Err(format!("{}: not a mapping", path.display())),
+    };
+    let items = entries.iter().find(|(_, k, _)| k == "programs").and_then(|(_, _, v)| match &v.value {
+        Value::Seq(items) => Some(items),
+        _ => None,
+    });
+    let field = |item: &Node, key: &str| match &item.value {
+        Value::Map(m) => m.iter().find(|(_, k, _)| k == key).map(|(_, _, v)| v.clone()),
+        _ => None,
+    };
+    let named =
+        |item: &&Node| matches!(field(item, "name"), Some(Node { value: Value::Str(ref s), .. }) if s == program);
+    let Some(item) = items.and_then(|items| items.iter().find(named)) else {
+        return Err(format!("{}: no program `{program}`", path.display()));
+    };
+    let Some(node) = field(item, "bitstream").filter(|n| matches!(n.value, Value::Str(_))) else {
+        return Err(format!(
+            "{}:{}: program `{program}` has no single `bitstream` (it lists one per board, or none): give it one to bisect",
+            path.display(),
+            item.pos
+        ));
+    };
+    let absolute = std::path::absolute(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+    let quoted = serde_json::to_string(&absolute.display().to_string()).map_err(|e| e.to_string())?;
+    let mut lines: Vec<String> = source.split_inclusive('\n').map(str::to_string).collect();
+    let line = &mut lines[node.pos.line as usize - 1];
+    let from = line.char_indices().nth(node.pos.col as usize - 1).map_or(line.len(), |(b, _)| b);
+    let len = scalar_len(&line[from..]);
+    line.replace_range(from..from + len, &quoted);
+    Ok(lines.concat())
+}
+
+/// The length of the YAML scalar at the start of `text`: a quoted one to its closing quote, a
+/// plain one to the first `,`, `}`, `]`, ` #` or the end of the line.
+fn scalar_len(text: &str) -> usize {
+    let mut chars = text.char_indices();
+    match chars.next() {
+        Some((_, q @ ('"' | '\''))) => {
+            let mut escaped = false;
+            for (i, c) in chars {
+                match c {
+                    '\\' if q == '"' && !escaped => escaped = true,
+                    c if c == q && !escaped => return i + 1,
+                    _ => escaped = false,
+                }
+            }
+            text.trim_end_matches('\n').len()
+        }
+        _ => {
+            let end = text.find([',', '}', ']', '\n']).unwrap_or(text.len());
+            let end = text[..end].find(" #").unwrap_or(end);
+            text[..end].trim_end().len()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +171,18 @@ mod tests {
         assert_eq!(err, "p.yaml: no `programs`");
         let err = subset(Path::new("p.yaml"), &PLAN.replace("sessions: 1, ", ""), &["forward"], Some(2)).unwrap_err();
         assert!(err.contains("no `protocol.sessions`"), "{err}");
+    }
+
+    #[test]
+    fn a_program_takes_another_build() {
+        let out = with_bitstream(Path::new("p.yaml"), PLAN, "five_tuple", Path::new("/b/5-v2.yaml")).unwrap();
+        assert!(out.contains("  - { name: five_tuple, bitstream: \"/b/5-v2.yaml\", trace: t }\n"), "{out}");
+        let out = with_bitstream(Path::new("p.yaml"), PLAN, "forward", Path::new("/b/f 2.yaml")).unwrap();
+        assert!(out.contains("    bitstream: \"/b/f 2.yaml\"\n"), "{out}");
+        let quoted = PLAN.replace("bitstream: ../b/f.yaml", "bitstream: \"../b/f.yaml\"  # the build");
+        let out = with_bitstream(Path::new("p.yaml"), &quoted, "forward", Path::new("/v3.yaml")).unwrap();
+        assert!(out.contains("    bitstream: \"/v3.yaml\"  # the build\n"), "{out}");
+        let err = with_bitstream(Path::new("p.yaml"), PLAN, "checksum", Path::new("/x.yaml")).unwrap_err();
+        assert!(err.contains("program `checksum` has no single `bitstream`"), "{err}");
     }
 }

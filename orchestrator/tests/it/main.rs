@@ -8,6 +8,7 @@
 
 mod adaptive;
 mod analysis;
+mod bisect;
 mod cli;
 mod common;
 mod design;

@@ -195,6 +195,18 @@ pub(crate) enum Command {
         #[arg(long)]
         store: String,
     },
+    /// The first of an ordered list of a program's builds whose latency moved: PLAN, narrowed to
+    /// the program, runs with the first build (known good) and on midpoints towards the last
+    /// (known bad), each judged against the first with the plan's regression thresholds; at most
+    /// ⌈log₂ N⌉ + 1 studies, each in the bisection's folder (--out; --resume finishes one),
+    /// listed with the build found in `bisect.md` and `bisect.json`.
+    Bisect {
+        #[command(flatten)]
+        run: RunArgs,
+        /// The builds file: `program`, and `builds`, each `{ version, bitstream }` (a manifest).
+        #[arg(long, value_parser = utf8_path())]
+        builds: PathBuf,
+    },
     /// Convert published data into a results folder.
     Import {
         /// Source format.

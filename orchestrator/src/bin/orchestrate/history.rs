@@ -321,8 +321,9 @@ fn confirm_night(
     Ok(())
 }
 
-/// Removes a file when dropped (the confirmation's narrowed plan, whatever happens).
-struct RemoveOnDrop<'a>(&'a Path);
+/// Removes a file when dropped (a narrowed plan of a confirmation or a bisection, whatever
+/// happens).
+pub(crate) struct RemoveOnDrop<'a>(pub(crate) &'a Path);
 
 impl Drop for RemoveOnDrop<'_> {
     fn drop(&mut self) {

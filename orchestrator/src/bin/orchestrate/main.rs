@@ -11,6 +11,7 @@ use latency_plan::schema;
 use latency_plan::yaml::Diagnostic;
 use orchestrator::exit::ExitStatus;
 
+mod bisect;
 mod cli;
 mod design;
 mod history;
@@ -153,6 +154,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
             history::trend(&store, history::gates(plan.as_ref()), markdown, html.as_deref(), junit.as_deref())
         }
         Command::Nightly { run, store } => history::nightly(&run, &store),
+        Command::Bisect { run, builds } => bisect::bisect(&run, &builds),
         Command::Trace { op } => trace(op),
         Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
         Command::Completions { shell } => {
