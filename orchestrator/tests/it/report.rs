@@ -538,3 +538,83 @@ fn the_html_report_prints_to_a_few_pages() {
     assert!((2..=12).contains(&pages), "{pages} pages");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `orchestrate verify` passes on a fresh study and fails, naming the file or figure, after each
+/// of: a byte of a run file changed, a figure of `summary.json` edited, a report rendered from an
+/// edited summary (the summary then put back), a run file removed; it writes nothing.
+#[test]
+fn verify_finds_every_edit_of_a_results_folder() {
+    use crate::common::{orchestrate, stderr, tmp};
+    let fresh = || {
+        let dir = tmp("verify");
+        let o = orchestrate(&["run", "tests/fixtures/good/nightly.yaml", "--out", dir.to_str().unwrap(), "--quiet"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        dir
+    };
+    let verify = |dir: &std::path::Path| {
+        let o = orchestrate(&["verify", dir.to_str().unwrap()]);
+        (o.status.code(), stderr(&o))
+    };
+    let listing = |dir: &std::path::Path| {
+        let mut files: Vec<(String, Vec<u8>)> = walk(dir)
+            .into_iter()
+            .map(|p| (p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let dir = fresh();
+    let before = listing(&dir);
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(listing(&dir), before, "verify writes nothing");
+    let run = walk(&dir.join("data")).into_iter().find(|p| p.extension().is_some_and(|e| e == "parquet")).unwrap();
+    let rel = run.strip_prefix(&dir).unwrap().display().to_string();
+
+    // One byte of a run file.
+    let mut bytes = std::fs::read(&run).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(&run, bytes).unwrap();
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(&format!("differs: {rel}: sha256 ")), "{err}");
+
+    // A figure of summary.json.
+    let dir = fresh();
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let m = v["programs"]["forward"]["median_ci95_ns"][0].as_f64().unwrap();
+    v["programs"]["forward"]["median_ci95_ns"][0] = (m - 1.0).into();
+    let edited = serde_json::to_string_pretty(&v).unwrap();
+    std::fs::write(&path, &edited).unwrap();
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("differs: summary.json.programs.forward.median_ci95_ns[0]: "), "{err}");
+
+    // Reports rendered from the edited summary, the summary put back.
+    let o = orchestrate(&["report", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(&path, &text).unwrap();
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("differs: report.md: not the report of summary.json"), "{err}");
+    assert!(!err.contains("differs: summary.json"), "{err}");
+
+    // A run file removed.
+    let dir = fresh();
+    std::fs::remove_file(dir.join(&rel)).unwrap();
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(&format!("differs: {rel}: missing")), "{err}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}

@@ -88,6 +88,13 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Whether a results folder's reports follow from its data: every run file against the
+    /// journal's checksum, the analysis run again and compared with `summary.json`, the reports
+    /// rendered again from it and compared; writes nothing; exit 1 naming each difference.
+    Verify {
+        /// Results folder.
+        dir: PathBuf,
+    },
     /// Reports (HTML, Markdown) from a results folder (analysed first if needed).
     Report {
         /// Results folder.

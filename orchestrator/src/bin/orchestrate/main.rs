@@ -19,6 +19,7 @@ mod measured;
 mod run;
 mod slices;
 mod status;
+mod verify;
 
 use cli::{Cli, Command, TraceOp, Vlan};
 
@@ -155,6 +156,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         }
         Command::Nightly { run, store } => history::nightly(&run, &store),
         Command::Bisect { run, builds } => bisect::bisect(&run, &builds),
+        Command::Verify { dir } => verify::verify(&dir),
         Command::Trace { op } => trace(op),
         Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
         Command::Completions { shell } => {
