@@ -70,6 +70,19 @@ if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, sc
 fi
 export LATENCY_TEST_PYTHON="$venv/bin/python"
 
+# The research community's RO-Crate validator (roc-validator) checks every results folder's
+# ro-crate-metadata.json; in a virtual environment of its own (its RDF stack stays apart from the
+# readers'), with ro-crate-py 0.15, whose copy of the RO-Crate 1.1 context is put into the
+# validator's cache, so that it validates offline.
+rvenv=${LATENCY_ROCRATE_VENV:-/opt/latency-rocrate-venv}
+if ! "$rvenv/bin/python" -c "import rocrate_validator, rocrate" 2>/dev/null; then
+  echo "--- roc-validator and ro-crate-py into $rvenv"
+  python3 -m venv "$rvenv"
+  "$rvenv/bin/pip" install -q roc-validator==0.13.0 rocrate==0.15.0
+fi
+"$rvenv/bin/python" scripts/rocrate-seed-cache.py
+export LATENCY_TEST_ROCRATE="$rvenv/bin/rocrate-validator"
+
 # The S3-compatible server of the store's tests, on a free port of 127.0.0.1, stopped on exit.
 port=$("$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$venv/bin/moto_server" -H 127.0.0.1 -p "$port" >"${TMPDIR:-/tmp}/latency-test-moto.log" 2>&1 &

@@ -30,6 +30,7 @@ pub mod journal;
 pub mod lock;
 pub mod pairs;
 pub mod provenance;
+pub mod rocrate;
 pub mod runfile;
 pub mod summary;
 

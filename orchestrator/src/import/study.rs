@@ -171,6 +171,9 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
 }
 
 /// Write the whole results folder of an import into `root` (a fresh folder).
+/// The description of what produced an imported folder's data.
+pub const IMPORT_PROCEDURE: &str = "import.md";
+
 fn write_study(
     root: &Path,
     inputs: &[Input],
@@ -182,6 +185,15 @@ fn write_study(
     let dir = ResultsDir::create(root, false)?;
     let _lock = dir.lock("orchestrate import")?;
     let started = utc_micros(now_micros());
+    // What produced the data, for the folder's RO-Crate (its main workflow): LatencyLab's
+    // published procedure, and this import of its files with the rules applied.
+    let procedure = format!(
+        "# Import of LatencyLab data\n\nThe run data of this folder were measured by LatencyLab's published procedure \
+         (the OCT-FPGA/LatencyLab repository's scripts: flash, replay with tcpreplay, capture of both copies with TSC \
+         stamps) and imported by orchestrate {TOOL_VERSION} (`orchestrate import latencylab`) from the files below, \
+         each converted to a run file with the rules listed.\n\n```\n{report}```\n"
+    );
+    latency_results::write_file(&dir.root().join(IMPORT_PROCEDURE), procedure.as_bytes(), false)?;
     let mut journal = Journal::open(&dir.journal_path())?;
     let mut sessions: Vec<(usize, u32)> = inputs.iter().map(|i| (i.tag, i.session)).collect();
     sessions.dedup();

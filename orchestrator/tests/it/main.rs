@@ -22,6 +22,7 @@ mod import;
 mod levels;
 mod replay;
 mod report;
+mod rocrate;
 mod rtt;
 mod run;
 mod schemas;

@@ -291,6 +291,7 @@ fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
 fn analyze(dir: &Path) -> Result<(), Failure> {
     let (rd, _lock) = open_locked(dir)?;
     let summary = analyze_dir(&rd)?;
+    write_crate(&rd)?;
     if summary.health.problems.is_empty() {
         Ok(())
     } else {
@@ -317,6 +318,13 @@ fn report_dir(
     for w in written {
         progress(format_args!("report: {}", w.display()));
     }
+    write_crate(rd)
+}
+
+/// The folder's `ro-crate-metadata.json`, made again from its provenance, journal and files.
+pub(crate) fn write_crate(rd: &latency_results::ResultsDir) -> Result<(), Failure> {
+    latency_results::rocrate::write(rd.root())?;
+    progress(format_args!("RO-Crate: {}", rd.root().join(latency_results::rocrate::FILE).display()));
     Ok(())
 }
 

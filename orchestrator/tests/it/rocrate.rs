@@ -1,0 +1,74 @@
+//! Every results folder is a Workflow Run RO-Crate: `rocrate-validator` (PyPI `roc-validator`,
+//! installed by `scripts/test.sh`, its RO-Crate 1.1 context cached by
+//! `scripts/rocrate-seed-cache.py`) passes it at the REQUIRED level of the Provenance Run Crate
+//! profile 0.5 (with the Process and Workflow Run Crate and Workflow RO-Crate profiles it builds
+//! on): the smoke study on the simulator and the imported LatencyLab sample.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{orchestrate, runs_here, stderr, tmp};
+
+/// The validator, when the test machine has it.
+fn validator() -> Option<PathBuf> {
+    let path = std::env::var_os("LATENCY_TEST_ROCRATE")
+        .map_or_else(|| PathBuf::from("/opt/latency-rocrate-venv/bin/rocrate-validator"), PathBuf::from);
+    let needs = format!("{} (scripts/test.sh installs roc-validator and seeds its cache)", path.display());
+    runs_here(path.is_file(), &needs).then_some(path)
+}
+
+/// `rocrate-validator` on `dir` with `profile`: passed, and its issues.
+fn validate(validator: &Path, dir: &Path, profile: &str) -> (bool, String) {
+    let o = Command::new(validator)
+        .args(["-y", "validate", "--offline", "-p", profile, "-f", "json"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {} {}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    });
+    (o.status.success() && report["passed"] == true, serde_json::to_string_pretty(&report["issues"]).unwrap())
+}
+
+#[test]
+fn results_folders_are_valid_workflow_run_crates() {
+    let Some(v) = validator() else { return };
+    let smoke = tmp("crate-smoke");
+    let o =
+        orchestrate(&["run", "../plans/smoke.yaml", "--testbed", "sim", "--out", smoke.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let imported = tmp("crate-import");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/latencylab");
+    let o = orchestrate(&["import", "latencylab", fixture, "--out", imported.to_str().unwrap()]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    for (dir, workflow) in [(&smoke, "plan.yaml"), (&imported, "import.md")] {
+        let text = std::fs::read_to_string(dir.join("ro-crate-metadata.json")).unwrap();
+        let meta: Value = serde_json::from_str(&text).unwrap();
+        for profile in ["workflow-run-crate-0.5", "provenance-run-crate-0.5"] {
+            let (passed, issues) = validate(&v, dir, profile);
+            assert!(passed, "{} at {profile}: {issues}", dir.display());
+        }
+        // From the typed provenance: the plan as the workflow (for imported data, the description of
+        // the procedure that measured them), each run file with its checksum.
+        let graph = meta["@graph"].as_array().unwrap();
+        let entity = |id: &str| graph.iter().find(|e| e["@id"] == id).unwrap_or_else(|| panic!("no {id}"));
+        assert_eq!(entity("./")["mainEntity"]["@id"], workflow);
+        let journal = std::fs::read_to_string(dir.join("journal.jsonl")).unwrap();
+        let finished: Vec<Value> = journal
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["event"] == "run_finished")
+            .collect();
+        assert!(!finished.is_empty());
+        for run in finished {
+            assert_eq!(entity(run["path"].as_str().unwrap())["sha256"], run["sha256"], "{run}");
+        }
+    }
+    // A folder the crate does not describe fails: a file listed but gone.
+    let report = smoke.join("report.md");
+    std::fs::remove_file(&report).unwrap();
+    let (passed, issues) = validate(&v, &smoke, "provenance-run-crate-0.5");
+    assert!(!passed && issues.contains("report.md"), "{issues}");
+}
