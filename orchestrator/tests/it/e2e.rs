@@ -942,3 +942,64 @@ fn a_one_cmac_board_runs_a_single_pair_study() {
     assert!(log.contains("--ports r0,r1"), "{log}");
     remove(&[&dir, &inv_dir]);
 }
+
+/// `orchestrate bisect` on the emulated testbed: four builds of Forward, each an emulator spec
+/// (300, 300, 400 and 400 µs), judged with a 30 µs median threshold: the third is found in
+/// ⌈log₂ 4⌉ + 1 = 3 studies, each a study on the testbed with its own build uploaded and flashed;
+/// the first study's folder passes `rocrate-validator` (Provenance Run Crate 0.5).
+#[test]
+fn a_bisection_on_the_emulated_testbed_finds_the_build_that_moved() {
+    let Some(_testbed) = testbed() else { return };
+    let dir = tmp("bisect-emu");
+    std::fs::create_dir_all(&dir).unwrap();
+    let forward = std::fs::read_to_string(root().join("bitstreams/forward.yaml")).unwrap();
+    let sha_line = forward.lines().find(|l| l.starts_with("sha256: ")).unwrap().to_string();
+    let mut list = String::from("program: forward\nbuilds:\n");
+    for (k, us) in [300, 300, 400, 400].into_iter().enumerate() {
+        let spec = dir.join(format!("forward-b{}.yaml", k + 1));
+        std::fs::write(&spec, format!("behaviour: forward\ndelay_us: {us}\n")).unwrap();
+        let sha = latency_plan::digest::sha256_file(&spec).unwrap();
+        let manifest = forward
+            .replace("file: bin/forward.mcs", &format!("file: {}", spec.display()))
+            .replace(&sha_line, &format!("sha256: {sha}"));
+        std::fs::write(dir.join(format!("manifest-b{}.yaml", k + 1)), manifest).unwrap();
+        list.push_str(&format!("  - {{ version: b{}, bitstream: manifest-b{}.yaml }}\n", k + 1, k + 1));
+    }
+    std::fs::write(dir.join("builds.yaml"), list).unwrap();
+    let text = std::fs::read_to_string(root().join("plans/emulated.yaml")).unwrap();
+    let cut = text.find("  - name: remove_header").unwrap();
+    let text = format!(
+        "{}\nanalysis:\n  calibration: none\n  modes: {{ enabled: false }}\n  bootstrap_resamples: 200\n\
+         regression:\n  baseline: unused\n  thresholds: {{ median_shift_ns: 30000, p99_shift_ns: 1000000, ks_distance: 1 }}\n",
+        &text[..cut]
+    )
+    .replace("\n  sessions: 2\n  runs: 3\n", "\n  sessions: 1\n  runs: 1\n")
+    .replace("    \"null\": ../bitstreams/golden_nic.yaml\n", "")
+    .replace("../", &format!("{}/", root().display()));
+    let plan = dir.join("plan.yaml");
+    std::fs::write(&plan, text).unwrap();
+    let out = dir.join("bisection");
+    let o = bin()
+        .arg("bisect")
+        .arg(&plan)
+        .arg("--builds")
+        .arg(dir.join("builds.yaml"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("bisect.json")).unwrap()).unwrap();
+    assert_eq!(v["first_moved_version"], "b3", "{v:#}");
+    let steps = v["steps"].as_array().unwrap();
+    let built: Vec<u64> = steps.iter().map(|s| s["build"].as_u64().unwrap() + 1).collect();
+    assert_eq!(built, [1, 2, 3], "{v:#}");
+    let shift = steps[2]["shift_ns"].as_f64().unwrap();
+    assert!((shift - 100_000.0).abs() < 5_000.0, "the 100 µs step within 5 %: {shift} ns");
+    // A study on the emulated testbed is a valid Workflow Run RO-Crate too.
+    if let Some(v) = crate::rocrate::validator() {
+        let (passed, issues) = crate::rocrate::validate(&v, &out.join("01-b1"), "provenance-run-crate-0.5");
+        assert!(passed, "{issues}");
+    }
+    remove(&[&dir]);
+}

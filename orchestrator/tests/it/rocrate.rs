@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::common::{orchestrate, runs_here, stderr, tmp};
 
 /// The validator, when the test machine has it.
-fn validator() -> Option<PathBuf> {
+pub(crate) fn validator() -> Option<PathBuf> {
     let path = std::env::var_os("LATENCY_TEST_ROCRATE")
         .map_or_else(|| PathBuf::from("/opt/latency-rocrate-venv/bin/rocrate-validator"), PathBuf::from);
     let needs = format!("{} (scripts/test.sh installs roc-validator and seeds its cache)", path.display());
@@ -20,7 +20,7 @@ fn validator() -> Option<PathBuf> {
 }
 
 /// `rocrate-validator` on `dir` with `profile`: passed, and its issues.
-fn validate(validator: &Path, dir: &Path, profile: &str) -> (bool, String) {
+pub(crate) fn validate(validator: &Path, dir: &Path, profile: &str) -> (bool, String) {
     let o = Command::new(validator)
         .args(["-y", "validate", "--offline", "-p", profile, "-f", "json"])
         .arg(dir)
