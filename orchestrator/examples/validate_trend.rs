@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use latency_history::store::{StoredRow, StudyKey};
-use latency_history::trend::{self, Gates, Judgement, Trend};
+use latency_history::trend::{self, Gates};
 use latency_results::history::row::{self, Confirmation, HEADLINE};
 use latency_results::history::table::Micros;
 use latency_results::provenance::{Provenance, TestbedFacts};
@@ -150,7 +150,7 @@ fn history(setup: &Setup<'_>, model: &SimModel, seed: u64, shifted: bool) -> Out
         let (_, _, s) = twin::simulate(setup.night, m, base + 10 * n as u64);
         rows.extend(stored(&s, setup.night, &night, n, 0));
         let t = trend::trend(&rows, &[], &confirmations, setup.gates);
-        let regressed = regressed(&t, &night);
+        let regressed = t.unconfirmed(&night);
         let t = if setup.gates.confirm && !regressed.is_empty() {
             out.unconfirmed += 1;
             out.confirmations += 1;
@@ -197,22 +197,6 @@ fn history(setup: &Setup<'_>, model: &SimModel, seed: u64, shifted: bool) -> Out
         out.alerts.extend(alerted.into_iter().map(|p| (n, p)));
     }
     out
-}
-
-/// The programs whose series regressed, unconfirmed, with night `study` in the new level.
-fn regressed(t: &Trend, study: &str) -> Vec<String> {
-    let mut programs: Vec<String> = t
-        .changes
-        .iter()
-        .filter(|c| c.latest && c.judgement == Judgement::Regression && !c.confirmed)
-        .filter(|c| {
-            t.series.iter().any(|s| s.key() == c.key() && s.points[c.change.index..].iter().any(|p| p.study == study))
-        })
-        .map(|c| c.program.clone())
-        .collect();
-    programs.sort();
-    programs.dedup();
-    programs
 }
 
 /// A simulated study's history rows, as `history add` makes them: night `n`, the `k`-th study of

@@ -260,6 +260,25 @@ impl Trend {
     pub fn regressions(&self) -> impl Iterator<Item = &SeriesChange> {
         self.changes.iter().filter(|c| c.regression)
     }
+
+    /// The programs whose series regressed, unconfirmed, with night `study` in the new level: what
+    /// a confirmation of that night measures again. Sorted, each once.
+    pub fn unconfirmed(&self, study: &str) -> Vec<String> {
+        let mut programs: Vec<String> = self
+            .changes
+            .iter()
+            .filter(|c| c.latest && c.judgement == Judgement::Regression && !c.confirmed)
+            .filter(|c| {
+                self.series
+                    .iter()
+                    .any(|s| s.key() == c.key() && s.points[c.change.index..].iter().any(|p| p.study == study))
+            })
+            .map(|c| c.program.clone())
+            .collect();
+        programs.sort();
+        programs.dedup();
+        programs
+    }
 }
 
 /// The trend of the headline rows of a history: per study identity, program, level and statistic,

@@ -185,22 +185,6 @@ fn write_trend(
     if t.regressions().next().is_some() { Err(Failure::Exit(ExitStatus::ChecksFailed, String::new())) } else { Ok(()) }
 }
 
-/// The programs whose series regressed, unconfirmed, from night `study` on.
-fn unconfirmed(t: &Trend, study: &str) -> Vec<String> {
-    let mut programs: Vec<String> = t
-        .changes
-        .iter()
-        .filter(|c| c.latest && c.judgement == trend::Judgement::Regression && !c.confirmed)
-        .filter(|c| {
-            t.series.iter().any(|s| s.key() == c.key() && s.points[c.change.index..].iter().any(|p| p.study == study))
-        })
-        .map(|c| c.program.clone())
-        .collect();
-    programs.sort();
-    programs.dedup();
-    programs
-}
-
 /// `orchestrate nightly`: the store is opened first (a wrong URL stops before the study); the
 /// study runs; a study whose runs failed is neither added nor judged ([`ExitStatus::Unjudged`]);
 /// else it is added, and the trend judged; where the plan confirms (`trend.confirm`), the
@@ -245,7 +229,7 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
     };
     let mut t = judge(&store, gates)?;
     if let Some(confirm) = plan.trend.as_ref().and_then(|t| t.confirm.as_ref()) {
-        let programs = unconfirmed(&t, &night);
+        let programs = t.unconfirmed(&night);
         if !programs.is_empty() {
             confirm_night(args, &plan, confirm, &programs, &store, &night, &dir)?;
             t = judge(&store, gates)?;
