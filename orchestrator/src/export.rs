@@ -85,6 +85,8 @@ fn io_err(path: &Path) -> impl Fn(io::Error) -> ExportError + '_ {
 pub enum Format {
     /// LatencyLab's per-run TSC CSV files.
     LatencylabCsv,
+    /// The folder as one RO-Crate zip ([`crate::crate_zip`]).
+    RoCrate,
 }
 
 /// The header of LatencyLab's TSC files.

@@ -56,7 +56,7 @@ pub struct FileFacts {
 }
 
 /// Every file of the folder but those [`LEFT_OUT`], in path order.
-fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
+pub fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(d)? {
             let e = e?;

@@ -72,3 +72,43 @@ fn results_folders_are_valid_workflow_run_crates() {
     let (passed, issues) = validate(&v, &smoke, "provenance-run-crate-0.5");
     assert!(!passed && issues.contains("report.md"), "{issues}");
 }
+
+/// `export --format ro-crate`: the paper study on the simulator as one zip, which Python's
+/// zipfile reads back entry by entry (each file's bytes as in the folder) and `rocrate-validator`
+/// passes once unpacked; a private key or SSH key that found its way into the folder is left out
+/// and named, and an existing zip is never overwritten.
+#[test]
+fn the_paper_study_exports_as_one_valid_crate_zip_without_keys() {
+    let Some(v) = validator() else { return };
+    let Some(python) = crate::common::test_python() else { return };
+    let dir = tmp("crate-paper");
+    let o = orchestrate(&["run", "../plans/paper.yaml", "--testbed", "sim", "--out", dir.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Keys that must not leave: a private key under a log name, a host key by its name.
+    std::fs::create_dir_all(dir.join("logs/leak")).unwrap();
+    std::fs::write(dir.join("logs/leak/step.log"), "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n").unwrap();
+    std::fs::write(dir.join("logs/leak/ssh_host_ed25519_key.pub"), "ssh-ed25519 AAAAC3Nz host\n").unwrap();
+    let zip = tmp("crate-paper-zip").with_extension("zip");
+    let o = orchestrate(&["export", dir.to_str().unwrap(), "--format", "ro-crate", "--out", zip.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("left out: logs/leak/step.log: holds a private key"), "{err}");
+    assert!(err.contains("left out: logs/leak/ssh_host_ed25519_key.pub: named as a key"), "{err}");
+    // Python's zipfile: every entry, its bytes those of the folder's file; no key among them.
+    let unpacked = tmp("crate-paper-unpacked");
+    let check = "import sys, zipfile, pathlib\n\
+                 z = zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None\n\
+                 root = pathlib.Path(sys.argv[2]); names = z.namelist()\n\
+                 assert not any('leak' in n for n in names), names\n\
+                 for n in names:\n    if n != 'ro-crate-metadata.json': assert z.read(n) == (root / n).read_bytes(), n\n\
+                 z.extractall(sys.argv[3]); print(len(names))";
+    let o = Command::new(python).args(["-c", check]).arg(&zip).arg(&dir).arg(&unpacked).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let entries: usize = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    assert!(entries > 400, "the paper study's 400 run files and the rest: {entries}");
+    let (passed, issues) = validate(&v, &unpacked, "provenance-run-crate-0.5");
+    assert!(passed, "{issues}");
+    let o = orchestrate(&["export", dir.to_str().unwrap(), "--format", "ro-crate", "--out", zip.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
+}

@@ -232,10 +232,12 @@ pub(crate) enum Command {
     Export {
         /// Results folder.
         dir: PathBuf,
-        /// Layout: latencylab-csv (`data/tsc/{programs,null}/<TAG>_s<n>/f_run<NN>.csv`).
+        /// Layout: latencylab-csv (`data/tsc/{programs,null}/<TAG>_s<n>/f_run<NN>.csv`), or
+        /// ro-crate (one zip: the folder's files and its RO-Crate metadata; keys left out).
         #[arg(long, value_enum)]
         format: orchestrator::export::Format,
-        /// Folder to write into (existing files are never overwritten).
+        /// Folder to write into (latencylab-csv), or the zip (ro-crate); existing files are never
+        /// overwritten.
         #[arg(long)]
         out: PathBuf,
     },

@@ -159,6 +159,7 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
         Command::Verify { dir } => verify::verify(&dir),
         Command::Trace { op } => trace(op),
         Command::Export { dir, format: orchestrator::export::Format::LatencylabCsv, out } => export(&dir, &out),
+        Command::Export { dir, format: orchestrator::export::Format::RoCrate, out } => export_crate(&dir, &out),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "orchestrate", &mut out);
@@ -271,6 +272,26 @@ fn print_headline(summary: &latency_results::summary::Summary) {
     for problem in &summary.health.problems {
         eprintln!("problem: {problem}");
     }
+}
+
+/// `export --format ro-crate`: the folder as one crate zip, saying what was left out.
+fn export_crate(dir: &Path, out: &Path) -> Result<(), Failure> {
+    use orchestrator::crate_zip::{self, CrateZipError};
+    let (_rd, _lock) = open_locked(dir)?;
+    let z = crate_zip::export(dir, out).map_err(|e| match e {
+        CrateZipError::Exists(_) | CrateZipError::TooLarge(_) => Failure::Usage(e.to_string()),
+        e => Failure::Exit(ExitStatus::Results, e.to_string()),
+    })?;
+    for (file, why) in &z.left_out {
+        eprintln!("left out: {file}: {why}");
+    }
+    progress(format_args!(
+        "export: {} ({} files, {} bytes; the folder's lock and hidden files left out)",
+        z.out.display(),
+        z.files,
+        z.bytes
+    ));
+    print_out(&format!("{}\n", z.out.display()))
 }
 
 fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
