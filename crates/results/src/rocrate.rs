@@ -55,7 +55,7 @@ pub struct FileFacts {
     pub sha256: String,
 }
 
-/// Every file of the folder but those [`LEFT_OUT`], in path order.
+/// Every file of the folder but the crate itself, the lock and hidden files, in path order.
 pub fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(d)? {
