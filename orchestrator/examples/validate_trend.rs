@@ -64,13 +64,7 @@ fn main() {
     }
     let plan = twin::load_plan(&plan_path);
     let t = plan.trend.clone().unwrap_or_else(|| panic!("{} has no `trend:` gates", plan_path.display()));
-    let gates = Gates {
-        median_shift_ns: t.median_shift_ns,
-        p99_shift_ns: t.p99_shift_ns,
-        noise_k: t.noise_k,
-        min_nights: t.min_nights as usize,
-        confirm: t.confirm.is_some(),
-    };
+    let gates = Gates::of_plan(Some(&plan));
     let sessions = t.confirm.as_ref().and_then(|c| c.sessions);
     let narrowed = |programs: &[String]| {
         let keep: Vec<&str> = programs.iter().map(String::as_str).collect();

@@ -46,6 +46,12 @@ pub enum CrateZipError {
     TooLarge(PathBuf),
 }
 
+/// The error of reading or writing `path`.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CrateZipError {
+    let path = path.to_path_buf();
+    move |source| CrateZipError::Io { path, source }
+}
+
 /// Why a file must not leave the testbed's owner: its name or its first bytes say it is a key.
 pub fn secret(rel: &str, head: &[u8]) -> Option<&'static str> {
     let name = rel.rsplit('/').next().unwrap_or(rel);
@@ -72,10 +78,6 @@ pub fn secret(rel: &str, head: &[u8]) -> Option<&'static str> {
 
 /// Export the results folder `dir` as a crate zip at `out` (created, never overwritten).
 pub fn export(dir: &Path, out: &Path) -> Result<CrateZip, CrateZipError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CrateZipError::Io { path, source }
-    };
     if out.exists() {
         return Err(CrateZipError::Exists(out.to_path_buf()));
     }
@@ -112,10 +114,6 @@ pub fn export(dir: &Path, out: &Path) -> Result<CrateZip, CrateZipError> {
 
 /// A stored (uncompressed) zip of `files` under `root` and the metadata, at `path`.
 fn write_zip(path: &Path, root: &Path, files: &[rocrate::FileFacts], metadata: &[u8]) -> Result<u64, CrateZipError> {
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| CrateZipError::Io { path: p, source }
-    };
     let too_large = || CrateZipError::TooLarge(root.to_path_buf());
     let mut zip = std::io::BufWriter::new(std::fs::File::create_new(path).map_err(io(path))?);
     let mut central = Vec::new();

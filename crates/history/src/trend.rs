@@ -155,6 +155,25 @@ impl Default for Gates {
 }
 
 impl Gates {
+    /// The gates `plan` judges its series with: its `trend:` section (whose thresholds default to
+    /// its `regression`'s), else the defaults with its `regression` thresholds.
+    pub fn of_plan(plan: Option<&latency_plan::Plan>) -> Gates {
+        let mut g = Gates::default();
+        if let Some(r) = plan.and_then(|p| p.regression.as_ref()) {
+            (g.median_shift_ns, g.p99_shift_ns) = (r.median_shift_ns, r.p99_shift_ns);
+        }
+        if let Some(t) = plan.and_then(|p| p.trend.as_ref()) {
+            g = Gates {
+                median_shift_ns: t.median_shift_ns,
+                p99_shift_ns: t.p99_shift_ns,
+                noise_k: t.noise_k,
+                min_nights: t.min_nights as usize,
+                confirm: t.confirm.is_some(),
+            };
+        }
+        g
+    }
+
     /// The smallest shift that matters for `statistic` (`p50`, `p99`).
     pub fn threshold_ns(&self, statistic: &str) -> f64 {
         if statistic == "p50" { self.median_shift_ns } else { self.p99_shift_ns }
@@ -339,10 +358,12 @@ pub fn trend(rows: &[StoredRow], annotations: &[Annotation], confirmations: &[Co
             all_changes.extend(found.into_iter().enumerate().map(|(k, change)| {
                 let acknowledged = annotations.iter().find(|a| a.study == change.study).map(|a| a.reason.clone());
                 let latest = k + 1 == n;
-                let judgement = match () {
-                    _ if acknowledged.is_some() => Judgement::Acknowledged,
-                    _ if !latest => Judgement::Earlier,
-                    _ => judge(&change, points.len(), latest_at - since, noise_ns, threshold, &gates),
+                let judgement = if acknowledged.is_some() {
+                    Judgement::Acknowledged
+                } else if !latest {
+                    Judgement::Earlier
+                } else {
+                    judge(&change, points.len(), latest_at - since, noise_ns, threshold, &gates)
                 };
                 // The new level holds a study that re-measured one of its other nights.
                 let level_studies = &points[change.index..];

@@ -135,12 +135,10 @@ fn study(
     }
     let text = latency_plan::subset::with_bitstream(&plan.path, narrowed, &builds.program, &b.bitstream)
         .map_err(|e| Failure::Usage(format!("bisect: {e}")))?;
-    let stem = plan.path.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
-    let derived = plan.path.with_file_name(format!(".{stem}.bisect-{}-{}.yaml", std::process::id(), k + 1));
-    latency_results::write_file(&derived, text.as_bytes(), false)?;
-    let _removed = crate::history::RemoveOnDrop(&derived);
+    let derived = crate::run::DerivedPlan::write(plan, &format!("bisect-{}", k + 1), &text)?;
     progress(format_args!("bisect: build {} of {} ({})", k + 1, builds.builds.len(), b.version));
-    let step_args = RunArgs { plan: derived.clone(), out: Some(dir.clone()), resume: dir.exists(), ..args.clone() };
+    let step_args =
+        RunArgs { plan: derived.path().to_path_buf(), out: Some(dir.clone()), resume: dir.exists(), ..args.clone() };
     let (dir, passed) = crate::run::run_plan(&step_args)?;
     if !passed {
         return Err(Failure::Exit(

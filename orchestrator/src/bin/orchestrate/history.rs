@@ -81,25 +81,6 @@ pub(crate) enum Listing<'a> {
     Markdown(Option<&'a Path>),
 }
 
-/// The gates `plan` judges its series with: its `trend:`, else the defaults with its `regression`
-/// thresholds.
-pub(crate) fn gates(plan: Option<&latency_plan::Plan>) -> Gates {
-    let mut g = Gates::default();
-    if let Some(r) = plan.and_then(|p| p.regression.as_ref()) {
-        (g.median_shift_ns, g.p99_shift_ns) = (r.median_shift_ns, r.p99_shift_ns);
-    }
-    if let Some(t) = plan.and_then(|p| p.trend.as_ref()) {
-        g = Gates {
-            median_shift_ns: t.median_shift_ns,
-            p99_shift_ns: t.p99_shift_ns,
-            noise_k: t.noise_k,
-            min_nights: t.min_nights as usize,
-            confirm: t.confirm.is_some(),
-        };
-    }
-    g
-}
-
 /// The trend of `store`: its listing, the HTML page and JUnit when asked; a regression is
 /// [`ExitStatus::ChecksFailed`].
 pub(crate) fn trend(
@@ -204,7 +185,7 @@ pub(crate) fn nightly(args: &RunArgs, store: &str) -> Result<(), Failure> {
             e => e,
         })?;
     }
-    let gates = gates(Some(&plan));
+    let gates = Gates::of_plan(Some(&plan));
     let (dir, passed) = crate::run::run_plan(args)?;
     if !passed {
         return Err(Failure::Exit(
@@ -268,12 +249,8 @@ fn confirm_night(
     let keep: Vec<&str> = programs.iter().map(String::as_str).collect();
     let text = latency_plan::subset::subset(&plan.path, &plan.source, &keep, confirm.sessions)
         .map_err(|e| Failure::Usage(format!("confirmation of {night}: {e}")))?;
-    // Beside the plan, so that its relative paths hold; removed once the study has run.
-    let stem = plan.path.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
-    let derived = plan.path.with_file_name(format!(".{stem}.confirm-{}.yaml", std::process::id()));
-    latency_results::write_file(&derived, text.as_bytes(), false)?;
-    let removed = RemoveOnDrop(&derived);
-    let (narrowed, inventories) = crate::slices::load(&derived, args.testbed.as_deref())?;
+    let derived = crate::run::DerivedPlan::write(plan, "confirm", &text)?;
+    let (narrowed, inventories) = crate::slices::load(derived.path(), args.testbed.as_deref())?;
     let schedule = latency_schedule::expand(&narrowed, inventories[0].as_ref())
         .map_err(|e| Failure::Invalid(vec![e.diagnostic()]))?;
     let minutes = schedule.predicted_seconds.total / 60.0;
@@ -289,9 +266,9 @@ fn confirm_night(
     let out = dir.join("confirmation");
     let seed = args.seed.unwrap_or(plan.protocol.seed).wrapping_add(1);
     let confirm_args =
-        RunArgs { plan: derived.clone(), out: Some(out), resume: false, seed: Some(seed), ..args.clone() };
+        RunArgs { plan: derived.path().to_path_buf(), out: Some(out), resume: false, seed: Some(seed), ..args.clone() };
     let (out, passed) = crate::run::run_plan(&confirm_args)?;
-    drop(removed);
+    drop(derived);
     if !passed {
         eprintln!(
             "confirmation of {night}: runs failed their checks ({}); the regression stays unconfirmed",
@@ -303,14 +280,4 @@ fn confirm_night(
     store.confirm(&by, night)?;
     progress(format_args!("confirmation {by} of {night} recorded"));
     Ok(())
-}
-
-/// Removes a file when dropped (a narrowed plan of a confirmation or a bisection, whatever
-/// happens).
-pub(crate) struct RemoveOnDrop<'a>(pub(crate) &'a Path);
-
-impl Drop for RemoveOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.0);
-    }
 }

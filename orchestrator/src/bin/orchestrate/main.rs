@@ -152,7 +152,13 @@ fn dispatch(cli: Cli) -> Result<(), Failure> {
                 Some(p) => Some(slices::load(p, None)?.0),
                 None => None,
             };
-            history::trend(&store, history::gates(plan.as_ref()), markdown, html.as_deref(), junit.as_deref())
+            history::trend(
+                &store,
+                latency_history::trend::Gates::of_plan(plan.as_ref()),
+                markdown,
+                html.as_deref(),
+                junit.as_deref(),
+            )
         }
         Command::Nightly { run, store } => history::nightly(&run, &store),
         Command::Bisect { run, builds } => bisect::bisect(&run, &builds),

@@ -258,3 +258,29 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     }
     Ok((dir.root().to_path_buf(), outcome.failed.is_empty() && usable))
 }
+
+/// A plan derived from another (narrowed to some programs, or given another build), written
+/// beside it so that its relative paths hold, as a hidden file; removed when dropped, whatever
+/// happens to the study run from it.
+pub(crate) struct DerivedPlan(std::path::PathBuf);
+
+impl DerivedPlan {
+    /// `text` beside `plan`, named for `what` (`confirm`, `bisect-3`) and this process.
+    pub(crate) fn write(plan: &latency_plan::Plan, what: &str, text: &str) -> Result<DerivedPlan, Failure> {
+        let stem = plan.path.file_stem().map_or("plan".into(), |s| s.to_string_lossy().into_owned());
+        let path = plan.path.with_file_name(format!(".{stem}.{what}-{}.yaml", std::process::id()));
+        latency_results::write_file(&path, text.as_bytes(), false)?;
+        Ok(DerivedPlan(path))
+    }
+
+    /// Where it is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for DerivedPlan {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
