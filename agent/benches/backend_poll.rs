@@ -1,8 +1,10 @@
 //! Per-packet cost of each kernel backend's stamping loop: a port's ring is filled with 4,000
 //! probes on a veth pair, then drained by `poll` with the whole record path (TSC stamp, probe
-//! parse, append to the batch), as a poller does; ns/packet for AF_PACKET and AF_XDP. Needs root
-//! and `ip`: the benchmark re-runs itself inside a private network namespace. Run with
-//! `cargo bench -p latency-agent --bench backend_poll` (part of `make bench-agent`).
+//! parse, append to the batch), as a poller does; ns/packet for AF_PACKET and AF_XDP, beside the
+//! target. Only the drain is timed: the probes are sent, and anything else the interface received
+//! is drained, before the clock starts. Needs root and `ip`: the benchmark re-runs itself inside a
+//! private network namespace. Run with `cargo bench -p latency-agent --bench backend_poll` (part
+//! of `make bench-agent`).
 
 use std::hint::black_box;
 use std::process::Command;
@@ -16,6 +18,8 @@ use latency_sys::af_packet::PacketSender;
 /// Probes per fill: fewer than either ring holds (AF_XDP 4,096 frames).
 const PROBES: u64 = 4000;
 const ROUNDS: usize = 30;
+/// The per-packet budget of the receive path, ns.
+const TARGET_NS: f64 = 30.0;
 const INSIDE: &str = "LATENCY_BENCH_INSIDE_NETNS";
 
 fn ip(args: &[&str]) -> bool {
@@ -58,9 +62,11 @@ fn main() {
             _ => KernelPort::af_xdp("r0", false, None),
         }
         .expect("port on r0");
-        let mut best = f64::INFINITY;
+        let mut times = Vec::with_capacity(ROUNDS);
         let mut drained = 0;
         for _ in 0..ROUNDS {
+            // Frames the interface received meanwhile (IPv6 router solicitations) are no probes.
+            while port.poll(256, &mut |_, _| {}) > 0 {}
             for (k, f) in frames.iter().enumerate() {
                 while tx.send(f).is_err() {
                     std::thread::yield_now();
@@ -84,12 +90,15 @@ fn main() {
             let ns = start.elapsed().as_nanos() as f64 / seq.max(1) as f64;
             black_box(b.finish().ok());
             drained = seq;
-            best = best.min(ns);
+            times.push(ns);
         }
         assert_eq!(drained, PROBES, "{backend}: every probe sent was drained");
+        times.sort_by(f64::total_cmp);
         println!(
-            "backend poll ({backend}): {best:.1} ns/packet (ring read + stamp + parse + append), best of {ROUNDS} x \
-             {PROBES} packets; {} dropped",
+            "backend poll ({backend}): {:.1} ns/packet (target <= {TARGET_NS} ns; ring read + stamp + parse + append), \
+             best of {ROUNDS} x {PROBES} packets (median {:.1} ns); {} dropped",
+            times[0],
+            times[ROUNDS / 2],
             port.drops()
         );
     }

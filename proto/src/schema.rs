@@ -20,8 +20,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use arrow_array::builder::{ArrayBuilder, Int64Builder, UInt8Builder, UInt16Builder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::builder::NullBufferBuilder;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, UInt8Array, UInt16Array, UInt64Array};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 
 use crate::meta;
@@ -100,27 +100,41 @@ pub fn record_schema() -> SchemaRef {
         .clone()
 }
 
-/// Column-wise builder of record batches in [`record_schema`].
-#[derive(Default)]
+/// Column-wise builder of record batches in [`record_schema`]: one plain vector per column, which
+/// [`RecordBuilder::finish`] hands to Arrow without copying, so that appending a record costs a
+/// few stores (the agent appends one per packet).
 pub struct RecordBuilder {
-    probe_id: UInt64Builder,
-    port: UInt8Builder,
-    tsc: UInt64Builder,
-    seq: UInt64Builder,
-    frame_len: UInt16Builder,
-    hw_ns: Int64Builder,
+    /// Records each column has room for again after [`RecordBuilder::finish`].
+    capacity: usize,
+    probe_id: Vec<u64>,
+    port: Vec<u8>,
+    tsc: Vec<u64>,
+    seq: Vec<u64>,
+    frame_len: Vec<u16>,
+    /// `hw_ns`' values (0 where null, as Arrow's builders write) and which are not null.
+    hw_ns: Vec<i64>,
+    hw_ns_valid: NullBufferBuilder,
+}
+
+impl Default for RecordBuilder {
+    fn default() -> Self {
+        RecordBuilder::with_capacity(0)
+    }
 }
 
 impl RecordBuilder {
-    /// A builder with room for `n` records.
+    /// A builder with room for `n` records, and again for `n` after each
+    /// [`RecordBuilder::finish`] (more records than that are appended all the same).
     pub fn with_capacity(n: usize) -> Self {
         RecordBuilder {
-            probe_id: UInt64Builder::with_capacity(n),
-            port: UInt8Builder::with_capacity(n),
-            tsc: UInt64Builder::with_capacity(n),
-            seq: UInt64Builder::with_capacity(n),
-            frame_len: UInt16Builder::with_capacity(n),
-            hw_ns: Int64Builder::with_capacity(n),
+            capacity: n,
+            probe_id: Vec::with_capacity(n),
+            port: Vec::with_capacity(n),
+            tsc: Vec::with_capacity(n),
+            seq: Vec::with_capacity(n),
+            frame_len: Vec::with_capacity(n),
+            hw_ns: Vec::with_capacity(n),
+            hw_ns_valid: NullBufferBuilder::new(n),
         }
     }
 
@@ -131,13 +145,15 @@ impl RecordBuilder {
     }
 
     /// Append one record of the port numbered `port` (0 pipeline, 1 bypass, 2… further ports).
+    #[inline]
     pub fn push_index(&mut self, probe_id: u64, port: u8, tsc: u64, seq: u64, frame_len: u16, hw_ns: Option<i64>) {
-        self.probe_id.append_value(probe_id);
-        self.port.append_value(port);
-        self.tsc.append_value(tsc);
-        self.seq.append_value(seq);
-        self.frame_len.append_value(frame_len);
-        self.hw_ns.append_option(hw_ns);
+        self.probe_id.push(probe_id);
+        self.port.push(port);
+        self.tsc.push(tsc);
+        self.seq.push(seq);
+        self.frame_len.push(frame_len);
+        self.hw_ns.push(hw_ns.unwrap_or(0));
+        self.hw_ns_valid.append(hw_ns.is_some());
     }
 
     /// Records appended since the last [`RecordBuilder::finish`].
@@ -150,15 +166,19 @@ impl RecordBuilder {
         self.len() == 0
     }
 
-    /// Take the pending records as one batch (the builder is left empty).
+    /// Take the pending records as one batch (the builder is left empty, with its room).
     pub fn finish(&mut self) -> Result<RecordBatch, ArrowError> {
+        fn take<T>(column: &mut Vec<T>, capacity: usize) -> Vec<T> {
+            std::mem::replace(column, Vec::with_capacity(capacity))
+        }
+        let n = self.capacity;
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(self.probe_id.finish()),
-            Arc::new(self.port.finish()),
-            Arc::new(self.tsc.finish()),
-            Arc::new(self.seq.finish()),
-            Arc::new(self.frame_len.finish()),
-            Arc::new(self.hw_ns.finish()),
+            Arc::new(UInt64Array::from(take(&mut self.probe_id, n))),
+            Arc::new(UInt8Array::from(take(&mut self.port, n))),
+            Arc::new(UInt64Array::from(take(&mut self.tsc, n))),
+            Arc::new(UInt64Array::from(take(&mut self.seq, n))),
+            Arc::new(UInt16Array::from(take(&mut self.frame_len, n))),
+            Arc::new(Int64Array::try_new(take(&mut self.hw_ns, n).into(), self.hw_ns_valid.finish())?),
         ];
         RecordBatch::try_new(record_schema(), columns)
     }
@@ -186,6 +206,58 @@ mod tests {
         assert!(hw.is_null(0));
         assert_eq!(hw.value(1), -5);
         assert!(b.is_empty());
+    }
+
+    /// One record: probe id, port, TSC, seq, frame length, hardware stamp.
+    type Record = (u64, u8, u64, u64, u16, Option<i64>);
+
+    /// The batch Arrow's own builders make of `records`, as `RecordBuilder` did before it kept
+    /// plain vectors.
+    fn with_arrow_builders(records: &[Record]) -> RecordBatch {
+        use arrow_array::builder::{Int64Builder, UInt8Builder, UInt16Builder, UInt64Builder};
+        let (mut id, mut port, mut tsc) = (UInt64Builder::new(), UInt8Builder::new(), UInt64Builder::new());
+        let (mut seq, mut len, mut hw) = (UInt64Builder::new(), UInt16Builder::new(), Int64Builder::new());
+        for &(i, p, t, s, l, h) in records {
+            id.append_value(i);
+            port.append_value(p);
+            tsc.append_value(t);
+            seq.append_value(s);
+            len.append_value(l);
+            hw.append_option(h);
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(id.finish()),
+            Arc::new(port.finish()),
+            Arc::new(tsc.finish()),
+            Arc::new(seq.finish()),
+            Arc::new(len.finish()),
+            Arc::new(hw.finish()),
+        ];
+        RecordBatch::try_new(record_schema(), columns).unwrap()
+    }
+
+    #[test]
+    fn builder_makes_the_batches_of_arrow_builders_and_is_reused() {
+        let mut b = RecordBuilder::with_capacity(4);
+        // Past its capacity, without hw_ns, with some, with all: the same batch each time.
+        let batches: [Vec<Record>; 4] = [
+            (0..10).map(|k| (k, (k % 3) as u8, 1000 + k, k, 64, None)).collect(),
+            (0..3).map(|k| (k, 1, k, k, 128, (k == 1).then_some(-7))).collect(),
+            (0..5).map(|k| (k, 0, k, k, 1500, Some(k as i64))).collect(),
+            vec![],
+        ];
+        for records in &batches {
+            for &(i, p, t, s, l, h) in records {
+                b.push_index(i, p, t, s, l, h);
+            }
+            assert_eq!(b.len(), records.len());
+            let batch = b.finish().unwrap();
+            let expected = with_arrow_builders(records);
+            assert_eq!(batch, expected);
+            // Null where Arrow's builders have nulls, no null buffer where they have none.
+            assert_eq!(batch.column(5).nulls(), expected.column(5).nulls());
+            assert!(b.is_empty());
+        }
     }
 
     #[test]

@@ -53,6 +53,18 @@ pub fn rdtsc_fenced() -> u64 {
     }
 }
 
+/// Ask the CPU to start loading the cache line at `p` (`prefetcht0`): a hint with no effect on
+/// what the program computes. The receive loops call it for the frames a few slots ahead, so that
+/// their cache lines and page-table entries arrive while the frames before them are handled.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8) {
+    // SAFETY: a prefetch never faults and reads nothing the program sees, whatever the address
+    // (it may lie outside any mapping); it needs SSE, which every x86_64 CPU has.
+    unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast()) }
+}
+
 /// `CLOCK_MONOTONIC_RAW` in ns (not slewed by NTP: the reference for measuring the TSC rate).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[allow(unsafe_code)]
