@@ -19,7 +19,7 @@
 //! then `T_session²/n + (T_run² + V_probe)/(n r)`, and each level's share of it says where more
 //! repetitions would narrow the interval (see [`Components::shares`]).
 
-use super::stats::quantile_sorted;
+use super::stats::quantile_select;
 pub use latency_results::summary::{Components, Design, Shares};
 
 /// The components of quantile `p` from per-run values: for each session, for each run, its
@@ -34,16 +34,13 @@ pub fn of_quantile(sessions: &[Vec<&[(u64, f64)]>], p: f64) -> Option<Components
         let mut thetas = Vec::new();
         for run in s.iter().filter(|r| r.len() >= 2) {
             let mut all: Vec<f64> = run.iter().map(|e| e.1).collect();
-            all.sort_unstable_by(f64::total_cmp);
-            thetas.push(quantile_sorted(&all, p));
+            thetas.push(quantile_select(&mut all, p));
             let (mut odd, mut even): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
             for &(id, v) in run.iter() {
                 if id % 2 == 1 { odd.push(v) } else { even.push(v) }
             }
             if !odd.is_empty() && !even.is_empty() {
-                odd.sort_unstable_by(f64::total_cmp);
-                even.sort_unstable_by(f64::total_cmp);
-                half_diffs.push(quantile_sorted(&odd, p) - quantile_sorted(&even, p));
+                half_diffs.push(quantile_select(&mut odd, p) - quantile_select(&mut even, p));
             }
             probes += run.len();
         }

@@ -4,7 +4,7 @@
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::stats::quantile_sorted;
+use crate::stats::quantiles_select;
 use latency_results::summary::{HwCheck, HwLevel};
 
 /// Levels of the hardware-clock check (percent).
@@ -23,14 +23,17 @@ pub(crate) fn hw_clock_check(pairs: &[(f64, f64)], tolerance_ns: f64, rng: &mut 
     residuals.shuffle(rng);
     let mut synth: Vec<f64> = pairs.iter().zip(&residuals).map(|((d, _), c)| d + c).collect();
     let mut measured: Vec<f64> = pairs.iter().map(|p| p.1).collect();
-    synth.sort_unstable_by(f64::total_cmp);
-    measured.sort_unstable_by(f64::total_cmp);
+    let fractions = HW_LEVELS.map(|l| l / 100.0);
+    let (m, s) = (quantiles_select(&mut measured, &fractions), quantiles_select(&mut synth, &fractions));
     let levels: Vec<HwLevel> = HW_LEVELS
         .iter()
-        .map(|&l| {
-            let m = quantile_sorted(&measured, l / 100.0);
-            let s = quantile_sorted(&synth, l / 100.0);
-            HwLevel { level: l, measured_ns: m, synthesized_ns: s, diff_ns: s - m, judged: l <= HW_JUDGED_MAX_LEVEL }
+        .zip(m.into_iter().zip(s))
+        .map(|(&l, (m, s))| HwLevel {
+            level: l,
+            measured_ns: m,
+            synthesized_ns: s,
+            diff_ns: s - m,
+            judged: l <= HW_JUDGED_MAX_LEVEL,
         })
         .collect();
     let max_diff_ns = levels.iter().filter(|l| l.judged).map(|l| l.diff_ns.abs()).fold(0.0, f64::max);

@@ -175,21 +175,31 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         }
     });
 
-    // Confidence intervals of every mode's median and p99 (the headline's are the program's).
-    let mut intervals = Vec::new();
-    for (m, members) in members_of.iter().enumerate() {
-        let sessions: Vec<&[(u64, f64)]> = members.iter().map(|&i| calibrated[i].as_slice()).collect();
-        let mode =
-            ModeData { pooled: &pooled_of[m], simex: simex_of[m].as_ref(), sessions: &sessions, noise: noise_of[m] };
-        let found = mode_intervals(input, &mode, &modes[m].latency_ns, &null_medians, rng);
-        modes[m].median_ci95_ns = Some(found[0].0);
-        modes[m].p99_ci95_ns = Some(found[1].0);
-        intervals.push(found);
-    }
+    // The headline mode's variance components (no resampling) beside the resampled intervals.
+    let (variance, intervals, hw_check) = std::thread::scope(|scope| {
+        let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs));
+        // Confidence intervals of every mode's median and p99 (the headline's are the program's).
+        let mut intervals = Vec::new();
+        for (m, members) in members_of.iter().enumerate() {
+            let sessions: Vec<&[(u64, f64)]> = members.iter().map(|&i| calibrated[i].as_slice()).collect();
+            let mode = ModeData {
+                pooled: &pooled_of[m],
+                simex: simex_of[m].as_ref(),
+                sessions: &sessions,
+                noise: noise_of[m],
+            };
+            let found = mode_intervals(input, &mode, &modes[m].latency_ns, &null_medians, rng);
+            modes[m].median_ci95_ns = Some(found[0].0);
+            modes[m].p99_ci95_ns = Some(found[1].0);
+            intervals.push(found);
+        }
+        let hw: Vec<(f64, f64)> =
+            input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
+        let hw_check =
+            (a.hw_clock_check || !hw.is_empty()).then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, rng)).flatten();
+        (variance.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), intervals, hw_check)
+    });
     let intervals = &intervals[main];
-    let hw: Vec<(f64, f64)> = input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
-    let hw_check =
-        (a.hw_clock_check || !hw.is_empty()).then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, rng)).flatten();
     Some(ProgramSummary {
         level: None,
         levels: Vec::new(),
@@ -210,7 +220,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             p99_ci95_sessions_ns: Some(intervals[1].1),
             mode_within_sd_ns: split.within_sd_ns,
             mode_threshold_ns: split.threshold_ns.is_finite().then_some(split.threshold_ns),
-            variance: variance_of(&members_of[main], &input.runs, &input.null_runs),
+            variance,
         },
         hw_check,
         probes: all.len() as u64,

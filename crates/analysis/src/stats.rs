@@ -22,6 +22,36 @@ pub fn quantile_sorted(x: &[f64], p: f64) -> f64 {
     x[lo] + (h - lo as f64) * (x[hi] - x[lo])
 }
 
+/// [`quantile_sorted`] of a sample in any order, by selection rather than a full sort (it
+/// reorders the sample): the same two order statistics, so the same value to the last bit.
+pub fn quantile_select(x: &mut [f64], p: f64) -> f64 {
+    quantiles_select(x, &[p])[0]
+}
+
+/// [`quantile_select`] at each of `ps` (ascending), each selection made in what the previous one
+/// left above it.
+pub fn quantiles_select(x: &mut [f64], ps: &[f64]) -> Vec<f64> {
+    debug_assert!(ps.windows(2).all(|w| w[0] <= w[1]), "levels ascending");
+    if x.is_empty() {
+        return vec![f64::NAN; ps.len()];
+    }
+    // x[..placed] holds the smallest values, x[placed - 1] at its place in the order.
+    let mut placed = 0;
+    ps.iter()
+        .map(|&p| {
+            let h = (x.len() - 1) as f64 * p.clamp(0.0, 1.0);
+            let lo = h.floor() as usize;
+            if lo >= placed {
+                x[placed..].select_nth_unstable_by(lo - placed, f64::total_cmp);
+                placed = lo + 1;
+            }
+            let at_lo = x[lo];
+            let at_hi = x[lo + 1..].iter().copied().min_by(f64::total_cmp).unwrap_or(at_lo);
+            at_lo + (h - lo as f64) * (at_hi - at_lo)
+        })
+        .collect()
+}
+
 /// Quantile `p` of an ascending sample of values that lie on a grid of step `grid` (stamps of a
 /// clock, medians of such stamps): each value is taken as spread evenly over its grid cell,
 /// `[x − grid/2, x + grid/2]`, and the quantile is read from that continuous distribution, so that
@@ -72,6 +102,11 @@ pub fn median(x: &mut [f64]) -> f64 {
         return f64::NAN;
     }
     let mid = n / 2;
+    if n <= 16 {
+        // A per-probe median over a session's few runs: sorting a handful beats selecting.
+        x.sort_unstable_by(f64::total_cmp);
+        return if n % 2 == 1 { x[mid] } else { 0.5 * (x[mid - 1] + x[mid]) };
+    }
     let (below, &mut upper, _) = x.select_nth_unstable_by(mid, f64::total_cmp);
     if n % 2 == 1 {
         upper
@@ -191,6 +226,31 @@ pub(crate) fn normal(r: &mut rand_chacha::ChaCha8Rng) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Selection reads the same two order statistics as a full sort: the same quantile, bit
+        /// for bit, ties, signed zeros and all.
+        #[test]
+        fn a_quantile_by_selection_is_the_sorted_ones(
+            mut x in proptest::collection::vec(proptest::prop_oneof![-3i32..3, -1000i32..1000], 1..300),
+            p in 0.0f64..=1.0,
+            zeros in proptest::bool::ANY,
+        ) {
+            let mut v: Vec<f64> = x.drain(..).map(|k| if zeros && k == 0 { -0.0 } else { f64::from(k) * 0.25 }).collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            for q in [p, 0.0, 0.5, 0.99, 1.0] {
+                proptest::prop_assert_eq!(quantile_select(&mut v, q).to_bits(), quantile_sorted(&sorted, q).to_bits());
+            }
+            let levels = [0.0, 0.25, 0.5, 0.5, p.min(0.9), 0.9, 0.95, 0.99, 1.0];
+            let mut levels = levels.to_vec();
+            levels.sort_by(f64::total_cmp);
+            let selected = quantiles_select(&mut v, &levels);
+            for (q, got) in levels.iter().zip(selected) {
+                proptest::prop_assert_eq!(got.to_bits(), quantile_sorted(&sorted, *q).to_bits(), "p{}", q);
+            }
+        }
+    }
 
     #[test]
     fn wilson_intervals_match_statsmodels() {

@@ -34,9 +34,9 @@ pub(crate) fn analyse_runs(
     for r in runs {
         by_session.entry((r.group, r.session)).or_default().push(*r);
     }
-    for (k, rs) in &by_session {
-        let (est, all_odd) = session_estimates(rs);
-        estimates.insert(*k, est);
+    let sessions: Vec<(&(usize, u32), &Vec<&RunPairs>)> = by_session.iter().collect();
+    for ((k, _), (est, all_odd)) in sessions.iter().zip(load::par_map(&sessions, |(_, rs)| session_estimates(rs))) {
+        estimates.insert(**k, est);
         *odd.entry(k.0).or_insert(true) &= all_odd;
     }
     let sessions_of = |gi: usize| estimates.range((gi, 0)..=(gi, u32::MAX));

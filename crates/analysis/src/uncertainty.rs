@@ -95,20 +95,40 @@ pub fn probe_se(
         return vec![0.0; estimates.len()];
     }
     let usable = |t: &Linear| t.f > 0.0 && t.f.is_finite();
-    let mut w = vec![0f32; probes];
-    let mut value = vec![0f64; terms.len()];
-    let mut draws = vec![Vec::with_capacity(resamples as usize); estimates.len()];
-    for _ in 0..resamples {
-        poisson_weights(&mut w, rng);
-        let total: Vec<f64> = masses.iter().map(|m| f64::from(dot(&w, m)).max(1.0)).collect();
-        for (t, v) in terms.iter().zip(&mut value) {
-            // A term without a density stays at its value.
-            let q = if usable(t) { t.x + (t.p - f64::from(dot(&w, &t.a)) / total[t.mass]) / t.f } else { t.x };
-            *v = t.coef * q;
+    // Resamples `range`, drawn from `rng` set at the first one's weights: each resample takes
+    // ⌈probes / 2⌉ words of the generator, so a share of them starts at a known place in the
+    // stream and the shares, computed on every core, give the draws of one pass in one order.
+    let words = probes.div_ceil(2) as u128;
+    let start = rng.get_word_pos();
+    let resample = |range: std::ops::Range<u32>| {
+        let mut rng = rng.clone();
+        rng.set_word_pos(start + u128::from(range.start) * words);
+        let mut w = vec![0f32; probes];
+        let mut value = vec![0f64; terms.len()];
+        let mut draws = vec![Vec::with_capacity(range.len()); estimates.len()];
+        for _ in range {
+            poisson_weights(&mut w, &mut rng);
+            let total: Vec<f64> = masses.iter().map(|m| f64::from(dot(&w, m)).max(1.0)).collect();
+            for (t, v) in terms.iter().zip(&mut value) {
+                // A term without a density stays at its value.
+                let q = if usable(t) { t.x + (t.p - f64::from(dot(&w, &t.a)) / total[t.mass]) / t.f } else { t.x };
+                *v = t.coef * q;
+            }
+            for (e, d) in estimates.iter().zip(&mut draws) {
+                let noiseless = e.extrapolated.map_or(0.0, |[a, b, c]| extrapolate([value[a], value[b], value[c]]));
+                d.push(noiseless + e.terms.iter().map(|&k| value[k]).sum::<f64>());
+            }
         }
-        for (e, d) in estimates.iter().zip(&mut draws) {
-            let noiseless = e.extrapolated.map_or(0.0, |[a, b, c]| extrapolate([value[a], value[b], value[c]]));
-            d.push(noiseless + e.terms.iter().map(|&k| value[k]).sum::<f64>());
+        draws
+    };
+    let half = resamples / 2;
+    let shares: Vec<std::ops::Range<u32>> = vec![0..half, half..resamples];
+    let parts = crate::load::par_map(&shares, |r| resample(r.clone()));
+    rng.set_word_pos(start + u128::from(resamples) * words);
+    let mut draws = vec![Vec::with_capacity(resamples as usize); estimates.len()];
+    for part in parts {
+        for (d, p) in draws.iter_mut().zip(part) {
+            d.extend(p);
         }
     }
     draws.iter().map(|d| sd(d)).collect()
