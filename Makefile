@@ -2,7 +2,7 @@
 CARGO ?= cargo
 PLAN ?= plans/paper.yaml
 
-.PHONY: build install schemas test fmt-check clippy doc architecture docs-check no-dpdk unit run-sim bench-sim bench-sweep bench-analysis validate-stats validate-nightly validate-trend bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
+.PHONY: build install schemas test fmt-check clippy doc architecture docs-check no-dpdk unit run-sim bench-sim bench-codecs bench-sweep bench-analysis validate-stats validate-nightly validate-trend bench-agent bench-soak bench-trend bench-slices testbed-up testbed-down bench-e2e clean
 
 build:
 	$(CARGO) build --release --bin orchestrate
@@ -61,14 +61,28 @@ unit:
 run-sim: build
 	./target/release/orchestrate run $(PLAN) --testbed sim
 
-## Paper-scale study (400 runs, ~16 M records) on the simulated testbed: wall time and peak memory.
+## Paper-scale study (400 runs, ~16 M records) on the simulated testbed, generated, stored, analysed
+## and reported: wall time, peak memory, and how long after its last run the summary was written.
 bench-sim: build
 	@out=$$(mktemp -d)/results; \
-	/usr/bin/time -f '%e %M' -o $$out.time ./target/release/orchestrate run plans/paper.yaml --testbed sim --out $$out >/dev/null 2>&1 || { cat $$out.time; exit 1; }; \
-	read wall rss < $$out.time; \
+	for i in 1 2 3; do \
+	  rm -rf $$out; \
+	  /usr/bin/time -f '%e %M' -o $$out.time ./target/release/orchestrate run plans/paper.yaml --testbed sim --out $$out >/dev/null 2>&1 || { cat $$out.time; exit 1; }; \
+	  read wall rss < $$out.time; \
+	  last=$$(grep '"event":"run_finished"' $$out/journal.jsonl | tail -1 | sed 's/^{"t":\([0-9]*\),.*/\1/'); \
+	  summary=$$(stat -c %.3Y $$out/summary.json | tr -d .); \
+	  echo "bench-sim: try $$i: wall $$wall s (target <= 3 s), peak RSS $$((rss / 1024)) MiB, summary.json $$((summary - last)) ms after the last run (target <= 1000 ms)"; \
+	done; \
 	records=$$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc); \
-	echo "bench-sim: plans/paper.yaml on sim: $$records records in $$(ls -R $$out/data | grep -c parquet) run files"; \
-	echo "bench-sim: wall $$wall s (target <= 15 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB), $$(du -sh $$out/data | cut -f1) of Parquet"; \
+	echo "bench-sim: plans/paper.yaml on sim: $$records records in $$(find $$out/data -name '*.parquet' | wc -l) run files, $$(du -sh $$out/data | cut -f1) of Parquet, $$(du -sh $$out/pairs | cut -f1) of reductions"; \
+	rm -rf $$(dirname $$out)
+
+## How run files are encoded, by measurement: the paper study's run files written again with each
+## candidate encoding and compression and read back as the analysis reads them.
+bench-codecs: build
+	@out=$$(mktemp -d)/results; \
+	./target/release/orchestrate run plans/paper.yaml --testbed sim --out $$out >/dev/null 2>&1; \
+	$(CARGO) run --release -q -p latency-results --example run_file_codecs -- $$out; \
 	rm -rf $$(dirname $$out)
 
 ## A study with factors at scale: plans/load-sweep.yaml (20 levels × the paper's 5 × 10 × 20,000
@@ -105,19 +119,26 @@ validate-nightly:
 validate-trend:
 	$(CARGO) run --release -q -p orchestrator --example validate_trend -- $(SEEDS) --plan $(abspath $(NIGHTLY))
 
-## `orchestrate analyze` on paper-scale simulated results: wall time and peak memory.
+## `orchestrate analyze` on paper-scale simulated results, as a study leaves them (each run's
+## reduction kept) and in full (reductions removed: every run file decoded and paired); beside them,
+## in the same run, the floor of any reader (pyarrow decoding the three columns the estimator needs)
+## and the paper's estimator as one DuckDB query; wall time, peak memory and the ratios.
 bench-analysis: build
 	@out=$$(mktemp -d)/results; \
 	./target/release/orchestrate run plans/paper.yaml --testbed sim --out $$out >/dev/null 2>&1; \
+	py=$${LATENCY_TEST_PYTHON:-/opt/latency-test-venv/bin/python}; \
+	[ -x "$$py" ] || { echo "bench-analysis: no pyarrow and DuckDB to compare with ($$py; scripts/test.sh installs them)"; exit 1; }; \
 	for i in 1 2 3; do \
 	  /usr/bin/time -f '%e %M' -o $$out.time ./target/release/orchestrate analyze $$out >/dev/null 2>&1 || { cat $$out.time; exit 1; }; \
 	  read wall rss < $$out.time; \
-	  echo "bench-analysis: try $$i: $$(find $$out/data -name '*.parquet' | wc -l) run files, $$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc) records: wall $$wall s (target <= 1 s), peak RSS $$((rss / 1024)) MiB (target <= 2048 MiB)"; \
+	  rm -rf $$out/pairs; \
+	  /usr/bin/time -f '%e %M' -o $$out.full ./target/release/orchestrate analyze $$out >/dev/null 2>&1 || { cat $$out.full; exit 1; }; \
+	  read full frss < $$out.full; \
+	  set -- $$($$py orchestrator/tests/readers/bench_duckdb.py $$out 2.89e9); \
+	  floor=$$4; \
+	  echo "bench-analysis: try $$i: analyze $$wall s ($$(echo "scale=2; $$wall / $$floor" | bc) x the floor, target <= 1.3), peak RSS $$((rss / 1024)) MiB; in full $$full s ($$(echo "scale=2; $$full / $$floor" | bc) x), $$((frss / 1024)) MiB; pyarrow decoding floor $$floor s; DuckDB estimator $$2 s"; \
 	done; \
-	py=$${LATENCY_TEST_PYTHON:-/opt/latency-test-venv/bin/python}; \
-	if [ -x "$$py" ]; then \
-	  for i in 1 2; do echo "bench-analysis: the paper's estimator side by side: $$($$py orchestrator/tests/readers/bench_duckdb.py $$out 2.89e9) s"; done; \
-	else echo "bench-analysis: no DuckDB to compare with ($$py; scripts/test.sh installs it)"; fi; \
+	echo "bench-analysis: $$(find $$out/data -name '*.parquet' | wc -l) run files, $$(grep -o '"records":[0-9]*' $$out/journal.jsonl | cut -d: -f2 | paste -sd+ | bc) records"; \
 	rm -rf $$(dirname $$out)
 
 ## `orchestrate trend` over a synthetic year of nightly paper-scale studies in a history folder

@@ -176,7 +176,7 @@ proptest! {
     fn mutated_run_files_are_errors_never_panics(flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6), cut in any::<usize>()) {
         let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
         let good = dir.path().join("data/program=p/session=1/run=1.parquet");
-        runfile::write(&good, &[records(50)], &meta()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        runfile::write(&good, &[records(50)], &meta(), true).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut bytes = std::fs::read(&good).map_err(|e| TestCaseError::fail(e.to_string()))?;
         for (i, b) in flips {
             let n = bytes.len();
@@ -199,6 +199,7 @@ proptest! {
             sha256: latency_plan::digest::sha256_hex(&bytes),
             records: 100,
             histogram: false,
+            reduction: dir.path().join("pairs/program=p/session=1/run=2.pairs"),
         };
         let _ = read_verified(&run, &group("p", SessionKind::Program));
     }

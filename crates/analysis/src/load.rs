@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::RecordBatch;
 use arrow_schema::DataType;
@@ -13,13 +12,15 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::error::AnalysisError;
-use crate::runs::{RunPairs, pair_ports_of};
+use crate::runs::RunPairs;
 use latency_plan::PortPair;
 use latency_plan::digest;
 use latency_results::ResultsDir;
 use latency_results::event::Entry;
 use latency_results::index::{Group, Index};
 use latency_results::journal;
+use latency_results::pairs;
+use latency_results::reduction::{Reduction, RunIdentity};
 use latency_results::runfile::RunMetadata;
 
 pub use latency_results::runfile::MAX_RUN_FILE_BYTES;
@@ -45,6 +46,22 @@ pub struct RunFile {
     pub records: u64,
     /// Whether a histogram log was recorded with it (soak mode).
     pub histogram: bool,
+    /// Absolute path of its reduction (`pairs/…`).
+    pub reduction: PathBuf,
+}
+
+impl RunFile {
+    /// Which run it is, as its reduction names it.
+    fn identity(&self, group: &Group) -> RunIdentity {
+        RunIdentity {
+            program: group.program.clone(),
+            session: self.session,
+            run: self.run,
+            level: self.level.clone(),
+            run_sha256: self.sha256.clone(),
+            records: self.records,
+        }
+    }
 }
 
 /// The runs to analyse, in (group, session, run) order, and what was found under `data/` that is
@@ -85,6 +102,7 @@ pub fn run_files(
             sha256: c.sha256,
             records: c.records,
             histogram: c.histogram_sha256.is_some(),
+            reduction: dir.root().join(ResultsDir::reduction_rel_path(&expected)),
         });
     }
     out.sort_by_key(|r| (r.group, r.session, r.run));
@@ -102,19 +120,29 @@ pub fn run_files(
 /// A run paired on the headline ports, and on each further pair asked for.
 pub type RunAndPairs = (RunPairs, Vec<RunPairs>);
 
-/// Every run file read once, in parallel, and paired on the headline ports (pipeline against
-/// bypass) and then on each of `others`: the one run loader of the analysis and of the history's
-/// per-probe estimates.
+/// Every run, in parallel, paired on the headline ports (pipeline against bypass) and then on
+/// each of `others`: the one run loader of the analysis and of the history's per-probe estimates.
+/// A run whose reduction is kept (`pairs/`, of this very run file) is read from it, once its run
+/// file's sha256 is checked against the journal; any other is read from its run file, paired, and
+/// its reduction made again. A further port pair always reads the run file.
 pub fn paired_runs(index: &Index, files: &[RunFile], others: &[PortPair]) -> Vec<Result<RunAndPairs, Unreadable>> {
     let exclude = index.analysis.exclude_first_after_gap;
     par_map(files, |f| {
-        read_verified(f, &index.groups[f.group]).map(|batches| {
-            let of = |ports| RunPairs {
-                level: f.level.clone(),
-                ..pair_ports_of(f.group, f.session, &batches, index.tsc_hz, exclude, ports)
-            };
-            (of(PortPair { from: 1, to: 0 }), others.iter().map(|&p| of(p)).collect())
-        })
+        let group = &index.groups[f.group];
+        let of =
+            |r: &Reduction| RunPairs::of(f.group, f.session, r, index.tsc_hz, exclude, group.bound_model.is_some());
+        let id = f.identity(group);
+        if others.is_empty()
+            && let Some(r) = Reduction::read_of(&f.reduction, &id)
+        {
+            return checked_bytes(f).map(|_| (of(&r), Vec::new()));
+        }
+        let batches = read_verified(f, group)?;
+        let headline = Reduction::of(pairs::pair(&batches), id.clone());
+        // Derived data: a folder that cannot be written to is analysed all the same.
+        let _ = headline.write(&f.reduction);
+        let further = others.iter().map(|&p| of(&Reduction::of(pairs::pair_ports(&batches, p), id.clone()))).collect();
+        Ok((of(&headline), further))
     })
 }
 
@@ -237,6 +265,13 @@ pub enum Unreadable {
 /// Read a run file, check it against the journal (sha256, records) and its metadata against its
 /// place in the tree, and return the columns the analysis needs.
 pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, Unreadable> {
+    let bytes = checked_bytes(r)?;
+    latency_results::runfile::guarded(|| decode_checked(r, group, bytes))
+        .unwrap_or_else(|source| Err(Unreadable::Corrupt { rel: r.rel.clone(), source }))
+}
+
+/// A run file's bytes, once their sha256 is the journal's.
+fn checked_bytes(r: &RunFile) -> Result<Vec<u8>, Unreadable> {
     let rel = || r.rel.clone();
     let bytes = latency_results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file")
         .map_err(|source| Unreadable::Read { rel: rel(), source })?;
@@ -244,8 +279,7 @@ pub fn read_verified(r: &RunFile, group: &Group) -> Result<Vec<RecordBatch>, Unr
     if actual != r.sha256 {
         return Err(Unreadable::Checksum { rel: rel(), actual, recorded: r.sha256.clone() });
     }
-    latency_results::runfile::guarded(|| decode_checked(r, group, bytes))
-        .unwrap_or_else(|source| Err(Unreadable::Corrupt { rel: rel(), source }))
+    Ok(bytes)
 }
 
 /// Decode a run file's bytes (already checked against the journal's sha256).
@@ -267,16 +301,18 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
     }
     let schema = builder.schema().clone();
     let fields = latency_proto::record_schema();
-    // Frame lengths only where a header-inserting program's bound is evaluated per probe.
-    let lengths = group.bound_model.is_some().then_some(latency_proto::schema::col::FRAME_LEN);
+    // Frame lengths are required only where a header-inserting program's bound is evaluated per
+    // probe; read wherever present, for the run's reduction.
+    let lengths_required = group.bound_model.is_some();
     let wanted = [
-        latency_proto::schema::col::PROBE_ID,
-        latency_proto::schema::col::PORT,
-        latency_proto::schema::col::TSC,
-        latency_proto::schema::col::HW_NS,
+        (latency_proto::schema::col::PROBE_ID, true),
+        (latency_proto::schema::col::PORT, true),
+        (latency_proto::schema::col::TSC, true),
+        (latency_proto::schema::col::HW_NS, true),
+        (latency_proto::schema::col::FRAME_LEN, lengths_required),
     ];
     let mut indices = Vec::new();
-    for name in wanted.into_iter().chain(lengths) {
+    for (name, required) in wanted {
         let Some(want) = fields.field_with_name(name).ok() else { continue };
         match schema.index_of(name) {
             Ok(i) => {
@@ -291,7 +327,7 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
                 }
                 indices.push(i);
             }
-            Err(_) if want.is_nullable() => {}
+            Err(_) if want.is_nullable() || !required => {}
             Err(_) => return Err(Unreadable::MissingColumn { rel: rel(), column: name }),
         }
     }
@@ -306,29 +342,7 @@ fn decode_checked(r: &RunFile, group: &Group, bytes: Vec<u8>) -> Result<Vec<Reco
     Ok(batches)
 }
 
-/// Apply `f` to every run file on all cores; results in input order.
-pub fn par_map<I: Sync, T: Send>(files: &[I], f: impl Fn(&I) -> T + Sync) -> Vec<T> {
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
-    let mut all: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(file) = files.get(i) else { break };
-                        mine.push((i, f(file)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-    });
-    all.sort_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, t)| t).collect()
-}
+pub use latency_results::par_map;
 
 #[cfg(test)]
 mod tests {
@@ -393,6 +407,7 @@ mod tests {
             sha256: digest::sha256_hex(&bytes),
             records: 2,
             histogram: false,
+            reduction: dir.path().join("pairs/program=p/session=1/run=1.pairs"),
         };
         let e = read_verified(&run, &group()).unwrap_err().to_string();
         assert_eq!(e, "data/program=p/session=1/run=1.parquet: column `tsc` is Utf8, the record schema says UInt64");

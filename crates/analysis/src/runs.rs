@@ -2,6 +2,7 @@
 //! (median over its runs).
 
 use crate::stats::median;
+use latency_results::reduction::{Reduction, RunIdentity};
 
 /// One run, paired.
 pub struct RunPairs {
@@ -43,26 +44,46 @@ pub fn pair_ports_of(
     ports: latency_plan::PortPair,
 ) -> RunPairs {
     let p = latency_results::pairs::pair_ports(batches, ports);
-    let ns = 1e9 / tsc_hz;
-    let skip = if exclude_first { p.first_id } else { None };
-    let mut diffs = Vec::with_capacity(p.diffs.len());
-    let mut hw = Vec::with_capacity(p.hw_diffs.len());
-    let mut lens = Vec::with_capacity(p.lens.len());
-    let mut excluded = 0;
-    for (k, &(id, d)) in p.diffs.iter().enumerate() {
-        if Some(id) == skip {
-            excluded += 1;
-            continue;
+    let r = Reduction::of(p, RunIdentity::default());
+    RunPairs::of(group, session, &r, tsc_hz, exclude_first, true)
+}
+
+impl RunPairs {
+    /// A run's reduction in the analysis' units: differentials in ns, the first probe after the
+    /// gap left out when `exclude_first`, frame lengths kept only when `lens` (the analysis
+    /// reads them only for a per-probe bound).
+    pub fn of(group: usize, session: u32, r: &Reduction, tsc_hz: f64, exclude_first: bool, lens: bool) -> RunPairs {
+        let ns = 1e9 / tsc_hz;
+        let skip = if exclude_first { r.header.first_id } else { None };
+        let lens = if lens { r.lens.as_slice() } else { &[] };
+        let mut diffs = Vec::with_capacity(r.diffs.len());
+        let mut hw = Vec::with_capacity(r.hw_diffs.len());
+        let mut kept_lens = Vec::with_capacity(lens.len());
+        let mut excluded = 0;
+        for (k, &(id, d)) in r.diffs.iter().enumerate() {
+            if Some(id) == skip {
+                excluded += 1;
+                continue;
+            }
+            diffs.push((id, d as f64 * ns));
+            kept_lens.extend(lens.get(k));
+            if let Some(Some(h)) = r.hw_diffs.get(k) {
+                hw.push((d as f64 * ns, *h as f64));
+            }
         }
-        diffs.push((id, d as f64 * ns));
-        lens.extend(p.lens.get(k));
-        if let Some(Some(r)) = p.hw_diffs.get(k) {
-            hw.push((d as f64 * ns, *r as f64));
+        RunPairs {
+            group,
+            session,
+            level: r.header.level.clone(),
+            diffs,
+            hw,
+            lens: kept_lens,
+            counts: r.header.counts,
+            excluded,
+            pacing_pps: r.bypass_pps(tsc_hz),
+            pacing_inferred: r.pacing_inferred(),
         }
     }
-    let pacing_pps = p.bypass_pps(tsc_hz);
-    let pacing_inferred = p.pacing_inferred();
-    RunPairs { group, session, level: None, diffs, hw, lens, counts: p.counts, excluded, pacing_pps, pacing_inferred }
 }
 
 /// Per-probe estimates of one session: median over runs of each probe's differentials; with them,

@@ -205,6 +205,21 @@ fn resolve_link(path: &Path) -> Result<PathBuf, FileError> {
     Err(FileError::Io { path: path.to_path_buf(), source: io::Error::from_raw_os_error(libc::ELOOP) })
 }
 
+/// Write a derived file, one that can be made again from others and carries its own checksum:
+/// replaced atomically (a hidden temporary file renamed over the target) but without fsync, so
+/// that a crash leaves at worst a file its reader refuses and makes again.
+pub fn write_derived(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+    let dir = folder_of(path);
+    fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.{:?}.tmp", std::process::id(), std::thread::current().id()));
+    let result = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(io_err(path))
+}
+
 /// Write bytes atomically (see [`write_atomic`]).
 pub fn write_file(path: &Path, bytes: &[u8], overwrite: bool) -> Result<(), FileError> {
     write_atomic(path, overwrite, |f| f.write_all(bytes))

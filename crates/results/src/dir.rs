@@ -8,6 +8,8 @@ use crate::error::{ResultsError, io_err};
 
 /// The extension of a run's histogram log beside its data file (soak mode).
 pub const HISTOGRAM_EXTENSION: &str = "hlog";
+/// Folder of the runs' reductions ([`crate::reduction`]), beside `data/`.
+pub const REDUCTIONS: &str = "pairs";
 
 /// The results folder holding `path` (absolute): the nearest folder above it with a journal.
 pub fn results_folder_of(path: &Path) -> Option<&Path> {
@@ -108,6 +110,13 @@ impl ResultsDir {
     pub fn run_rel_path(program: &str, level: Option<&str>, session: u32, run: u32) -> PathBuf {
         let level = level.map(|l| format!("{l}/")).unwrap_or_default();
         PathBuf::from(format!("data/program={program}/{level}session={session}/run={run}.parquet"))
+    }
+
+    /// Path (relative to the folder) of the reduction of the run at `run_rel` (a path of
+    /// [`ResultsDir::run_rel_path`]): the same place under `pairs/` instead of `data/`.
+    pub fn reduction_rel_path(run_rel: &Path) -> PathBuf {
+        let inside = run_rel.strip_prefix("data").unwrap_or(run_rel);
+        Path::new(REDUCTIONS).join(inside).with_extension("pairs")
     }
 
     /// Move a file that must not be trusted into `quarantine/` (nothing is deleted).

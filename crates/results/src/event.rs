@@ -274,6 +274,15 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Whether the journal must be on disk before the study goes on: everything but the marks of
+    /// a step, wait or run beginning, each followed by the event that ends it (a crash loses at
+    /// most such a mark, never a run, step or session that ended).
+    pub fn is_commit(&self) -> bool {
+        !matches!(self, Event::StepStarted { .. } | Event::Waiting { .. } | Event::RunStarted { .. })
+    }
+}
+
 impl Pacing {
     /// Why the pacing is not within `tolerance` (relative) of `target` pps, if it is not.
     pub fn check(&self, target: f64, tolerance: f64) -> Option<String> {

@@ -1,5 +1,6 @@
-//! The append-only journal (`journal.jsonl`): one [`Entry`] per line, fsynced as written, so that
-//! after a crash (SIGKILL included) it tells exactly which runs are complete.
+//! The append-only journal (`journal.jsonl`): one [`Entry`] per line, fsynced as each event that
+//! ends something is written, so that after a crash (SIGKILL included) it tells exactly which runs
+//! are complete.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -16,6 +17,8 @@ pub const MAX_JOURNAL_BYTES: u64 = 256 << 20;
 pub struct Journal {
     path: PathBuf,
     file: File,
+    /// Whether commits are fsynced as they are written ([`Journal::set_durable`]).
+    durable: bool,
 }
 
 impl Journal {
@@ -30,10 +33,20 @@ impl Journal {
             file.set_len(keep as u64).map_err(io_err(path))?;
             file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
         }
-        Ok(Journal { path: path.to_path_buf(), file })
+        Ok(Journal { path: path.to_path_buf(), file, durable: true })
     }
 
-    /// Append one event with the current time, and fsync.
+    /// Whether each commit is on the disk before [`Journal::append`] returns (the default). A
+    /// study whose runs can all be made again identical (the simulator's) sets it off: its journal
+    /// then reaches the disk at the study's end or when the system writes it back, and a crash
+    /// before costs only runs that are redone identical.
+    pub fn set_durable(&mut self, durable: bool) {
+        self.durable = durable;
+    }
+
+    /// Append one event with the current time, and fsync it when it commits something
+    /// ([`Event::is_commit`]; the next commit's fsync carries the marks written before it), or, for
+    /// a journal that is not durable, when it ends the study.
     pub fn append(&mut self, event: &Event) -> Result<(), ResultsError> {
         let mut line = serde_json::to_string(&Entry::now(event.clone())).map_err(|source| ResultsError::Json {
             path: self.path.clone(),
@@ -42,7 +55,11 @@ impl Journal {
         })?;
         line.push('\n');
         self.file.write_all(line.as_bytes()).map_err(io_err(&self.path))?;
-        self.file.sync_data().map_err(io_err(&self.path))
+        let ends = matches!(event, Event::StudyFinished { .. } | Event::Interrupted);
+        if (self.durable && event.is_commit()) || ends {
+            self.file.sync_data().map_err(io_err(&self.path))?;
+        }
+        Ok(())
     }
 }
 

@@ -13,6 +13,7 @@
 //! <dir>/plan.yaml  provenance.json  journal.jsonl  orchestrate.log
 //! <dir>/data/program=<p>/session=<s>/run=<r>.parquet
 //! <dir>/data/program=<p>/<factor>=<v>/…/session=<s>/run=<r>.parquet   (a study with factors)
+//! <dir>/pairs/program=<p>/…/session=<s>/run=<r>.pairs   each run's reduction (derived, rebuilt when missing)
 //! <dir>/quarantine/            files found corrupt or unaccounted for on resume (never deleted)
 //! <dir>/.lock                  held (OS lock) by the process writing the folder
 //! ```
@@ -29,7 +30,9 @@ pub mod index;
 pub mod journal;
 pub mod lock;
 pub mod pairs;
+mod parallel;
 pub mod provenance;
+pub mod reduction;
 pub mod rocrate;
 pub mod runfile;
 pub mod summary;
@@ -37,3 +40,4 @@ pub mod summary;
 pub use dir::*;
 pub use error::{ResultsError, io_err};
 pub use index::SessionKind;
+pub use parallel::par_map;

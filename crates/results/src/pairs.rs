@@ -43,21 +43,25 @@ impl Paired {
     /// keeps only matched probes), inferred from the probe ids they span, since probes are sent in
     /// id order at the plan's pacing (see [`Paired::pacing_inferred`]).
     pub fn bypass_pps(&self, tsc_hz: f64) -> Option<f64> {
-        let (n, span) = self.bypass_span;
-        let intervals = if self.pacing_inferred() { self.id_span() } else { n.saturating_sub(1) };
-        (intervals > 0 && span > 0 && tsc_hz > 0.0).then(|| intervals as f64 / (span as f64 / tsc_hz))
+        bypass_pps(self.bypass_span, self.bypass_ids, tsc_hz)
     }
 
     /// Whether [`Paired::bypass_pps`] is inferred from probe ids: fewer than 90 % of the ids the
     /// bypass copies span have one.
     pub fn pacing_inferred(&self) -> bool {
-        let (n, _) = self.bypass_span;
-        n > 1 && ((n - 1) as f64) < 0.9 * self.id_span() as f64
+        pacing_inferred(self.bypass_span, self.bypass_ids)
     }
+}
 
-    fn id_span(&self) -> u64 {
-        self.bypass_ids.1.abs_diff(self.bypass_ids.0)
-    }
+/// [`Paired::bypass_pps`] of a run's bypass span (copies, ticks) and first and last bypass ids.
+pub(crate) fn bypass_pps((n, span): (u64, u64), ids: (u64, u64), tsc_hz: f64) -> Option<f64> {
+    let intervals = if pacing_inferred((n, span), ids) { ids.1.abs_diff(ids.0) } else { n.saturating_sub(1) };
+    (intervals > 0 && span > 0 && tsc_hz > 0.0).then(|| intervals as f64 / (span as f64 / tsc_hz))
+}
+
+/// [`Paired::pacing_inferred`] of a run's bypass span and ids.
+pub(crate) fn pacing_inferred((n, _): (u64, u64), ids: (u64, u64)) -> bool {
+    n > 1 && ((n - 1) as f64) < 0.9 * ids.1.abs_diff(ids.0) as f64
 }
 
 const NONE: u64 = u64::MAX;

@@ -55,7 +55,9 @@ pub struct FileFacts {
     pub sha256: String,
 }
 
-/// Every file of the folder but the crate itself, the lock and hidden files, in path order.
+/// Every file of the folder but the crate itself, the lock, hidden files and the runs'
+/// reductions (`pairs/`: derived data, made again from the run files), in path order; the files
+/// hashed on every core.
 pub fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(d)? {
@@ -72,18 +74,19 @@ pub fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
     let mut paths = Vec::new();
     walk(dir, dir, &mut paths).map_err(crate::io_err(dir))?;
     paths.sort();
-    let mut out = Vec::new();
-    for rel in paths {
-        let name = rel.to_string_lossy().replace('\\', "/");
-        if LEFT_OUT.contains(&name.as_str()) || rel.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
-            continue;
-        }
-        let path = dir.join(&rel);
+    paths.retain(|rel| {
+        let name = rel.to_string_lossy();
+        !(LEFT_OUT.contains(&name.as_ref())
+            || rel.starts_with(crate::REDUCTIONS)
+            || rel.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+    });
+    let facts = |rel: &PathBuf| {
+        let path = dir.join(rel);
         let size = std::fs::metadata(&path).map_err(crate::io_err(&path))?.len();
         let sha256 = latency_plan::digest::sha256_file(&path).map_err(crate::io_err(&path))?;
-        out.push(FileFacts { rel: name, size, sha256 });
-    }
-    Ok(out)
+        Ok(FileFacts { rel: rel.to_string_lossy().replace('\\', "/"), size, sha256 })
+    };
+    crate::par_map(&paths, facts).into_iter().collect()
 }
 
 /// A relative path as a crate `@id`: each byte outside RFC 3986's path characters (unreserved,

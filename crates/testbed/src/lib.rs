@@ -202,6 +202,15 @@ pub trait Testbed: Send {
         sleep(seconds, cancel)
     }
 
+    /// Whether a run's records are a function of its key alone (seed, program, session, run,
+    /// attempt), so that a run lost in a crash is made again identical: the simulator's are. The
+    /// engine then stores its run files without waiting for the disk (a crash leaves at worst a
+    /// file the resume finds damaged, moves aside and makes again); a real testbed's are written
+    /// through to the disk before they count.
+    fn reproducible(&self) -> bool {
+        false
+    }
+
     /// Stop whatever the testbed left running (agents, captures). Called on every exit path.
     fn cleanup(&mut self);
 }

@@ -9,6 +9,8 @@
 //! copy's noise from the run's stream.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 
 use latency_proto::{Port, RecordBuilder};
 use rand::{Rng, SeedableRng};
@@ -29,6 +31,10 @@ use latency_schedule::Step;
 
 /// Records per Arrow batch, as the agent flushes them.
 const BATCH: usize = 8192;
+/// Runs of a session generated ahead, each on a thread of its own, while the engine checks and
+/// stores the current one. One keeps both cores of a small machine busy; two measured no faster
+/// (`make bench-sim`: the engine's own thread then gets less of them).
+const AHEAD: usize = 1;
 /// TSC value at the start of the study (the receiver has been up for a while).
 const TSC_BASE: u64 = 1_000_000_000_000;
 /// Sender-to-receiver propagation of both copies (switch + cables + MAC), ns.
@@ -41,14 +47,17 @@ const ETHERNET_OVERHEAD: u32 = 24;
 const FRAME_LEN: u16 = 128;
 
 /// What the simulator needs to know of a bitstream.
+#[derive(Clone)]
 struct BitstreamInfo {
     null: bool,
     bound_cycles: Option<u32>,
     period_ns: f64,
 }
 
-/// The simulated testbed.
-pub struct SimTestbed {
+/// The twin's model of one study: every draw a function of its key (see the module's notes), so
+/// that runs can be generated in any order and on any thread.
+#[derive(Clone)]
+pub struct Twin {
     model: SimModel,
     seed: u64,
     idle_gap_s: f64,
@@ -65,8 +74,23 @@ pub struct SimTestbed {
     /// Trace name → how it is generated (for δ, the forwarded destinations and frame lengths);
     /// none for a pcap.
     templates: BTreeMap<String, Option<Generated>>,
+}
+
+/// The simulated testbed: the [`Twin`], the packet-dependent latencies it has drawn, and the next
+/// run of the current session, generated on another thread while the engine stores this one.
+pub struct SimTestbed {
+    twin: Arc<Twin>,
     /// Packet-dependent latency per (bitstream, mode), indexed by probe id.
-    packet_part: BTreeMap<(String, usize), Vec<f64>>,
+    packet_part: BTreeMap<(String, usize), Arc<Vec<f64>>>,
+    /// Runs being generated ahead: (session index, run, attempt) and its thread.
+    ahead: Vec<((usize, u32, u32), JoinHandle<RunData>)>,
+}
+
+impl std::ops::Deref for SimTestbed {
+    type Target = Twin;
+    fn deref(&self) -> &Twin {
+        &self.twin
+    }
 }
 
 fn rng(parts: &[&[u8]]) -> ChaCha8Rng {
@@ -87,7 +111,7 @@ impl SimTestbed {
             }
         }
         let templates = plan.traces.iter().map(|t| (t.name.clone(), t.source.generated().copied())).collect();
-        SimTestbed {
+        let twin = Twin {
             model,
             seed: plan.protocol.seed,
             idle_gap_s: plan.protocol.idle_gap_s,
@@ -98,17 +122,60 @@ impl SimTestbed {
             realtime,
             bitstreams,
             templates,
-            packet_part: BTreeMap::new(),
-        }
+        };
+        SimTestbed { twin: Arc::new(twin), packet_part: BTreeMap::new(), ahead: Vec::new() }
     }
 
     /// Override the seed (the `--seed` flag).
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        Arc::make_mut(&mut self.twin).seed = seed;
         self.packet_part.clear();
         self
     }
 
+    /// Packet-dependent latency of every probe id (index = id) for a bitstream and mode.
+    fn packet_part(&mut self, bitstream: &str, mode: usize, probes: u64) -> Arc<Vec<f64>> {
+        let twin = Arc::clone(&self.twin);
+        let entry = self.packet_part.entry((bitstream.to_string(), mode)).or_default();
+        if entry.len() as u64 <= probes {
+            let model = twin.program_model(bitstream);
+            *entry = Arc::new((0..=probes).map(|id| model.inverse_cdf(mode, twin.packet_u(bitstream, id))).collect());
+        }
+        Arc::clone(entry)
+    }
+
+    /// Generate the records of one run.
+    pub fn generate(&mut self, session: &Session, run: &Run, attempt: u32) -> RunData {
+        let lat = self.packet_part(&session.bitstream, self.session_mode_of(session), run.probes);
+        self.twin.generate(&lat, session, run, attempt)
+    }
+
+    /// The records of a run, generated ahead when they were; then the session's next runs started
+    /// on other threads, [`AHEAD`] at a time (first attempts: a retry is generated when it is asked
+    /// for).
+    fn records(&mut self, session: &Session, run: &Run, attempt: u32) -> RunData {
+        let key = (session.index, run.run, attempt);
+        let mine = self.ahead.iter().position(|(k, _)| *k == key).map(|at| self.ahead.remove(at).1);
+        // Runs of other sessions or attempts will not be asked for.
+        self.ahead.retain(|((index, _, _), _)| *index == session.index);
+        for next in session.runs.iter().skip_while(|r| r.run != run.run).skip(1).take(AHEAD) {
+            let key = (session.index, next.run, 1);
+            if self.ahead.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            let lat = self.packet_part(&session.bitstream, self.session_mode_of(session), next.probes);
+            let (twin, session, next) = (Arc::clone(&self.twin), session.clone(), next.clone());
+            self.ahead.push((key, std::thread::spawn(move || twin.generate(&lat, &session, &next, 1))));
+        }
+        match mine.map(JoinHandle::join) {
+            Some(Ok(data)) => data,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => self.generate(session, run, attempt),
+        }
+    }
+}
+
+impl Twin {
     /// The latency model of a session's bitstream.
     pub fn program_model(&self, bitstream: &str) -> ProgramModel {
         match self.bitstreams.get(bitstream) {
@@ -206,40 +273,25 @@ impl SimTestbed {
         }
     }
 
-    /// Packet-dependent latency of every probe id (index = id) for a bitstream and mode.
-    fn packet_part(&mut self, bitstream: &str, mode: usize, probes: u64) -> &[f64] {
-        let model = self.program_model(bitstream);
-        let seed = self.seed;
-        let entry = self.packet_part.entry((bitstream.to_string(), mode)).or_default();
-        if entry.len() as u64 <= probes {
-            *entry = (0..=probes)
-                .map(|id| {
-                    let u = (key(&[&seed.to_le_bytes(), b"packet", bitstream.as_bytes(), &id.to_le_bytes()]) >> 11)
-                        as f64
-                        / (1u64 << 53) as f64;
-                    model.inverse_cdf(mode, u)
-                })
-                .collect();
-        }
-        entry
+    /// The reset mode of a session's bitstream it lands in.
+    fn session_mode_of(&self, session: &Session) -> usize {
+        self.session_mode(session, self.program_model(&session.bitstream).modes.len())
     }
 
-    /// Generate the records of one run.
-    pub fn generate(&mut self, session: &Session, run: &Run, attempt: u32) -> RunData {
+    /// Generate the records of one run, `lat` the packet-dependent latencies of its session's
+    /// bitstream and mode by probe id.
+    fn generate(&self, lat: &[f64], session: &Session, run: &Run, attempt: u32) -> RunData {
         let m = self.model.clone();
         let generated = self.templates.get(&run.trace).copied().flatten();
         let template = generated.map(|g| g.template);
         // Frames as replayed; a pcap's are not known here.
         let (frame_len, tagged) = generated.map_or((FRAME_LEN, false), |g| (g.frame_len as u16, g.vlan.is_some()));
-        let modes = self.program_model(&session.bitstream).modes.len();
-        let mode = self.session_mode(session, modes);
         // Session and run terms, common to every probe of the run (see the model's levels).
         let (phase, null_run) = self.run_terms(session, run, attempt);
         let offset = self.session_delta(session) + self.session_shift(session) + null_run;
         let wander_amplitude = std::f64::consts::SQRT_2 * m.wander_ns;
         let wander_step = std::f64::consts::TAU / m.wander_period_probes;
         let n = run.probes;
-        let lat = self.packet_part(&session.bitstream, mode, n).to_vec();
         let mut r = rng(&[
             &self.seed.to_le_bytes(),
             b"run",
@@ -361,12 +413,13 @@ impl SimTestbed {
         // What tcpreplay would report of this replay.
         let replay = ReplayReport { packets: n, seconds: ((last_sent - first_sent) / 1e9).max(0.0), failed: 0 };
         let histogram = self.soak.map(|s| super::soak::log_from_records(&batches, m.tsc_hz, s.interval_s, run.run));
-        // The agent's counts, as it pairs the copies it sees; a soak without records keeps only
-        // those and the histograms.
-        let agent_counts = Some(latency_results::pairs::pair(&batches).counts);
-        if self.soak.is_some_and(|s| !s.records) {
+        // A soak without records keeps only the histograms and the agent's counts, as it pairs
+        // the copies it sees (with records, the controller pairs them itself).
+        let agent_counts = self.soak.is_some_and(|s| !s.records).then(|| {
+            let counts = latency_results::pairs::pair(&batches).counts;
             batches.clear();
-        }
+            counts
+        });
         RunData {
             batches,
             seconds: run.replay_s,
@@ -441,10 +494,16 @@ impl Testbed for SimTestbed {
             return Err(TestbedError::Interrupted);
         }
         self.pause(run.replay_s, cancel)?;
-        Ok(self.generate(session, run, attempt))
+        Ok(self.records(session, run, attempt))
     }
 
-    fn cleanup(&mut self) {}
+    fn reproducible(&self) -> bool {
+        true
+    }
+
+    fn cleanup(&mut self) {
+        self.ahead.clear();
+    }
 }
 
 /// Standard normal draw (Box–Muller), written here rather than taken from `rand_distr` so that a

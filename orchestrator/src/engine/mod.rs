@@ -92,7 +92,8 @@ pub fn run_study(
     cancel: &Cancel,
     observers: &mut [Box<dyn Observer>],
 ) -> Result<Outcome, EngineError> {
-    let journal = Journal::open(&dir.journal_path())?;
+    let mut journal = Journal::open(&dir.journal_path())?;
+    journal.set_durable(!slices.iter().all(|tb| tb.reproducible()));
     let engine =
         Engine { plan: study.plan, inventory: study.inventory, dir, log: Mutex::new((journal, observers)), cancel };
     let result = walk(&engine, study.schedule, slices, options);

@@ -20,6 +20,7 @@ use latency_results::journal::Journal;
 use latency_results::pairs;
 use latency_results::pairs::Counts;
 use latency_results::pairs::Paired;
+use latency_results::reduction::{Reduction, RunIdentity};
 use latency_results::runfile;
 use latency_results::runfile::RunMetadata;
 use latency_schedule::Run;
@@ -239,8 +240,8 @@ impl Engine<'_> {
             }
             let rel = s.run_rel_path(r);
             let path = self.dir.root().join(&rel);
-            runfile::write(&path, &data.batches, &self.run_metadata(s, r, attempt, tb, seed))?;
-            let sha256 = digest::sha256_file(&path).map_err(latency_results::io_err(&path))?;
+            let meta = self.run_metadata(s, r, attempt, tb, seed);
+            let sha256 = runfile::write(&path, &data.batches, &meta, !tb.reproducible())?;
             let histogram_sha256 = match &data.histogram {
                 Some(log) => {
                     let at = path.with_extension(latency_results::HISTOGRAM_EXTENSION);
@@ -250,6 +251,18 @@ impl Engine<'_> {
                 None => None,
             };
             let records = data.batches.iter().map(|b| b.num_rows() as u64).sum();
+            // The run's reduction beside it, from the pairing that checked it: the summary needs
+            // no second pass over the run file. Derived data, made again by the analysis when
+            // missing, so a failure to write it does not fail the run.
+            let id = RunIdentity {
+                program: s.program.clone(),
+                session: s.session,
+                run: r.run,
+                level: r.level_name(),
+                run_sha256: sha256.clone(),
+                records,
+            };
+            let _ = Reduction::of(paired, id).write(&self.dir.root().join(ResultsDir::reduction_rel_path(&rel)));
             self.emit(Event::RunFinished {
                 index: s.index,
                 program: s.program.clone(),

@@ -237,7 +237,7 @@ fn write_study(
         let batch = records(&f.rows, hw_of(silicon, input))
             .map_err(|source| ImportError::Records { path: input.path.clone(), source })?;
         let path = dir.root().join(&file.path);
-        runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256))?;
+        runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256), true)?;
         let stored = digest::sha256_file(&path).map_err(latency_results::io_err(&path))?;
         let counts = pairs::pair(std::slice::from_ref(&batch)).counts;
         let stamps = f.rows.iter().flat_map(|r| [r.rx1, r.rx2]);

@@ -19,6 +19,7 @@ mod history;
 mod hops;
 mod hostile;
 mod import;
+mod incremental;
 mod levels;
 mod replay;
 mod report;

@@ -369,7 +369,7 @@ fn analyze_counts_only_journaled_runs_and_names_every_stray_or_altered_file() {
     let (_, meta) = latency_results::runfile::read(&dir.join("data/program=forward/session=1/run=2.parquet")).unwrap();
     let edited = dir.join("data/program=forward/session=1/run=2.parquet");
     std::fs::remove_file(&edited).unwrap();
-    latency_results::runfile::write(&edited, &[], &meta).unwrap();
+    latency_results::runfile::write(&edited, &[], &meta, true).unwrap();
     let o = bin().args(["analyze"]).arg(&dir).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     let problems = summary_of(&dir).health.problems;
@@ -442,7 +442,7 @@ fn a_study_whose_program_has_no_usable_data_is_reported_by_name_not_a_panic() {
         let (_, meta) = latency_results::runfile::read(&f).unwrap();
         let old = latency_plan::digest::sha256_file(&f).unwrap();
         std::fs::remove_file(&f).unwrap();
-        latency_results::runfile::write(&f, &[], &meta).unwrap();
+        latency_results::runfile::write(&f, &[], &meta, true).unwrap();
         let new = latency_plan::digest::sha256_file(&f).unwrap();
         journal = journal.replace(&old, &new);
     }
