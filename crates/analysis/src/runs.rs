@@ -74,7 +74,7 @@ impl RunPairs {
         RunPairs {
             group,
             session,
-            level: r.header.level.clone(),
+            level: r.header.run.level.clone(),
             diffs,
             hw,
             lens: kept_lens,

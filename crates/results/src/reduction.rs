@@ -33,18 +33,9 @@ pub const MAX_REDUCTION_BYTES: u64 = 1 << 30;
 pub struct ReductionHeader {
     /// Layout version ([`FORMAT`]).
     pub format: u32,
-    /// Program or null group.
-    pub program: String,
-    /// Session number.
-    pub session: u32,
-    /// Run number.
-    pub run: u32,
-    /// The run's factor level (studies with factors).
-    pub level: Option<String>,
-    /// sha256 of the run file it reduces.
-    pub run_sha256: String,
-    /// Records of the run file.
-    pub records: u64,
+    /// The run and its file.
+    #[serde(flatten)]
+    pub run: RunIdentity,
     /// Copy counts of the pairing.
     pub counts: Counts,
     /// Probe of the run's earliest record (the first after the idle gap).
@@ -62,7 +53,7 @@ pub struct ReductionHeader {
 }
 
 /// Which run a reduction is of (all empty for a pairing kept in memory only).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunIdentity {
     /// Program or null group.
     pub program: String,
@@ -97,12 +88,7 @@ impl Reduction {
     pub fn of(paired: Paired, id: RunIdentity) -> Reduction {
         let header = ReductionHeader {
             format: FORMAT,
-            program: id.program,
-            session: id.session,
-            run: id.run,
-            level: id.level,
-            run_sha256: id.run_sha256,
-            records: id.records,
+            run: id,
             counts: paired.counts,
             first_id: paired.first_id,
             bypass_span: paired.bypass_span,
@@ -207,13 +193,7 @@ impl Reduction {
     /// sha256 and records); `None` when it is absent, damaged or of another run or file.
     pub fn read_of(path: &Path, id: &RunIdentity) -> Option<Reduction> {
         let bytes = latency_files::read_capped(path, MAX_REDUCTION_BYTES, "run reduction").ok()?;
-        let r = Reduction::decode(&bytes).ok()?;
-        let h = &r.header;
-        let same = h.program == id.program
-            && (h.session, h.run, h.records) == (id.session, id.run, id.records)
-            && h.level == id.level
-            && h.run_sha256 == id.run_sha256;
-        same.then_some(r)
+        Reduction::decode(&bytes).ok().filter(|r| r.header.run == *id)
     }
 }
 
@@ -249,16 +229,22 @@ fn take(rest: &mut &[u8]) -> Result<u64, String> {
 mod tests {
     use super::*;
 
+    fn identity() -> RunIdentity {
+        RunIdentity {
+            program: "forward".into(),
+            session: 2,
+            run: 3,
+            level: Some("rate=1000".into()),
+            run_sha256: "ab".repeat(32),
+            records: 9,
+        }
+    }
+
     fn example() -> Reduction {
         Reduction {
             header: ReductionHeader {
                 format: FORMAT,
-                program: "forward".into(),
-                session: 2,
-                run: 3,
-                level: Some("rate=1000".into()),
-                run_sha256: "ab".repeat(32),
-                records: 9,
+                run: identity(),
                 counts: Counts { matched: 4, pipeline_only: 1, bypass_only: 0, duplicates: 0, unknown_port: 0 },
                 first_id: Some(1),
                 bypass_span: (4, 3000),
@@ -308,14 +294,7 @@ mod tests {
         let path = dir.path().join("pairs/run=3.pairs");
         let r = example();
         r.write(&path).unwrap();
-        let id = RunIdentity {
-            program: "forward".into(),
-            session: 2,
-            run: 3,
-            level: Some("rate=1000".into()),
-            run_sha256: "ab".repeat(32),
-            records: 9,
-        };
+        let id = identity();
         assert_eq!(Reduction::read_of(&path, &id), Some(r));
         let other_file = RunIdentity { run_sha256: "cd".repeat(32), ..id.clone() };
         assert_eq!(Reduction::read_of(&path, &other_file), None);
