@@ -132,15 +132,16 @@ pub fn paired_runs(index: &Index, files: &[RunFile], others: &[PortPair]) -> Vec
         let of =
             |r: &Reduction| RunPairs::of(f.group, f.session, r, index.tsc_hz, exclude, group.bound_model.is_some());
         let id = f.identity(group);
-        if others.is_empty()
-            && let Some(r) = Reduction::read_of(&f.reduction, &id)
-        {
-            return checked_bytes(f).map(|_| (of(&r), Vec::new()));
+        let kept = Reduction::read_of(&f.reduction, &id);
+        if let Some(r) = kept.as_ref().filter(|_| others.is_empty()) {
+            return checked_bytes(f).map(|_| (of(r), Vec::new()));
         }
         let batches = read_verified(f, group)?;
         let headline = Reduction::of(pairs::pair(&batches), id.clone());
-        // Derived data: a folder that cannot be written to is analysed all the same.
-        let _ = headline.write(&f.reduction);
+        if kept.is_none() {
+            // Derived data: a folder that cannot be written to is analysed all the same.
+            let _ = headline.write(&f.reduction);
+        }
         let further = others.iter().map(|&p| of(&Reduction::of(pairs::pair_ports(&batches, p), id.clone()))).collect();
         Ok((of(&headline), further))
     })

@@ -205,9 +205,10 @@ fn resolve_link(path: &Path) -> Result<PathBuf, FileError> {
     Err(FileError::Io { path: path.to_path_buf(), source: io::Error::from_raw_os_error(libc::ELOOP) })
 }
 
-/// Write a derived file, one that can be made again from others and carries its own checksum:
-/// replaced atomically (a hidden temporary file renamed over the target) but without fsync, so
-/// that a crash leaves at worst a file its reader refuses and makes again.
+/// Write a file that can be made again and whose reader checks it (a run's reduction, with its
+/// checksum; a simulated run, against the journal's sha256): replaced atomically (a hidden
+/// temporary file renamed over the target) but without fsync, so that a crash leaves at worst a
+/// file its reader refuses and that is then made again.
 pub fn write_derived(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     let dir = folder_of(path);
     fs::create_dir_all(dir).map_err(io_err(dir))?;
