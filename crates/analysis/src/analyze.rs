@@ -1,6 +1,7 @@
 //! The analysis of a results folder: runs loaded, paired and reduced per program into the summary.
 
 use crate::error::AnalysisError;
+use crate::load::Reductions;
 use crate::runs::RunPairs;
 use crate::stats::summary_levels;
 use crate::summarize::{Unusable, summarize};
@@ -16,8 +17,14 @@ use latency_results::summary::*;
 pub const MAX_SUMMARY_BYTES: u64 = 256 << 20;
 
 /// Analyse a results folder. Only runs the journal records as complete are used, each verified
-/// against the journal; every file or run that cannot be used is named in `health.problems`.
+/// against the journal; every file or run that cannot be used is named in `health.problems`. The
+/// runs' reductions are read where kept and made again where not ([`Reductions::Kept`]).
 pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
+    analyze_from(dir, Reductions::Kept)
+}
+
+/// [`analyze`], reading the runs' reductions or ([`Reductions::Ignored`]) only the run files.
+pub fn analyze_from(dir: &ResultsDir, reductions: Reductions) -> Result<Summary, AnalysisError> {
     let prov = Provenance::read(dir)?;
     let index = Index::from(&prov);
     let entries = journal::read(&dir.journal_path())?;
@@ -31,7 +38,7 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     }
     let port_pairs = &index.analysis.port_pairs;
     let others: Vec<latency_plan::PortPair> = port_pairs.values().copied().collect();
-    let paired = load::paired_runs(&index, &files, &others);
+    let paired = load::paired_runs(&index, &files, &others, reductions);
     let mut runs = Vec::with_capacity(files.len());
     let mut by_pair: Vec<Vec<RunPairs>> = port_pairs.keys().map(|_| Vec::new()).collect();
     let mut failed = 0;

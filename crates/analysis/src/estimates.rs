@@ -35,7 +35,7 @@ pub fn probe_estimates(dir: &ResultsDir) -> Result<Vec<SessionEstimates>, Analys
     let index = Index::from(&prov);
     let entries = journal::read(&dir.journal_path())?;
     let (files, _) = load::run_files(dir, &index.groups, &entries)?;
-    let paired = load::paired_runs(&index, &files, &[]);
+    let paired = load::paired_runs(&index, &files, &[], load::Reductions::Kept);
     let mut by_session: BTreeMap<(usize, Option<String>, u32), Vec<&RunPairs>> = BTreeMap::new();
     for (r, _) in paired.iter().flatten().filter(|(r, _)| r.counts.matched > 0) {
         by_session.entry((r.group, r.level.clone(), r.session)).or_default().push(r);

@@ -120,25 +120,44 @@ pub fn run_files(
 /// A run paired on the headline ports, and on each further pair asked for.
 pub type RunAndPairs = (RunPairs, Vec<RunPairs>);
 
+/// Whether an analysis reads the runs' reductions ([`latency_results::reduction`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reductions {
+    /// Read those of the run files the journal names; make the others again from the run files.
+    Kept,
+    /// Decode and pair every run file, and write nothing (`orchestrate verify`, which trusts
+    /// nothing in the folder).
+    Ignored,
+}
+
 /// Every run, in parallel, paired on the headline ports (pipeline against bypass) and then on
 /// each of `others`: the one run loader of the analysis and of the history's per-probe estimates.
-/// A run whose reduction is kept (`pairs/`, of this very run file) is read from it, once its run
-/// file's sha256 is checked against the journal; any other is read from its run file, paired, and
-/// its reduction made again. A further port pair always reads the run file.
-pub fn paired_runs(index: &Index, files: &[RunFile], others: &[PortPair]) -> Vec<Result<RunAndPairs, Unreadable>> {
+/// With [`Reductions::Kept`], a run whose reduction is kept (`pairs/`, of this very run file) is
+/// read from it, once its run file's sha256 is checked against the journal; any other is read from
+/// its run file, paired, and its reduction made again. A further port pair always reads the run
+/// file.
+pub fn paired_runs(
+    index: &Index,
+    files: &[RunFile],
+    others: &[PortPair],
+    reductions: Reductions,
+) -> Vec<Result<RunAndPairs, Unreadable>> {
     let exclude = index.analysis.exclude_first_after_gap;
     par_map(files, |f| {
         let group = &index.groups[f.group];
         let of =
             |r: &Reduction| RunPairs::of(f.group, f.session, r, index.tsc_hz, exclude, group.bound_model.is_some());
         let id = f.identity(group);
-        let kept = Reduction::read_of(&f.reduction, &id);
+        let kept = match reductions {
+            Reductions::Kept => Reduction::read_of(&f.reduction, &id),
+            Reductions::Ignored => None,
+        };
         if let Some(r) = kept.as_ref().filter(|_| others.is_empty()) {
             return checked_bytes(f).map(|_| (of(r), Vec::new()));
         }
         let batches = read_verified(f, group)?;
         let headline = Reduction::of(pairs::pair(&batches), id.clone());
-        if kept.is_none() {
+        if kept.is_none() && reductions == Reductions::Kept {
             // Derived data: a folder that cannot be written to is analysed all the same.
             let _ = headline.write(&f.reduction);
         }

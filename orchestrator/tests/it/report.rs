@@ -608,6 +608,26 @@ fn verify_finds_every_edit_of_a_results_folder() {
     let (code, err) = verify(&dir);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains(&format!("differs: {rel}: missing")), "{err}");
+
+    // A run's reduction forged whole (its checksum made again) and the summary analysed from it:
+    // verify analyses the run files, never the reductions.
+    let dir = fresh();
+    let reduction = dir.join(latency_results::ResultsDir::reduction_rel_path(std::path::Path::new(&rel)));
+    let mut forged = latency_results::reduction::Reduction::decode(&std::fs::read(&reduction).unwrap()).unwrap();
+    forged.diffs.iter_mut().for_each(|d| d.1 += 2890);
+    std::fs::write(&reduction, forged.encode()).unwrap();
+    let o = orchestrate(&["analyze", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("differs: summary.json.programs."), "{err}");
+    // Without reductions, verify still writes nothing (it makes none again).
+    let dir = fresh();
+    std::fs::remove_dir_all(dir.join("pairs")).unwrap();
+    let before = listing(&dir);
+    let (code, err) = verify(&dir);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(listing(&dir), before, "verify writes no reduction");
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
