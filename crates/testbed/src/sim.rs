@@ -380,12 +380,14 @@ impl Twin {
         }
         // Every copy in time order (a tie: the pipeline's first, then the bypass's, then further
         // ports'), numbered per port.
-        let mut copies: Vec<(f64, u64, u8, u16)> =
-            [(Port::Pipeline as u8, pipeline_len, pipe), (Port::Bypass as u8, frame_len, byp)]
-                .into_iter()
-                .chain(further.into_iter().enumerate().map(|(k, v)| (k as u8 + 2, pipeline_len, v)))
-                .flat_map(|(port, len, v)| v.into_iter().map(move |(t, id)| (t, id, port, len)))
-                .collect();
+        let total = pipe.len() + byp.len() + further.iter().map(Vec::len).sum::<usize>();
+        let mut copies: Vec<(f64, u64, u8, u16)> = Vec::with_capacity(total);
+        let ports = [(Port::Pipeline as u8, pipeline_len, pipe), (Port::Bypass as u8, frame_len, byp)]
+            .into_iter()
+            .chain(further.into_iter().enumerate().map(|(k, v)| (k as u8 + 2, pipeline_len, v)));
+        for (port, len, v) in ports {
+            copies.extend(v.into_iter().map(|(t, id)| (t, id, port, len)));
+        }
         copies.sort_by(|a, b| a.0.total_cmp(&b.0));
 
         let ticks_per_ns = m.tsc_hz / 1e9;
@@ -396,12 +398,10 @@ impl Twin {
             let seq = seqs[port as usize];
             seqs[port as usize] += 1;
             let hw_start = start_s as i64 * 1_000_000_000;
-            let hw = self
-                .reflect
-                .then(|| hw_start + (t + REFLECT_NS + m.reflect_channel_ns * normal(&mut r)).round() as i64);
+            let hw = self.reflect.then(|| hw_start + round(t + REFLECT_NS + m.reflect_channel_ns * normal(&mut r)));
             // The first probe can arrive before the run's nominal start (the sender's jitter): its
             // time is then negative, which a cast to u64 would clamp to the run's start.
-            let tsc = tsc_start.saturating_add_signed((t * ticks_per_ns).round() as i64);
+            let tsc = tsc_start.saturating_add_signed(round(t * ticks_per_ns));
             b.push_index(id, port, tsc, seq, len, hw);
             if b.len() == BATCH {
                 batches.extend(b.finish().ok());
@@ -503,6 +503,25 @@ impl Testbed for SimTestbed {
 
     fn cleanup(&mut self) {
         self.ahead.clear();
+    }
+}
+
+/// `x.round() as i64` (halves away from zero), with integer arithmetic: `f64::round` is a call
+/// into the C library on a baseline x86-64 target, and the simulator rounds two stamps per copy.
+/// Below 2⁵² the fraction `x − trunc(x)` is exact, so the result is the same to the bit; at or
+/// above, `x` is a whole number (or not finite) already.
+fn round(x: f64) -> i64 {
+    if x.abs() >= 4_503_599_627_370_496.0 {
+        return x as i64;
+    }
+    let i = x as i64;
+    let fraction = x - i as f64;
+    if fraction >= 0.5 {
+        i + 1
+    } else if fraction <= -0.5 {
+        i - 1
+    } else {
+        i
     }
 }
 

@@ -277,3 +277,41 @@ fn loss_removes_copies_and_reflect_adds_hardware_stamps() {
     // C = R − D: two independent N(0, 4²) channel terms, plus rounding of both clocks.
     assert!(mean.abs() < 0.15 && (sd - 32f64.sqrt()).abs() < 0.25, "mean {mean} sd {sd}");
 }
+
+proptest::proptest! {
+    /// The simulator's rounding is `f64::round`'s, halves and the edges of the range included.
+    #[test]
+    fn stamps_round_as_the_library_rounds(
+        whole in -(1i64 << 53)..(1i64 << 53),
+        eighths in 0u8..8,
+        scale in proptest::sample::select(vec![1.0, 1e-3, 2.89, 1e6, 1e12]),
+    ) {
+        let x = (whole as f64 + f64::from(eighths) / 8.0) * scale;
+        for v in [x, -x, x.next_up(), x.next_down()] {
+            proptest::prop_assert_eq!(round(v), v.round() as i64, "{}", v);
+        }
+    }
+}
+
+#[test]
+fn stamps_round_as_the_library_rounds_at_the_extremes() {
+    for v in [
+        0.5,
+        -0.5,
+        1.5,
+        -2.5,
+        0.49999999999999994,
+        -0.49999999999999994,
+        4503599627370495.5,
+        -4503599627370495.5,
+        9.3e18,
+        -9.3e18,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -0.0,
+    ] {
+        assert_eq!(round(v), v.round() as i64, "{v}");
+    }
+}
