@@ -285,15 +285,13 @@ impl Store {
         let (mut rows, mut estimates) = (0, 0);
         // Estimates first, rows last, as a first add writes them.
         if !matches!(stored_estimates, Stored::Found(_)) {
-            let bytes = self.parquet(&est_path, Estimate::to_batch(&study.estimates))?;
-            self.rt.block_on(self.inner.put(&est_path, bytes)).map_err(self.object_err(&est_path))?;
+            self.put_table(&est_path, Estimate::to_batch(&study.estimates))?;
             repaired.push("estimates".to_string());
             damage.push(describe(&stored_estimates, &est_path));
             estimates = study.estimates.len();
         }
         if !matches!(stored_rows, Stored::Found(_)) {
-            let bytes = self.parquet(&rows_path, Row::to_batch(&study.rows))?;
-            self.rt.block_on(self.inner.put(&rows_path, bytes)).map_err(self.object_err(&rows_path))?;
+            self.put_table(&rows_path, Row::to_batch(&study.rows))?;
             repaired.push("rows".to_string());
             damage.push(describe(&stored_rows, &rows_path));
             rows = study.rows.len();
@@ -319,8 +317,7 @@ impl Store {
     /// study was there already).
     pub fn put_study(&self, key: &StudyKey, rows: &[Row], estimates: &[Estimate]) -> Result<bool, StoreError> {
         let est_path = table_path("estimates", key);
-        let bytes = self.parquet(&est_path, Estimate::to_batch(estimates))?;
-        self.rt.block_on(self.inner.put(&est_path, bytes)).map_err(self.object_err(&est_path))?;
+        self.put_table(&est_path, Estimate::to_batch(estimates))?;
         if latency_results::failpoint::hit("history-add-killed") {
             std::process::abort();
         }
@@ -350,6 +347,32 @@ impl Store {
     /// The studies in the store (those whose rows exist), in (date, id) order.
     pub fn studies(&self) -> Result<Vec<StudyKey>, StoreError> {
         self.keys("rows")
+    }
+
+    /// Write a table's Parquet object at `path`, replacing any.
+    fn put_table(
+        &self,
+        path: &ObjectPath,
+        batch: Result<arrow_array::RecordBatch, arrow_schema::ArrowError>,
+    ) -> Result<(), StoreError> {
+        let bytes = self.parquet(path, batch)?;
+        self.rt.block_on(self.inner.put(path, bytes)).map_err(self.object_err(path))?;
+        Ok(())
+    }
+
+    /// Every row of `table` (`annotations`, `confirmations`), in (date, id) order of its study.
+    fn table_rows<T: Send>(
+        &self,
+        table: &str,
+        decode: fn(&arrow_array::RecordBatch) -> Result<Vec<T>, ColumnError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let keys = self.keys(table)?;
+        let read = futures_util::stream::iter(
+            keys.iter().map(|k| async move { self.read_table(&table_path(table, k), decode).await }),
+        )
+        .buffered(16)
+        .try_collect::<Vec<_>>();
+        Ok(self.rt.block_on(read)?.into_iter().flatten().collect())
     }
 
     /// The studies `table` holds a part of, in (date, id) order.
@@ -392,8 +415,7 @@ impl Store {
             time: Micros(latency_results::now_micros()),
         };
         let path = table_path("annotations", &key);
-        let bytes = self.parquet(&path, Annotation::to_batch(&[row]))?;
-        self.rt.block_on(self.inner.put(&path, bytes)).map_err(self.object_err(&path))?;
+        self.put_table(&path, Annotation::to_batch(&[row]))?;
         Ok(key)
     }
 
@@ -414,33 +436,18 @@ impl Store {
             time: Micros(latency_results::now_micros()),
         };
         let path = table_path("confirmations", &key);
-        let bytes = self.parquet(&path, Confirmation::to_batch(&[row]))?;
-        self.rt.block_on(self.inner.put(&path, bytes)).map_err(self.object_err(&path))?;
+        self.put_table(&path, Confirmation::to_batch(&[row]))?;
         Ok(key)
     }
 
     /// Every confirmation in the store, in (date, id) order of its study.
     pub fn confirmations(&self) -> Result<Vec<Confirmation>, StoreError> {
-        let keys = self.keys("confirmations")?;
-        let read =
-            futures_util::stream::iter(keys.iter().map(|k| async move {
-                self.read_table(&table_path("confirmations", k), Confirmation::from_batch).await
-            }))
-            .buffered(16)
-            .try_collect::<Vec<_>>();
-        Ok(self.rt.block_on(read)?.into_iter().flatten().collect())
+        self.table_rows("confirmations", Confirmation::from_batch)
     }
 
     /// Every annotation in the store, in (date, id) order of its study.
     pub fn annotations(&self) -> Result<Vec<Annotation>, StoreError> {
-        let keys = self.keys("annotations")?;
-        let read = futures_util::stream::iter(
-            keys.iter()
-                .map(|k| async move { self.read_table(&table_path("annotations", k), Annotation::from_batch).await }),
-        )
-        .buffered(16)
-        .try_collect::<Vec<_>>();
-        Ok(self.rt.block_on(read)?.into_iter().flatten().collect())
+        self.table_rows("annotations", Annotation::from_batch)
     }
 
     /// The per-probe estimates of one study.
