@@ -13,32 +13,26 @@ use crate::yaml::{self, Node, Value};
 pub fn subset(path: &Path, source: &str, keep: &[&str], sessions: Option<u32>) -> Result<String, String> {
     let root = yaml::parse(path, source).map_err(|d| d.to_string())?;
     let Value::Map(entries) = &root.value else { return Err(format!("{}: not a mapping", path.display())) };
-    let lines: Vec<&str> = source.split_inclusive('\n').collect();
-    let entry = |key: &str| entries.iter().position(|(_, k, _)| k == key);
+    let mut lines: Vec<String> = source.split_inclusive('\n').map(str::to_string).collect();
     let mut drop = vec![false; lines.len()];
     let at = |n: &Node| format!("{}:{}", path.display(), n.pos);
 
-    let Some(p) = entry("programs") else { return Err(format!("{}: no `programs`", path.display())) };
-    let Value::Seq(items) = &entries[p].2.value else {
-        return Err(format!("{}: `programs` is not a list", at(&entries[p].2)));
+    let Some((key_pos, _, programs)) = entries.iter().find(|(_, k, _)| k == "programs") else {
+        return Err(format!("{}: no `programs`", path.display()));
     };
+    let Value::Seq(items) = &programs.value else { return Err(format!("{}: `programs` is not a list", at(programs))) };
     // A program's lines: from its `- ` line to the next program's, or to the next top-level key.
     let end_of_list = entries
         .iter()
         .map(|(pos, _, _)| pos.line)
-        .filter(|&l| l > entries[p].0.line)
+        .filter(|&l| l > key_pos.line)
         .min()
         .map_or(lines.len() + 1, |l| l as usize);
     let mut kept = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let name = match &item.value {
-            Value::Map(m) => m.iter().find(|(_, k, _)| k == "name").and_then(|(_, _, v)| match &v.value {
-                Value::Str(s) => Some(s.as_str()),
-                _ => None,
-            }),
-            _ => None,
+        let Some(name) = field(item, "name").and_then(text) else {
+            return Err(format!("{}: a program without a `name`", at(item)));
         };
-        let Some(name) = name else { return Err(format!("{}: a program without a `name`", at(item))) };
         let start = item.pos.line as usize;
         if !lines.get(start - 1).is_some_and(|l| l.trim_start().starts_with('-')) {
             return Err(format!("{}: program `{name}` does not start on its `-` line", at(item)));
@@ -53,46 +47,29 @@ pub fn subset(path: &Path, source: &str, keep: &[&str], sessions: Option<u32>) -
     if let Some(missing) = keep.iter().find(|k| !kept.contains(k)) {
         return Err(format!("{}: no program `{missing}`", path.display()));
     }
-    let mut out: Vec<String> = lines.iter().map(|l| (*l).to_string()).collect();
     if let Some(n) = sessions {
-        let protocol = entry("protocol").map(|i| &entries[i].2);
-        let node = protocol.and_then(|p| match &p.value {
-            Value::Map(m) => m.iter().find(|(_, k, _)| k == "sessions").map(|(_, _, v)| v),
-            _ => None,
-        });
-        let Some(node) = node.filter(|n| matches!(n.value, Value::Int(_))) else {
+        let protocol = entries.iter().find(|(_, k, _)| k == "protocol").map(|(_, _, v)| v);
+        let Some(node) = protocol.and_then(|p| field(p, "sessions")).filter(|n| matches!(n.value, Value::Int(_)))
+        else {
             return Err(format!("{}: no `protocol.sessions` number to replace", path.display()));
         };
-        let line = &mut out[node.pos.line as usize - 1];
-        let from = line.char_indices().nth(node.pos.col as usize - 1).map_or(line.len(), |(b, _)| b);
-        let len = line[from..].find(|c: char| !c.is_ascii_digit()).unwrap_or(line.len() - from);
-        line.replace_range(from..from + len, &n.to_string());
+        replace_scalar(&mut lines, node, &n.to_string());
     }
-    Ok(out.into_iter().zip(drop).filter(|(_, d)| !d).map(|(l, _)| l).collect())
+    Ok(lines.into_iter().zip(drop).filter(|(_, d)| !d).map(|(l, _)| l).collect())
 }
 
 /// `source` (the plan at `path`) with program `program`'s `bitstream` set to `manifest` (written
 /// as an absolute path, so that it holds wherever the plan is).
 pub fn with_bitstream(path: &Path, source: &str, program: &str, manifest: &Path) -> Result<String, String> {
     let root = yaml::parse(path, source).map_err(|d| d.to_string())?;
-    let entries = match &root.value {
-        Value::Map(entries) => entries,
-        _ => return Err(format!("{}: not a mapping", path.display())),
+    let items = match field(&root, "programs").map(|n| &n.value) {
+        Some(Value::Seq(items)) => items.as_slice(),
+        _ => &[],
     };
-    let items = entries.iter().find(|(_, k, _)| k == "programs").and_then(|(_, _, v)| match &v.value {
-        Value::Seq(items) => Some(items),
-        _ => None,
-    });
-    let field = |item: &Node, key: &str| match &item.value {
-        Value::Map(m) => m.iter().find(|(_, k, _)| k == key).map(|(_, _, v)| v.clone()),
-        _ => None,
-    };
-    let named =
-        |item: &&Node| matches!(field(item, "name"), Some(Node { value: Value::Str(ref s), .. }) if s == program);
-    let Some(item) = items.and_then(|items| items.iter().find(named)) else {
+    let Some(item) = items.iter().find(|item| field(item, "name").and_then(text) == Some(program)) else {
         return Err(format!("{}: no program `{program}`", path.display()));
     };
-    let Some(node) = field(item, "bitstream").filter(|n| matches!(n.value, Value::Str(_))) else {
+    let Some(node) = field(item, "bitstream").filter(|n| text(n).is_some()) else {
         return Err(format!(
             "{}:{}: program `{program}` has no single `bitstream` (it lists one per board, or none): give it one to bisect",
             path.display(),
@@ -102,11 +79,32 @@ pub fn with_bitstream(path: &Path, source: &str, program: &str, manifest: &Path)
     let absolute = std::path::absolute(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let quoted = serde_json::to_string(&absolute.display().to_string()).map_err(|e| e.to_string())?;
     let mut lines: Vec<String> = source.split_inclusive('\n').map(str::to_string).collect();
+    replace_scalar(&mut lines, node, &quoted);
+    Ok(lines.concat())
+}
+
+/// The value of `key` in mapping `node`.
+fn field<'a>(node: &'a Node, key: &str) -> Option<&'a Node> {
+    match &node.value {
+        Value::Map(m) => m.iter().find(|(_, k, _)| k == key).map(|(_, _, v)| v),
+        _ => None,
+    }
+}
+
+/// The string `node` holds.
+fn text(node: &Node) -> Option<&str> {
+    match &node.value {
+        Value::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The scalar `node` replaced by `with` in the source's `lines`.
+fn replace_scalar(lines: &mut [String], node: &Node, with: &str) {
     let line = &mut lines[node.pos.line as usize - 1];
     let from = line.char_indices().nth(node.pos.col as usize - 1).map_or(line.len(), |(b, _)| b);
     let len = scalar_len(&line[from..]);
-    line.replace_range(from..from + len, &quoted);
-    Ok(lines.concat())
+    line.replace_range(from..from + len, with);
 }
 
 /// The length of the YAML scalar at the start of `text`: a quoted one to its closing quote, a
