@@ -2,8 +2,9 @@
 //! self-contained RO-Crate for an archive: every file of the folder (data, reports, plan, journal,
 //! provenance) with `ro-crate-metadata.json` made anew from them, in a zip (entries stored
 //! uncompressed: the run files are compressed Parquet already; fixed times, so that the same
-//! folder gives the same bytes). Left out, and named: the folder's lock and hidden files, and any
-//! file that is or holds a private key or an SSH host or client key, whatever its name.
+//! folder gives the same bytes). Left out: the folder's lock, hidden files and the runs'
+//! reductions (as the crate leaves them out), and, named, any file that is or holds a private key
+//! or an SSH host or client key, whatever its name.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,8 @@
 //! which DuckDB, pandas and Spark users read. Each file's one typed definition, with its reader and
 //! writer, is here: the folder's layout ([`ResultsDir`]), journal events ([`event`], [`journal`]),
 //! provenance ([`provenance`]), the run-file schema and metadata ([`runfile`]), the pairing of a
-//! run's records into probes ([`pairs`]), `summary.json` ([`summary`]) and the history's rows
+//! run's records into probes ([`pairs`]) and the run's reduction kept beside it ([`reduction`]),
+//! `summary.json` ([`summary`]), the folder as an RO-Crate ([`rocrate`]) and the history's rows
 //! ([`history`]).
 //!
 //! May touch: files inside a results folder or a history store's rows, written atomically. Must
@@ -19,7 +20,8 @@
 //! ```
 //!
 //! Every file is written atomically (temporary file, fsync, rename, fsync of the folder) and a
-//! run file that exists is never overwritten.
+//! run file that exists is never overwritten; the files that can be made again identical (the
+//! runs' reductions, a simulated study's run files) are renamed into place without the fsyncs.
 
 mod dir;
 mod error;

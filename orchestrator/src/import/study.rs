@@ -170,10 +170,10 @@ pub fn import_latencylab(src: &Path, out: &Path, probes: u64) -> Result<ImportRe
     Ok(report)
 }
 
-/// Write the whole results folder of an import into `root` (a fresh folder).
 /// The description of what produced an imported folder's data.
 pub const IMPORT_PROCEDURE: &str = "import.md";
 
+/// Write the whole results folder of an import into `root` (a fresh folder).
 fn write_study(
     root: &Path,
     inputs: &[Input],
@@ -237,8 +237,12 @@ fn write_study(
         let batch = records(&f.rows, hw_of(silicon, input))
             .map_err(|source| ImportError::Records { path: input.path.clone(), source })?;
         let path = dir.root().join(&file.path);
-        runfile::write(&path, std::slice::from_ref(&batch), &run_metadata(input, plan_hash, probes, &sha256), true)?;
-        let stored = digest::sha256_file(&path).map_err(latency_results::io_err(&path))?;
+        let stored = runfile::write(
+            &path,
+            std::slice::from_ref(&batch),
+            &run_metadata(input, plan_hash, probes, &sha256),
+            true,
+        )?;
         let counts = pairs::pair(std::slice::from_ref(&batch)).counts;
         let stamps = f.rows.iter().flat_map(|r| [r.rx1, r.rx2]);
         let span = stamps.clone().max().unwrap_or(0) - stamps.min().unwrap_or(0);

@@ -150,8 +150,7 @@ fn write_trend(
         let xml = page::junit(t).map_err(|e| fail(e.to_string()))?;
         write(path, xml.as_bytes())?;
     }
-    for s in t.series.iter().filter_map(|s| s.noisy.map(|n| (s, n))) {
-        let (s, n) = s;
+    for (s, n) in t.series.iter().filter_map(|s| s.noisy.map(|n| (s, n))) {
         eprintln!(
             "too noisy: {} {} {}: shifts under {:.1} ns are not told from noise; {} nights at a new level or {} sessions a night would tell one of the threshold",
             s.identity.name, s.program, s.statistic, n.detectable_ns, n.nights_needed, n.sessions_needed

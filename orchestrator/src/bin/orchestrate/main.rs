@@ -292,7 +292,7 @@ fn export_crate(dir: &Path, out: &Path) -> Result<(), Failure> {
         eprintln!("left out: {file}: {why}");
     }
     progress(format_args!(
-        "export: {} ({} files, {} bytes; the folder's lock and hidden files left out)",
+        "export: {} ({} files, {} bytes; the folder's lock, hidden files and the runs' reductions left out)",
         z.out.display(),
         z.files,
         z.bytes
