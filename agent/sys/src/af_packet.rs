@@ -11,12 +11,12 @@ const BLOCK_SIZE: u32 = 1 << 20;
 const BLOCKS: u32 = 16;
 /// Frames in the ring.
 const FRAMES: usize = (BLOCK_SIZE / FRAME_SIZE * BLOCKS) as usize;
-/// How many frames ahead of the one being handled the receive loop prefetches.
-const PREFETCH_AHEAD: usize = 8;
 /// Bytes prefetched at the start of a frame: the TPACKET_V2 header and `sockaddr_ll`, then the
 /// first 126 bytes of the packet (the kernel puts an Ethernet frame at offset 66), where probes
 /// sit.
 const PREFETCH_BYTES: usize = 192;
+/// Frames stamped before they are handed over ([`PacketRing::poll`]); as many as a DPDK burst.
+const STAMP_BATCH: usize = 32;
 
 /// A receive ring bound to one interface, in promiscuous mode.
 pub struct PacketRing {
@@ -222,52 +222,79 @@ impl PacketRing {
     /// after the frame is seen, then give the slot back to the kernel. Frames this host sent are
     /// skipped. Returns the number of frames handed over; at most `budget`.
     ///
-    /// No system call: the status words are read in the shared ring. While a frame is handled, the
-    /// one eight slots on is prefetched (its header and the start of its packet), so that a ring
-    /// holding many frames is drained without waiting on memory for each.
-    pub fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+    /// No system call: the status words are read in the shared ring. The frames are taken
+    /// [`STAMP_BATCH`] at a time, as the DPDK backend takes a burst: the status
+    /// words of the waiting ones are read, each is stamped (one fenced TSC read after another,
+    /// all after those reads), then they are handed over. So a stamp never waits for the
+    /// handling of the frames before it. While a frame is handed over, the one a batch on is
+    /// prefetched (its header and the start of its packet), so that a ring holding many frames is
+    /// drained without waiting on memory for each.
+    pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
+        let mut stamps = [0u64; STAMP_BATCH];
+        for k in 0..budget.min(STAMP_BATCH) {
+            super::prefetch(self.frame((self.next + k) % FRAMES));
+        }
         let mut n = 0;
         while n < budget {
-            // SAFETY: `next` < FRAMES, so the frame lies inside the ring; the header is the first
-            // bytes of every frame (TPACKET_V2 layout), 4-aligned.
-            let frame = unsafe { self.ring.add(self.next * FRAME_SIZE as usize) };
-            let hdr = frame.cast::<libc::tpacket2_hdr>();
-            // SAFETY: `hdr` points into the ring; the status word is shared with the kernel, so it
-            // is read volatile, and the acquire fence orders the frame reads after it.
-            let status = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*hdr).tp_status)) };
-            if status & libc::TP_STATUS_USER == 0 {
-                break;
+            let want = (budget - n).min(STAMP_BATCH);
+            let first = self.next;
+            let mut seen = 0;
+            while seen < want {
+                let hdr = self.frame((first + seen) % FRAMES).cast::<libc::tpacket2_hdr>();
+                // SAFETY: `hdr` points into the ring; the status word is shared with the kernel,
+                // so it is read volatile.
+                let status = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*hdr).tp_status)) };
+                if status & libc::TP_STATUS_USER == 0 {
+                    break;
+                }
+                seen += 1;
             }
+            // Each stamp follows the status reads: the fence before it waits for them.
+            for s in &mut stamps[..seen] {
+                *s = super::rdtsc_fenced();
+            }
+            // The frames' contents are read after their status words.
             fence(Ordering::Acquire);
-            let tsc = super::rdtsc_fenced();
-            let ahead = self.ring.wrapping_add((self.next + PREFETCH_AHEAD) % FRAMES * FRAME_SIZE as usize);
-            for line in (0..PREFETCH_BYTES).step_by(64) {
-                super::prefetch(ahead.wrapping_add(line));
+            for (k, &tsc) in stamps[..seen].iter().enumerate() {
+                let frame = self.frame((first + k) % FRAMES);
+                // The frame a batch on, for the next batch's two passes.
+                let ahead = self.frame((first + k + STAMP_BATCH) % FRAMES);
+                for line in (0..PREFETCH_BYTES).step_by(64) {
+                    super::prefetch(ahead.wrapping_add(line));
+                }
+                let hdr = frame.cast::<libc::tpacket2_hdr>();
+                // SAFETY: the kernel gave this frame to user space (TP_STATUS_USER, read in the
+                // first pass): its header and the `tp_snaplen` bytes at `tp_mac` are initialised
+                // and stay put until the status is handed back below. The sockaddr_ll follows the
+                // aligned header.
+                let (data, outgoing) = unsafe {
+                    let h = &*hdr;
+                    let sll = frame
+                        .add(libc::TPACKET_ALIGN(std::mem::size_of::<libc::tpacket2_hdr>()))
+                        .cast::<libc::sockaddr_ll>();
+                    let data = std::slice::from_raw_parts(frame.add(h.tp_mac as usize), h.tp_snaplen as usize);
+                    (data, (*sll).sll_pkttype == libc::PACKET_OUTGOING)
+                };
+                if !outgoing {
+                    f(data, tsc);
+                    n += 1;
+                }
+                fence(Ordering::Release);
+                // SAFETY: returning the slot to the kernel; nothing reads `data` after this.
+                unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_KERNEL) };
             }
-            // SAFETY: the kernel gave this frame to user space (TP_STATUS_USER): its header and
-            // the `tp_snaplen` bytes at `tp_mac` are initialised and stay put until the status is
-            // handed back below. The sockaddr_ll follows the aligned header.
-            let (data, outgoing) = unsafe {
-                let h = &*hdr;
-                let sll = frame
-                    .add(libc::TPACKET_ALIGN(std::mem::size_of::<libc::tpacket2_hdr>()))
-                    .cast::<libc::sockaddr_ll>();
-                let data = std::slice::from_raw_parts(frame.add(h.tp_mac as usize), h.tp_snaplen as usize);
-                (data, (*sll).sll_pkttype == libc::PACKET_OUTGOING)
-            };
-            if !outgoing {
-                f(data, tsc);
-                n += 1;
-            }
-            fence(Ordering::Release);
-            // SAFETY: returning the slot to the kernel; nothing reads `data` after this.
-            unsafe { std::ptr::write_volatile(std::ptr::addr_of_mut!((*hdr).tp_status), libc::TP_STATUS_KERNEL) };
-            self.next += 1;
-            if self.next == FRAMES {
-                self.next = 0;
+            self.next = (first + seen) % FRAMES;
+            if seen < want {
+                break;
             }
         }
         n
+    }
+
+    /// The start of slot `index` (< [`FRAMES`]) of the ring: its TPACKET_V2 header, 4-aligned.
+    #[inline(always)]
+    fn frame(&self, index: usize) -> *mut u8 {
+        self.ring.wrapping_add(index * FRAME_SIZE as usize)
     }
 }
 

@@ -33,6 +33,8 @@ const QUEUE: u32 = 0;
 const PREFETCH_AHEAD: u32 = 8;
 /// Bytes prefetched at the start of a received packet, where probes sit.
 const PREFETCH_BYTES: usize = 128;
+/// Frames stamped before they are handed over ([`XdpSocket::poll`]); as many as a DPDK burst.
+const STAMP_BATCH: usize = 32;
 /// Size of a transparent huge page on x86_64: the UMEM is aligned to it.
 const HUGE_PAGE: usize = 2 << 20;
 
@@ -474,13 +476,15 @@ impl XdpSocket {
     }
 
     /// Hand every frame waiting in the RX ring (at most `budget`) to `f`, in arrival order, with
-    /// a TSC stamp taken right after the frame is seen, then give the frames back through the
-    /// fill ring. Returns the number handed over.
+    /// a TSC stamp taken after the ring's producer index showed it, then give the frames back
+    /// through the fill ring. Returns the number handed over.
     ///
     /// No system call unless busy polling finds the ring empty; the rings' indexes are read and
-    /// written once per call, not per frame. While a frame is handled, the packet eight
-    /// descriptors on is prefetched.
-    pub fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+    /// written once per call, not per frame. The frames are taken [`STAMP_BATCH`] at a time, as a
+    /// DPDK burst is ([`crate::dpdk::DpdkPort::poll`]): each is stamped (one fenced TSC read after
+    /// another), then they are handed over, so that a stamp never waits for the handling of the
+    /// frames before it. While a frame is handled, the packet eight descriptors on is prefetched.
+    pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let mut avail = self.rx.producer().load(Ordering::Acquire).wrapping_sub(cons);
         if avail == 0 && self.busy_poll {
@@ -503,23 +507,31 @@ impl XdpSocket {
         for k in 0..n.min(PREFETCH_AHEAD) {
             self.prefetch(cons.wrapping_add(k));
         }
-        for k in 0..n {
-            // SAFETY: slots cons..cons+n were published by the kernel (producer read with
-            // Acquire) and are ours until the consumer index moves past them.
-            let desc = unsafe { self.rx.slot(cons.wrapping_add(k)).read() };
-            let tsc = super::rdtsc_fenced();
-            if k + PREFETCH_AHEAD < n {
-                self.prefetch(cons.wrapping_add(k + PREFETCH_AHEAD));
+        let mut stamps = [0u64; STAMP_BATCH];
+        let mut k = 0;
+        while k < n {
+            let batch = (n - k).min(STAMP_BATCH as u32) as usize;
+            for s in &mut stamps[..batch] {
+                *s = super::rdtsc_fenced();
             }
-            let (addr, len) = (desc.addr as usize, desc.len as usize);
-            if addr + len <= self.umem.len {
-                // SAFETY: inside the UMEM (checked), written by the kernel before it published
-                // the descriptor; not handed back to it before `f` returns.
-                f(unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) }, tsc);
+            for &tsc in &stamps[..batch] {
+                // SAFETY: slots cons..cons+n were published by the kernel (producer read with
+                // Acquire) and are ours until the consumer index moves past them.
+                let desc = unsafe { self.rx.slot(cons.wrapping_add(k)).read() };
+                if k + PREFETCH_AHEAD < n {
+                    self.prefetch(cons.wrapping_add(k + PREFETCH_AHEAD));
+                }
+                let (addr, len) = (desc.addr as usize, desc.len as usize);
+                if addr + len <= self.umem.len {
+                    // SAFETY: inside the UMEM (checked), written by the kernel before it published
+                    // the descriptor; not handed back to it before `f` returns.
+                    f(unsafe { std::slice::from_raw_parts(self.umem.ptr.add(addr), len) }, tsc);
+                }
+                // SAFETY: the fill ring has a free slot for every frame we hold: it and the RX
+                // ring both have a slot per UMEM frame.
+                unsafe { self.fill.slot(fill_prod.wrapping_add(k)).write(desc.addr & !u64::from(FRAME - 1)) };
+                k += 1;
             }
-            // SAFETY: the fill ring has a free slot for every frame we hold: it and the RX ring
-            // both have a slot per UMEM frame.
-            unsafe { self.fill.slot(fill_prod.wrapping_add(k)).write(desc.addr & !u64::from(FRAME - 1)) };
         }
         if n > 0 {
             self.rx.consumer().store(cons.wrapping_add(n), Ordering::Release);

@@ -274,7 +274,7 @@ impl DpdkPort {
     /// Hand the frames waiting on RX queue 0 (up to `budget`, at most [`BURST`]) to `f` with
     /// their TSC stamps, reflecting the probes in reflect mode; returns how many were handed over.
     /// Never blocks.
-    pub fn poll(&mut self, budget: usize, f: &mut dyn FnMut(&[u8], u64)) -> usize {
+    pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let want = budget.min(BURST);
         if want == 0 {
             return 0;

@@ -318,7 +318,7 @@ fn net_pcap_reflect_tags_probes_and_sends_them_per_port_queue() {
             sc.spawn(move || {
                 let (mut frames, mut untagged) = (0u64, 0u64);
                 while frames < n + junk + loops && Instant::now() < deadline {
-                    frames += port.poll(64, &mut |f, _| {
+                    frames += port.poll(64, |f, _| {
                         if probe::parse(f, ProbeFormat::Latencylab).is_some_and(|p| p.tag.is_none()) {
                             untagged += 1;
                         }
@@ -377,7 +377,7 @@ fn net_null_poller_throughput() {
                     let start = Instant::now();
                     while start.elapsed() < window {
                         for _ in 0..64 {
-                            frames += port.poll(256, &mut |f, _tsc| {
+                            frames += port.poll(256, |f, _tsc| {
                                 if probe::parse(f, ProbeFormat::Latencylab).is_some() {
                                     probes += 1;
                                 }

@@ -1,6 +1,7 @@
 //! The drop counters of an AF_PACKET ring and of an AF_XDP socket on real ones: a veth pair in a
-//! private network namespace, more frames sent than the ring holds while nobody polls it. The
-//! test binary runs its inner halves
+//! private network namespace, more frames sent than the ring holds while nobody polls it; then
+//! every frame handed over once, in order, with stamps that never go back, across small polls
+//! and the ring's wrap. The test binary runs its inner halves
 //! inside the namespace (`ip netns exec`), so no namespace code runs in the test itself. Needs
 //! root and `ip`; skipped with a notice elsewhere unless CI is set.
 
@@ -48,11 +49,35 @@ fn inside_the_namespace() {
     assert_eq!(ring.drops().unwrap(), 0, "a new ring has dropped nothing");
     send_in_bursts();
     let drops = ring.drops().unwrap();
-    let mut got = 0u64;
-    while ring.poll(1024, &mut |_, _| got += 1) > 0 {}
-    assert_eq!(got, 8192, "the ring holds 8,192 frames");
-    assert_eq!(got + drops, SENT, "every frame sent was either in the ring or counted as dropped");
+    let mut got = Handed::default();
+    while ring.poll(1024, |f, tsc| got.take(f, tsc)) > 0 {}
+    assert_eq!(got.ids, (1..=8192).collect::<Vec<_>>(), "the ring holds 8,192 frames, handed over in order");
+    assert_eq!(got.ids.len() as u64 + drops, SENT, "every frame sent was either in the ring or counted as dropped");
     assert_eq!(ring.drops().unwrap(), 0, "reading the counter resets it");
+    // Polls that end between two batches of stamps, and a ring that wraps inside a batch.
+    let mut got = Handed::default();
+    for (round, count) in [(0u64, 8150u64), (1, 100)] {
+        send_in_bursts_of(count, round * 10_000);
+        while ring.poll(7, |f, tsc| got.take(f, tsc)) > 0 {}
+    }
+    let sent: Vec<u64> = (1..=8150).chain(10_001..=10_100).collect();
+    assert_eq!(got.ids, sent, "every frame once, in order, across polls and the ring's wrap");
+}
+
+/// What polls handed over: the frames' ids, their stamps checked never to go back.
+#[derive(Default)]
+struct Handed {
+    ids: Vec<u64>,
+    last_tsc: u64,
+}
+
+impl Handed {
+    fn take(&mut self, frame: &[u8], tsc: u64) {
+        let p = latency_proto::probe::parse(frame, latency_proto::probe::ProbeFormat::Latencylab).expect("a probe");
+        assert!(tsc >= self.last_tsc, "stamp {tsc} of frame {} before the one of the frame before it", p.id);
+        self.last_tsc = tsc;
+        self.ids.push(p.id);
+    }
 }
 
 #[test]
@@ -62,20 +87,31 @@ fn af_xdp_inside_the_namespace() {
     assert_eq!(xsk.drops().unwrap(), 0, "a new socket has dropped nothing");
     send_in_bursts();
     let drops = xsk.drops().unwrap();
-    let mut got = 0u64;
-    while xsk.poll(1024, &mut |_, _| got += 1) > 0 {}
-    assert_eq!(got, 4096, "the RX ring holds 4,096 frames");
-    assert_eq!(got + drops, SENT, "every frame sent was either in the ring or counted as dropped");
+    let mut got = Handed::default();
+    while xsk.poll(1024, |f, tsc| got.take(f, tsc)) > 0 {}
+    assert_eq!(got.ids, (1..=4096).collect::<Vec<_>>(), "the RX ring holds 4,096 frames, handed over in order");
+    assert_eq!(got.ids.len() as u64 + drops, SENT, "every frame sent was either in the ring or counted as dropped");
     assert_eq!(xsk.drops().unwrap(), 0, "only new drops are counted");
+    let mut got = Handed::default();
+    for (round, count) in [(0u64, 4050u64), (1, 100)] {
+        send_in_bursts_of(count, round * 10_000);
+        while xsk.poll(7, |f, tsc| got.take(f, tsc)) > 0 {}
+    }
+    let sent: Vec<u64> = (1..=4050).chain(10_001..=10_100).collect();
+    assert_eq!(got.ids, sent, "every frame once, in order, across polls and the rings' wrap");
 }
 
 /// Send `SENT` frames on s0 in small bursts, so that the veth's backlog never overflows: only the
 /// ring may drop.
 fn send_in_bursts() {
+    send_in_bursts_of(SENT, 0);
+}
+
+/// Send `count` probes with ids `first + 1..=first + count` on s0 in small bursts.
+fn send_in_bursts_of(count: u64, first: u64) {
     let tx = PacketSender::open("s0").unwrap();
-    let f = frame(b"oct-fpga-id:1");
-    for k in 0..SENT {
-        tx.send(&f).unwrap();
+    for k in 0..count {
+        tx.send(&frame(format!("oct-fpga-id:{}", first + k + 1).as_bytes())).unwrap();
         if k % 200 == 199 {
             std::thread::sleep(Duration::from_millis(1));
         }
