@@ -129,8 +129,8 @@ fn locate_compact(frame: &[u8]) -> Option<(usize, Probe)> {
 
 /// Offset of the first occurrence of `needle` in `hay` at or after `from`: a SIMD scan for its
 /// first byte (`memchr`) followed by a comparison of the candidate window. The receiver's pollers
-/// parse every frame with it: behind 42 bytes of headers a parse takes about 5 ns, against 6.7 ns
-/// with a scan eight bytes at a time and about 13 ns byte by byte.
+/// parse every frame with it: behind 42 bytes of headers a compact probe is parsed in about 5 ns,
+/// against 6.7 ns with a scan eight bytes at a time.
 #[inline(always)]
 fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     let (&first, tail) = needle.split_first()?;

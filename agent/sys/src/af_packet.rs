@@ -222,13 +222,13 @@ impl PacketRing {
     /// after the frame is seen, then give the slot back to the kernel. Frames this host sent are
     /// skipped. Returns the number of frames handed over; at most `budget`.
     ///
-    /// No system call: the status words are read in the shared ring. The frames are taken
-    /// [`STAMP_BATCH`] at a time, as the DPDK backend takes a burst: the status
-    /// words of the waiting ones are read, each is stamped (one fenced TSC read after another,
-    /// all after those reads), then they are handed over. So a stamp never waits for the
-    /// handling of the frames before it. While a frame is handed over, the one a batch on is
-    /// prefetched (its header and the start of its packet), so that a ring holding many frames is
-    /// drained without waiting on memory for each.
+    /// No system call: the status words are read in the shared ring. The frames are taken 32 at a
+    /// time (`STAMP_BATCH`), as the DPDK backend takes a burst: the status words of the waiting
+    /// ones are read, each is stamped (one fenced TSC read after another, all after those reads),
+    /// then they are handed over. So a stamp never waits for the handling of the frames before
+    /// it. While a frame is handed over, the one a batch on is prefetched (its header and the
+    /// start of its packet), so that a ring holding many frames is drained without waiting on
+    /// memory for each.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let mut stamps = [0u64; STAMP_BATCH];
         for k in 0..budget.min(STAMP_BATCH) {

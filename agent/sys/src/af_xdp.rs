@@ -480,10 +480,10 @@ impl XdpSocket {
     /// through the fill ring. Returns the number handed over.
     ///
     /// No system call unless busy polling finds the ring empty; the rings' indexes are read and
-    /// written once per call, not per frame. The frames are taken [`STAMP_BATCH`] at a time, as a
-    /// DPDK burst is ([`crate::dpdk::DpdkPort::poll`]): each is stamped (one fenced TSC read after
-    /// another), then they are handed over, so that a stamp never waits for the handling of the
-    /// frames before it. While a frame is handled, the packet eight descriptors on is prefetched.
+    /// written once per call, not per frame. The frames are taken 32 at a time (`STAMP_BATCH`), as
+    /// the DPDK backend takes a burst: each is stamped (one fenced TSC read after another), then
+    /// they are handed over, so that a stamp never waits for the handling of the frames before it.
+    /// While a frame is handled, the packet eight descriptors on is prefetched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let cons = self.rx.consumer().load(Ordering::Relaxed);
         let mut avail = self.rx.producer().load(Ordering::Acquire).wrapping_sub(cons);

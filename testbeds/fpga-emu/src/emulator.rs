@@ -237,7 +237,7 @@ impl Emu {
         let now = Instant::now();
         let bitstream = &self.bitstream;
         let (queue, counters) = (&mut self.queue, &mut self.counters);
-        let mut got = self.rx_a.poll(BUDGET, &mut |frame, _| {
+        let mut got = self.rx_a.poll(BUDGET, |frame, _| {
             counters.pipeline_in += 1;
             counters.probes_in[0] += u64::from(is_probe(frame));
             let delay = bitstream.delay_for(frame.len());
@@ -251,7 +251,7 @@ impl Emu {
             }
         });
         let tx_b = &mut self.tx_b;
-        got += self.rx_b.poll(BUDGET, &mut |frame, _| {
+        got += self.rx_b.poll(BUDGET, |frame, _| {
             counters.bypass_in += 1;
             counters.probes_in[1] += u64::from(is_probe(frame));
             if send(tx_b, frame, counters) {
@@ -291,7 +291,7 @@ impl Emu {
     fn discard(&mut self) {
         let lost = &mut self.counters.lost_to_flash;
         for ring in [&mut self.rx_a, &mut self.rx_b] {
-            ring.poll(usize::MAX, &mut |_, _| *lost += 1);
+            ring.poll(usize::MAX, |_, _| *lost += 1);
         }
     }
 
