@@ -54,13 +54,19 @@ fn inside_the_namespace() {
     assert_eq!(got.ids, (1..=8192).collect::<Vec<_>>(), "the ring holds 8,192 frames, handed over in order");
     assert_eq!(got.ids.len() as u64 + drops, SENT, "every frame sent was either in the ring or counted as dropped");
     assert_eq!(ring.drops().unwrap(), 0, "reading the counter resets it");
-    // Polls that end between two batches of stamps, and a ring that wraps inside a batch.
+    wraps_in_order(8192, |got| ring.poll(7, |f, tsc| got.take(f, tsc)));
+}
+
+/// After a full ring was drained (its next slot the first again): `slots - 42` probes then 100
+/// more, drained by polls of 7 frames, which end between two batches of stamps, so that the ring
+/// wraps inside a batch. Every frame is handed over once, in order.
+fn wraps_in_order(slots: u64, mut poll: impl FnMut(&mut Handed) -> usize) {
     let mut got = Handed::default();
-    for (round, count) in [(0u64, 8150u64), (1, 100)] {
-        send_in_bursts_of(count, round * 10_000);
-        while ring.poll(7, |f, tsc| got.take(f, tsc)) > 0 {}
+    for (first, count) in [(0, slots - 42), (10_000, 100)] {
+        send_in_bursts_of(count, first);
+        while poll(&mut got) > 0 {}
     }
-    let sent: Vec<u64> = (1..=8150).chain(10_001..=10_100).collect();
+    let sent: Vec<u64> = (1..=slots - 42).chain(10_001..=10_100).collect();
     assert_eq!(got.ids, sent, "every frame once, in order, across polls and the ring's wrap");
 }
 
@@ -92,13 +98,7 @@ fn af_xdp_inside_the_namespace() {
     assert_eq!(got.ids, (1..=4096).collect::<Vec<_>>(), "the RX ring holds 4,096 frames, handed over in order");
     assert_eq!(got.ids.len() as u64 + drops, SENT, "every frame sent was either in the ring or counted as dropped");
     assert_eq!(xsk.drops().unwrap(), 0, "only new drops are counted");
-    let mut got = Handed::default();
-    for (round, count) in [(0u64, 4050u64), (1, 100)] {
-        send_in_bursts_of(count, round * 10_000);
-        while xsk.poll(7, |f, tsc| got.take(f, tsc)) > 0 {}
-    }
-    let sent: Vec<u64> = (1..=4050).chain(10_001..=10_100).collect();
-    assert_eq!(got.ids, sent, "every frame once, in order, across polls and the rings' wrap");
+    wraps_in_order(4096, |got| xsk.poll(7, |f, tsc| got.take(f, tsc)));
 }
 
 /// Send `SENT` frames on s0 in small bursts, so that the veth's backlog never overflows: only the
