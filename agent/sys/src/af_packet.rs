@@ -15,8 +15,6 @@ const FRAMES: usize = (BLOCK_SIZE / FRAME_SIZE * BLOCKS) as usize;
 /// the first 126 bytes of the packet (the kernel puts an Ethernet frame at offset 66), where
 /// probes sit. The first cache line is read with the status word; the others are prefetched.
 const PREFETCH_BYTES: usize = 192;
-/// Frames stamped before they are handed over ([`PacketRing::poll`]); as many as a DPDK burst.
-const STAMP_BATCH: usize = 32;
 
 /// A receive ring bound to one interface, in promiscuous mode.
 pub struct PacketRing {
@@ -230,10 +228,10 @@ impl PacketRing {
     /// that a ring holding many frames is drained without waiting on memory for each; no slot the
     /// kernel has yet to fill is touched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
-        let mut stamps = [0u64; STAMP_BATCH];
+        let mut stamps = [0u64; super::STAMP_BATCH];
         let mut n = 0;
         while n < budget {
-            let want = (budget - n).min(STAMP_BATCH);
+            let want = (budget - n).min(super::STAMP_BATCH);
             let first = self.next;
             let mut seen = 0;
             while seen < want {

@@ -33,8 +33,6 @@ const QUEUE: u32 = 0;
 const PREFETCH_AHEAD: u32 = 8;
 /// Bytes prefetched at the start of a received packet, where probes sit.
 const PREFETCH_BYTES: usize = 128;
-/// Frames stamped before they are handed over ([`XdpSocket::poll`]); as many as a DPDK burst.
-const STAMP_BATCH: usize = 32;
 /// Size of a transparent huge page on x86_64: the UMEM is aligned to it.
 const HUGE_PAGE: usize = 2 << 20;
 
@@ -507,10 +505,10 @@ impl XdpSocket {
         for k in 0..n.min(PREFETCH_AHEAD) {
             self.prefetch(cons.wrapping_add(k));
         }
-        let mut stamps = [0u64; STAMP_BATCH];
+        let mut stamps = [0u64; super::STAMP_BATCH];
         let mut k = 0;
         while k < n {
-            let batch = (n - k).min(STAMP_BATCH as u32) as usize;
+            let batch = (n - k).min(super::STAMP_BATCH as u32) as usize;
             for s in &mut stamps[..batch] {
                 *s = super::rdtsc_fenced();
             }

@@ -39,6 +39,11 @@ pub mod regs;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 use std::io;
 
+/// Frames the kernel backends stamp before they hand any of them over (their `poll`s): as many as
+/// a DPDK burst, whose frames the DPDK backend stamps the same way.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+const STAMP_BATCH: usize = 32;
+
 /// Read the TSC after all earlier loads have completed (`lfence; rdtsc`), so that a stamp taken
 /// right after a dequeue is not hoisted before it.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
