@@ -29,6 +29,17 @@ packages=(
   "default-jre-headless:Spark (pyspark) reads the results history in tests"
 )
 
+# What the tests build takes about 4 GiB under target/, the Python readers 1.5 GiB: a disk without
+# room for what is not there yet is named up front, rather than failing half-way through a build.
+need_mib=512
+[ -d target/debug ] || need_mib=$((need_mib + 4096))
+[ -d "${LATENCY_TEST_VENV:-/opt/latency-test-venv}" ] || need_mib=$((need_mib + 1536))
+free_mib=$(($(df -Pk . | awk 'NR == 2 { print $4 }') / 1024))
+if [ "$free_mib" -lt "$need_mib" ]; then
+  echo "test: $free_mib MiB free on $(df -P . | awk 'NR == 2 { print $6 }'), the build and the test tools need about $need_mib MiB" >&2
+  exit 2
+fi
+
 missing=()
 for entry in "${packages[@]}"; do
   pkg=${entry%%:*}
@@ -40,6 +51,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]%%:*}" >/dev/null
+    apt-get clean
   else
     echo "test: missing Debian packages (install them as root, or run this script as root):" >&2
     for entry in "${missing[@]}"; do
@@ -66,7 +78,7 @@ venv=${LATENCY_TEST_VENV:-/opt/latency-test-venv}
 if ! "$venv/bin/python" -c "import duckdb, pyarrow, pandas, check_jsonschema, scapy, jumpavg, pyspark, moto.server" 2>/dev/null; then
   echo "--- Python readers (DuckDB, pyarrow, pandas, check-jsonschema, scapy, pyspark), jumpavg and moto into $venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q duckdb pyarrow pandas check-jsonschema scapy jumpavg==0.4.2 pyspark "moto[server]"
+  "$venv/bin/pip" install -q --no-cache-dir duckdb pyarrow pandas check-jsonschema scapy jumpavg==0.4.2 pyspark "moto[server]"
 fi
 export LATENCY_TEST_PYTHON="$venv/bin/python"
 
@@ -78,7 +90,7 @@ rvenv=${LATENCY_ROCRATE_VENV:-/opt/latency-rocrate-venv}
 if ! "$rvenv/bin/python" -c "import rocrate_validator, rocrate" 2>/dev/null; then
   echo "--- roc-validator and ro-crate-py into $rvenv"
   python3 -m venv "$rvenv"
-  "$rvenv/bin/pip" install -q roc-validator==0.13.0 rocrate==0.15.0
+  "$rvenv/bin/pip" install -q --no-cache-dir roc-validator==0.13.0 rocrate==0.15.0
 fi
 "$rvenv/bin/python" scripts/rocrate-seed-cache.py
 export LATENCY_TEST_ROCRATE="$rvenv/bin/rocrate-validator"
