@@ -153,7 +153,7 @@ pub fn paired_runs(
             Reductions::Ignored => None,
         };
         if let Some(r) = kept.as_ref().filter(|_| others.is_empty()) {
-            return checked_bytes(f).map(|_| (of(r), Vec::new()));
+            return checked_file(f).map(|()| (of(r), Vec::new()));
         }
         let batches = read_verified(f, group)?;
         let headline = Reduction::of(pairs::pair(&batches), id.clone());
@@ -295,11 +295,22 @@ fn checked_bytes(r: &RunFile) -> Result<Vec<u8>, Unreadable> {
     let rel = || r.rel.clone();
     let bytes = latency_results::read_capped(&r.path, MAX_RUN_FILE_BYTES, "run file")
         .map_err(|source| Unreadable::Read { rel: rel(), source })?;
-    let actual = digest::sha256_hex(&bytes);
-    if actual != r.sha256 {
-        return Err(Unreadable::Checksum { rel: rel(), actual, recorded: r.sha256.clone() });
-    }
+    journals_checksum(r, digest::sha256_hex(&bytes))?;
     Ok(bytes)
+}
+
+/// Check a run file's sha256 against the journal's, streaming it (its bytes are not needed).
+fn checked_file(r: &RunFile) -> Result<(), Unreadable> {
+    let actual = digest::sha256_file(&r.path).map_err(|source| Unreadable::Read { rel: r.rel.clone(), source })?;
+    journals_checksum(r, actual)
+}
+
+/// Whether `actual` is the sha256 the journal recorded for the run file.
+fn journals_checksum(r: &RunFile, actual: String) -> Result<(), Unreadable> {
+    if actual != r.sha256 {
+        return Err(Unreadable::Checksum { rel: r.rel.clone(), actual, recorded: r.sha256.clone() });
+    }
+    Ok(())
 }
 
 /// Decode a run file's bytes (already checked against the journal's sha256).
