@@ -11,10 +11,16 @@ const BLOCK_SIZE: u32 = 1 << 20;
 const BLOCKS: u32 = 16;
 /// Frames in the ring.
 const FRAMES: usize = (BLOCK_SIZE / FRAME_SIZE * BLOCKS) as usize;
-/// The start of a frame that the receive loop reads: the TPACKET_V2 header and `sockaddr_ll`, then
-/// the first 126 bytes of the packet (the kernel puts an Ethernet frame at offset 66), where
-/// probes sit. The first cache line is read with the status word; the others are prefetched.
-const PREFETCH_BYTES: usize = 192;
+/// The start of a frame that the receive loop reads: the TPACKET_V2 header and `sockaddr_ll`
+/// (line 0, read with the status word), then the packet, which the kernel puts at offset 66 (so
+/// that its IP header is 16-aligned): line 1 holds its Ethernet, IPv4 and UDP headers and the first
+/// 20 bytes of payload, where a probe starts; line 2 the next 64 bytes (an IPv6 or VLAN-tagged
+/// probe, a long LatencyLab id). Line 1 of every waiting frame is prefetched as its status word is
+/// read; line 2 a few frames ahead of the one handed over, so that a ring drained from memory does
+/// not wait on it where it is read, nor queue it behind the status words where it is not.
+const LINE: usize = 64;
+/// How many frames ahead of the one handed over line 2 is prefetched.
+const SECOND_LINE_AHEAD: usize = 4;
 
 /// A receive ring bound to one interface, in promiscuous mode.
 pub struct PacketRing {
@@ -224,9 +230,10 @@ impl PacketRing {
     /// time (`STAMP_BATCH`), as the DPDK backend takes a burst: the status words of the waiting
     /// ones are read, each is stamped (one fenced TSC read after another, all after those reads),
     /// then they are handed over. So a stamp never waits for the handling of the frames before
-    /// it. As its status word is read, the start of each waiting frame's packet is prefetched, so
-    /// that a ring holding many frames is drained without waiting on memory for each; no slot the
-    /// kernel has yet to fill is touched.
+    /// it. As its status word is read, the start of each waiting frame's packet is prefetched, and
+    /// the next line a few frames ahead of the one handed over ([`LINE`]), so that a ring holding
+    /// many frames is drained without waiting on memory for each; no slot the kernel has yet to
+    /// fill is touched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let mut stamps = [0u64; super::STAMP_BATCH];
         let mut n = 0;
@@ -242,12 +249,10 @@ impl PacketRing {
                 if status & libc::TP_STATUS_USER == 0 {
                     break;
                 }
-                // The rest of the frame's start, for the second pass. Only frames the kernel has
-                // filled are touched: a slot it has yet to fill, held in this core's cache, would
-                // cost the kernel a cache miss when it writes the frame there.
-                for line in (64..PREFETCH_BYTES).step_by(64) {
-                    super::prefetch(hdr.cast::<u8>().wrapping_add(line));
-                }
+                // The packet's first line, for the second pass. Only frames the kernel has filled
+                // are touched: a slot it has yet to fill, held in this core's cache, would cost
+                // the kernel a cache miss when it writes the frame there.
+                super::prefetch(hdr.cast::<u8>().wrapping_add(LINE));
                 seen += 1;
             }
             // Each stamp follows the status reads: the fence before it waits for them.
@@ -256,7 +261,12 @@ impl PacketRing {
             }
             // The frames' contents are read after their status words.
             fence(Ordering::Acquire);
+            let second_line = |k: usize| super::prefetch(self.frame((first + k) % FRAMES).wrapping_add(2 * LINE));
+            (0..seen.min(SECOND_LINE_AHEAD)).for_each(second_line);
             for (k, &tsc) in stamps[..seen].iter().enumerate() {
+                if k + SECOND_LINE_AHEAD < seen {
+                    second_line(k + SECOND_LINE_AHEAD);
+                }
                 let frame = self.frame((first + k) % FRAMES);
                 let hdr = frame.cast::<libc::tpacket2_hdr>();
                 // SAFETY: the kernel gave this frame to user space (TP_STATUS_USER, read in the
