@@ -213,7 +213,21 @@ fn put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[inline]
 fn take(rest: &mut &[u8]) -> Result<u64, String> {
+    // Most values (id gaps, differentials of a few hundred ticks) take one or two bytes.
+    let bytes: &[u8] = rest;
+    match *bytes {
+        [b0, ref tail @ ..] if b0 < 0x80 => {
+            *rest = tail;
+            return Ok(u64::from(b0));
+        }
+        [b0, b1, ref tail @ ..] if b1 < 0x80 => {
+            *rest = tail;
+            return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
+        }
+        _ => {}
+    }
     let mut v = 0u64;
     for (k, &b) in rest.iter().enumerate().take(10) {
         v |= u64::from(b & 0x7f) << (7 * k);
@@ -267,6 +281,33 @@ mod tests {
         let mut without = r;
         (without.header.hw, without.header.lens, without.hw_diffs, without.lens) = (false, false, vec![], vec![]);
         assert_eq!(Reduction::decode(&without.encode()), Ok(without));
+    }
+
+    /// LEB128 as written out by hand: 7 bits a byte, low bits first, the high bit on every byte
+    /// but the last.
+    #[test]
+    fn numbers_read_back_from_their_bytes_at_every_length() {
+        let cases: [(&[u8], u64); 7] = [
+            (&[0x00], 0),
+            (&[0x7f], 127),
+            (&[0x80, 0x01], 128),
+            (&[0xff, 0x7f], 16_383),
+            (&[0x80, 0x80, 0x01], 16_384),
+            (&[0xe5, 0x8e, 0x26], 624_485),
+            (&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], u64::MAX),
+        ];
+        for (bytes, value) in cases {
+            let mut written = Vec::new();
+            put(&mut written, value);
+            assert_eq!(written, bytes, "{value}");
+            let with_more = [bytes, &[0x2a]].concat();
+            let mut rest = with_more.as_slice();
+            assert_eq!(take(&mut rest), Ok(value), "{bytes:x?}");
+            assert_eq!(rest, [0x2a], "{bytes:x?}: the bytes after it are left");
+        }
+        for cut in [&[0x80][..], &[0x80, 0x80], &[0xff; 11]] {
+            assert!(take(&mut &cut[..]).is_err(), "{cut:x?}");
+        }
     }
 
     #[test]
