@@ -231,9 +231,9 @@ impl PacketRing {
     /// ones are read, each is stamped (one fenced TSC read after another, all after those reads),
     /// then they are handed over. So a stamp never waits for the handling of the frames before
     /// it. As its status word is read, the start of each waiting frame's packet is prefetched, and
-    /// the next line a few frames ahead of the one handed over ([`LINE`]), so that a ring holding
-    /// many frames is drained without waiting on memory for each; no slot the kernel has yet to
-    /// fill is touched.
+    /// the next line a few frames ahead of the one handed over, so that a ring holding many frames
+    /// is drained without waiting on memory for each; no slot the kernel has yet to fill is
+    /// touched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
         let mut stamps = [0u64; super::STAMP_BATCH];
         let mut n = 0;

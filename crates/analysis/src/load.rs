@@ -305,7 +305,7 @@ fn checked_file(r: &RunFile) -> Result<(), Unreadable> {
     journals_checksum(r, actual)
 }
 
-/// Whether `actual` is the sha256 the journal recorded for the run file.
+/// That `actual` is the sha256 the journal recorded for the run file, else the error naming both.
 fn journals_checksum(r: &RunFile, actual: String) -> Result<(), Unreadable> {
     if actual != r.sha256 {
         return Err(Unreadable::Checksum { rel: r.rel.clone(), actual, recorded: r.sha256.clone() });
