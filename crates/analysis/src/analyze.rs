@@ -25,6 +25,20 @@ pub fn analyze(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
 
 /// [`analyze`], reading the runs' reductions or ([`Reductions::Ignored`]) only the run files.
 pub fn analyze_from(dir: &ResultsDir, reductions: Reductions) -> Result<Summary, AnalysisError> {
+    analysed(dir, reductions).map(|a| a.summary)
+}
+
+/// A folder analysed: its summary, and the sha256 of each run file it used, which it read whole
+/// and found to be the journal's (the folder's crate takes them instead of reading the files
+/// again).
+pub struct Analysed {
+    /// The summary.
+    pub summary: Summary,
+    /// The run files used, by path relative to the folder.
+    pub hashed: latency_results::rocrate::Hashed,
+}
+
+fn analysed(dir: &ResultsDir, reductions: Reductions) -> Result<Analysed, AnalysisError> {
     let prov = Provenance::read(dir)?;
     let index = Index::from(&prov);
     let entries = journal::read(&dir.journal_path())?;
@@ -34,7 +48,8 @@ pub fn analyze_from(dir: &ResultsDir, reductions: Reductions) -> Result<Summary,
     }
     let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
     if !files.is_empty() && files.iter().all(|f| f.records == 0 && f.histogram) {
-        return Ok(soak_headline::summary(dir, &index, &entries, &prov, problems)?);
+        let summary = soak_headline::summary(dir, &index, &entries, &prov, problems)?;
+        return Ok(Analysed { summary, hashed: Default::default() });
     }
     let port_pairs = &index.analysis.port_pairs;
     let others: Vec<latency_plan::PortPair> = port_pairs.values().copied().collect();
@@ -42,7 +57,11 @@ pub fn analyze_from(dir: &ResultsDir, reductions: Reductions) -> Result<Summary,
     let mut runs = Vec::with_capacity(files.len());
     let mut by_pair: Vec<Vec<RunPairs>> = port_pairs.keys().map(|_| Vec::new()).collect();
     let mut failed = 0;
+    let mut hashed = latency_results::rocrate::Hashed::new();
     for (f, r) in files.iter().zip(paired) {
+        if r.is_ok() {
+            hashed.insert(f.rel.clone(), f.sha256.clone());
+        }
         match r {
             Ok((p, _)) if p.counts.matched == 0 => {
                 failed += 1;
@@ -74,7 +93,7 @@ pub fn analyze_from(dir: &ResultsDir, reductions: Reductions) -> Result<Summary,
         }
     }
     summary.inputs_sha256 = latency_results::summary::inputs_sha256(dir)?;
-    Ok(summary)
+    Ok(Analysed { summary, hashed })
 }
 
 /// Whether `summary` still describes the folder: same inputs, and no run file changed since it
@@ -95,19 +114,20 @@ pub fn is_current(dir: &ResultsDir, summary: &Summary) -> Result<bool, ResultsEr
 }
 
 /// Analyse and write `summary.json` (atomically, replacing an earlier one).
-pub fn analyze_and_write(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
-    let s = analyze(dir)?;
+pub fn analyze_and_write(dir: &ResultsDir) -> Result<Analysed, AnalysisError> {
+    let a = analysed(dir, Reductions::Kept)?;
+    let s = &a.summary;
     let path = dir.root().join("summary.json");
     if let Some(key) = s.non_finite() {
         return Err(AnalysisError::NonFinite { path, key });
     }
-    let text = serde_json::to_string_pretty(&s).map_err(|source| ResultsError::Json {
+    let text = serde_json::to_string_pretty(s).map_err(|source| ResultsError::Json {
         path: path.clone(),
         what: "summary".into(),
         source,
     })?;
     latency_results::write_file(&path, text.as_bytes(), true)?;
-    Ok(s)
+    Ok(a)
 }
 
 /// The summary of a folder: `summary.json` when it is current, else analysed anew (and written).
@@ -117,7 +137,7 @@ pub fn current_summary(dir: &ResultsDir) -> Result<Summary, AnalysisError> {
     {
         return Ok(s);
     }
-    analyze_and_write(dir)
+    analyze_and_write(dir).map(|a| a.summary)
 }
 
 /// The folder's `summary.json` as written, current or not; none when it is absent or unreadable.

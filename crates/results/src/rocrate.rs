@@ -35,11 +35,17 @@ pub const PROFILES: [&str; 4] = [
 /// Files of a results folder never in its crate: the crate itself and the folder's lock.
 const LEFT_OUT: [&str; 2] = [FILE, crate::lock::FILE];
 
-/// Write the folder's crate (atomically, replacing an earlier one).
-pub fn write(dir: &Path) -> Result<(), ResultsError> {
+/// The sha256 of files of a folder that the caller has just read whole under the folder's lock
+/// (the analysis, of every run file it checked against the journal), by path relative to the
+/// folder, `/`-separated: not read again for the crate.
+pub type Hashed = BTreeMap<String, String>;
+
+/// Write the folder's crate (atomically, replacing an earlier one); every file not in `hashed` is
+/// hashed.
+pub fn write(dir: &Path, hashed: &Hashed) -> Result<(), ResultsError> {
     let prov = Provenance::read_file(&dir.join("provenance.json"))?;
     let entries = journal::read(&dir.join("journal.jsonl"))?;
-    let files = files(dir)?;
+    let files = files(dir, hashed)?;
     let text = serde_json::to_string_pretty(&metadata(&prov, &entries, &files))
         .map_err(|source| ResultsError::Json { path: dir.join(FILE), what: "RO-Crate metadata".into(), source })?;
     crate::write_file(&dir.join(FILE), (text + "\n").as_bytes(), true)
@@ -57,8 +63,8 @@ pub struct FileFacts {
 
 /// Every file of the folder but the crate itself, the lock, hidden files and the runs'
 /// reductions (`pairs/`: derived data, made again from the run files), in path order; the files
-/// hashed on every core.
-pub fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
+/// not in `hashed` hashed on every core.
+pub fn files(dir: &Path, hashed: &Hashed) -> Result<Vec<FileFacts>, ResultsError> {
     fn walk(root: &Path, d: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         for e in std::fs::read_dir(d)? {
             let e = e?;
@@ -83,8 +89,12 @@ pub fn files(dir: &Path) -> Result<Vec<FileFacts>, ResultsError> {
     let facts = |rel: &PathBuf| {
         let path = dir.join(rel);
         let size = std::fs::metadata(&path).map_err(crate::io_err(&path))?.len();
-        let sha256 = latency_plan::digest::sha256_file(&path).map_err(crate::io_err(&path))?;
-        Ok(FileFacts { rel: rel.to_string_lossy().replace('\\', "/"), size, sha256 })
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        let sha256 = match hashed.get(&rel) {
+            Some(sha256) => sha256.clone(),
+            None => latency_plan::digest::sha256_file(&path).map_err(crate::io_err(&path))?,
+        };
+        Ok(FileFacts { rel, size, sha256 })
     };
     crate::par_map(&paths, facts).into_iter().collect()
 }

@@ -73,6 +73,39 @@ fn results_folders_are_valid_workflow_run_crates() {
     assert!(!passed && issues.contains("report.md"), "{issues}");
 }
 
+/// The crate's checksums are those of the files as they are, each computed here from the file's
+/// bytes: for the run files, whose checksums the crate takes from the analysis that has just read
+/// them, and for every other file; a run file damaged after the study is listed with the checksum
+/// of its bytes, not the journal's.
+#[test]
+fn the_crate_holds_the_checksum_of_each_file_as_it_is() {
+    let dir = tmp("crate-checksums");
+    let o = orchestrate(&["run", "../plans/smoke.yaml", "--testbed", "sim", "--out", dir.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = "data/program=forward/session=1/run=1.parquet";
+    let mut bytes = std::fs::read(dir.join(run)).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(dir.join(run), &bytes).unwrap();
+    let o = orchestrate(&["analyze", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("{run}: checksum")), "{}", stderr(&o));
+    let meta: Value = serde_json::from_slice(&std::fs::read(dir.join("ro-crate-metadata.json")).unwrap()).unwrap();
+    let files: Vec<(&str, &str)> = meta["@graph"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| Some((e["@id"].as_str()?, e["sha256"].as_str()?)))
+        .collect();
+    assert!(files.iter().any(|&(id, _)| id == run), "{files:?}");
+    let runs = files.iter().filter(|(id, _)| id.starts_with("data/")).count();
+    assert!(runs >= 4, "the smoke study's run files: {runs}");
+    for (id, sha256) in files {
+        let bytes = std::fs::read(dir.join(id)).unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(sha256, latency_plan::digest::sha256_hex(&bytes), "{id}");
+    }
+}
+
 /// `export --format ro-crate`: the paper study on the simulator as one zip, which Python's
 /// zipfile reads back entry by entry (each file's bytes as in the folder) and `rocrate-validator`
 /// passes once unpacked; a private key or SSH key that found its way into the folder is left out

@@ -255,11 +255,11 @@ fn progress(line: std::fmt::Arguments<'_>) {
 }
 
 /// Analyse (the caller holds the lock), print the headline and every problem.
-fn analyze_dir(rd: &latency_results::ResultsDir) -> Result<latency_results::summary::Summary, Failure> {
-    let summary = latency_analysis::analyze_and_write(rd)?;
+fn analyze_dir(rd: &latency_results::ResultsDir) -> Result<latency_analysis::Analysed, Failure> {
+    let analysed = latency_analysis::analyze_and_write(rd)?;
     progress(format_args!("analysis: {}", rd.root().join("summary.json").display()));
-    print_headline(&summary);
-    Ok(summary)
+    print_headline(&analysed.summary);
+    Ok(analysed)
 }
 
 fn print_headline(summary: &latency_results::summary::Summary) {
@@ -317,9 +317,9 @@ fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
 
 fn analyze(dir: &Path) -> Result<(), Failure> {
     let (rd, _lock) = open_locked(dir)?;
-    let summary = analyze_dir(&rd)?;
-    write_crate(&rd)?;
-    if summary.health.problems.is_empty() {
+    let analysed = analyze_dir(&rd)?;
+    write_crate(&rd, &analysed.hashed)?;
+    if analysed.summary.health.problems.is_empty() {
         Ok(())
     } else {
         Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))
@@ -333,9 +333,12 @@ pub(crate) fn load_summary(dir: &Path) -> Result<latency_results::summary::Summa
 }
 
 /// Write the reports of an analysed folder (the caller holds the lock).
+/// Render the reports of `summary`, then the folder's crate (`hashed`: files whose sha256 the
+/// caller has just computed).
 fn report_dir(
     rd: &latency_results::ResultsDir,
     summary: &latency_results::summary::Summary,
+    hashed: &latency_results::rocrate::Hashed,
     formats: &[latency_plan::ReportFormat],
 ) -> Result<(), Failure> {
     let spec = summary.provenance.as_ref().map(|p| p.report.clone()).unwrap_or_default();
@@ -345,12 +348,16 @@ fn report_dir(
     for w in written {
         progress(format_args!("report: {}", w.display()));
     }
-    write_crate(rd)
+    write_crate(rd, hashed)
 }
 
-/// The folder's `ro-crate-metadata.json`, made again from its provenance, journal and files.
-pub(crate) fn write_crate(rd: &latency_results::ResultsDir) -> Result<(), Failure> {
-    latency_results::rocrate::write(rd.root())?;
+/// The folder's `ro-crate-metadata.json`, made again from its provenance, journal and files (those
+/// in `hashed` not read again).
+pub(crate) fn write_crate(
+    rd: &latency_results::ResultsDir,
+    hashed: &latency_results::rocrate::Hashed,
+) -> Result<(), Failure> {
+    latency_results::rocrate::write(rd.root(), hashed)?;
     progress(format_args!("RO-Crate: {}", rd.root().join(latency_results::rocrate::FILE).display()));
     Ok(())
 }
@@ -358,7 +365,7 @@ pub(crate) fn write_crate(rd: &latency_results::ResultsDir) -> Result<(), Failur
 fn report(dir: &Path, formats: &[latency_plan::ReportFormat]) -> Result<(), Failure> {
     let (rd, _lock) = open_locked(dir)?;
     let summary = latency_analysis::current_summary(&rd)?;
-    report_dir(&rd, &summary, formats)
+    report_dir(&rd, &summary, &Default::default(), formats)
 }
 
 fn compare(
@@ -425,10 +432,10 @@ fn import(src: &Path, dest: &Path, probes: u64) -> Result<(), Failure> {
         .map_err(|e| Failure::Exit((&e).into(), e.to_string()))?;
     eprint!("{report}");
     let (rd, _lock) = open_locked(dest)?;
-    let summary = analyze_dir(&rd)?;
-    report_dir(&rd, &summary, &[])?;
+    let analysed = analyze_dir(&rd)?;
+    report_dir(&rd, &analysed.summary, &analysed.hashed, &[])?;
     print_out(&format!("{}\n", dest.display()))?;
-    if summary.health.problems.is_empty() {
+    if analysed.summary.health.problems.is_empty() {
         Ok(())
     } else {
         Err(Failure::Exit(ExitStatus::ChecksFailed, String::new()))

@@ -227,9 +227,9 @@ pub(crate) fn run_plan(args: &RunArgs) -> Result<(std::path::PathBuf, bool), Fai
     }
     engine::provenance::write_end(&dir, &slices)?;
     let usable = if outcome.complete > 0 {
-        let summary = analyze_dir(&dir)?;
-        report_dir(&dir, &summary, &[])?;
-        summary.health.is_clean()
+        let analysed = analyze_dir(&dir)?;
+        report_dir(&dir, &analysed.summary, &analysed.hashed, &[])?;
+        analysed.summary.health.is_clean()
     } else {
         true
     };
