@@ -332,9 +332,8 @@ pub(crate) fn load_summary(dir: &Path) -> Result<latency_results::summary::Summa
     Ok(latency_analysis::current_summary(&rd)?)
 }
 
-/// Write the reports of an analysed folder (the caller holds the lock).
-/// Render the reports of `summary`, then the folder's crate (`hashed`: files whose sha256 the
-/// caller has just computed).
+/// Write the reports of an analysed folder, then its crate (the caller holds the lock; `hashed`:
+/// files whose sha256 the caller has just computed).
 fn report_dir(
     rd: &latency_results::ResultsDir,
     summary: &latency_results::summary::Summary,
