@@ -34,6 +34,15 @@ pub trait RxPort: Send {
         let _ = timeout_ms;
     }
 
+    /// From now on, stamp each frame with the moment the kernel received it, where the port keeps
+    /// it (AF_PACKET: [`latency_sys::af_packet::PacketRing::stamp_at_arrival`]), on the TSC of
+    /// `tsc_hz`, instead of the moment a poll saw it: for a poller that sleeps while its port is
+    /// idle, whose every wake-up would otherwise count into the stamps taken after it. Other ports
+    /// keep the poll's stamps.
+    fn stamp_at_arrival(&mut self, tsc_hz: f64) {
+        let _ = tsc_hz;
+    }
+
     /// After a poll that handed over nothing: sleep in the kernel until a frame arrives (at most
     /// 1 ms, so that a poller still sees its settings change) if `sleep`, else spin once.
     fn idle(&mut self, sleep: bool) {
@@ -146,6 +155,12 @@ impl RxPort for KernelPort {
         match socket {
             Socket::Packet(ring) => ring.poll(budget, f),
             Socket::Xdp(xsk) => xsk.poll(budget, f),
+        }
+    }
+
+    fn stamp_at_arrival(&mut self, tsc_hz: f64) {
+        if let Socket::Packet(ring) = &mut self.socket {
+            ring.stamp_at_arrival(tsc_hz);
         }
     }
 

@@ -59,8 +59,11 @@ pub struct Options {
     /// Soak mode: a histogram of the differentials per run, appended to its log every interval.
     pub soak: Option<SoakOptions>,
     /// Pollers without a core (ports beyond `cores`) sleep in the kernel while their port is
-    /// idle ([`RxPort::wait`]) instead of spinning.
+    /// idle ([`RxPort::wait`]) instead of spinning, and their ports stamp frames with the moment
+    /// the kernel received them where they can ([`RxPort::stamp_at_arrival`]).
     pub sleep_unpinned: bool,
+    /// The TSC's rate in Hz.
+    pub tsc_hz: f64,
 }
 
 /// One probe copy as seen by a poller.
@@ -209,11 +212,14 @@ impl Recorder {
             writer(rx, &out, soak, count, &writer_shared)
         })?);
         let pollers: Vec<String> = ports.iter().map(|p| p.name()).collect();
-        for (i, port) in ports.into_iter().enumerate() {
+        for (i, mut port) in ports.into_iter().enumerate() {
             let which = i as u8;
             let (shared, tx, ack) = (shared.clone(), tx.clone(), ack_tx.clone());
             let (format, core) = (opts.format, opts.cores.get(i).copied());
             let wait = opts.sleep_unpinned && core.is_none();
+            if wait {
+                port.stamp_at_arrival(opts.tsc_hz);
+            }
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("poll-{}", pollers[i]))

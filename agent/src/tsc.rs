@@ -4,28 +4,10 @@
 
 pub use latency_proto::control::TscInfo;
 
+/// Measure the TSC rate over `window_ns` of `CLOCK_MONOTONIC_RAW`
+/// ([`latency_sys::measure_tsc_hz`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-use latency_sys::{monotonic_raw_ns, rdtsc_fenced};
-
-/// Measure the TSC rate over `window_ns` of `CLOCK_MONOTONIC_RAW`. The clock read is bracketed
-/// by two TSC reads and the midpoint is used, at both ends.
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-pub fn measure_hz(window_ns: u64) -> f64 {
-    let sample = || {
-        let a = rdtsc_fenced();
-        let c = monotonic_raw_ns();
-        let b = rdtsc_fenced();
-        (a / 2 + b / 2, c)
-    };
-    let (t0, c0) = sample();
-    loop {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        let (t1, c1) = sample();
-        if c1 - c0 >= window_ns {
-            return (t1 - t0) as f64 * 1e9 / (c1 - c0) as f64;
-        }
-    }
-}
+pub use latency_sys::measure_tsc_hz as measure_hz;
 
 /// Whether `/proc/cpuinfo` lists `constant_tsc` and `nonstop_tsc`, and which of them it lists.
 pub fn invariant_flags(cpuinfo: &str) -> (bool, Vec<String>) {
@@ -64,6 +46,7 @@ mod tests {
         let hz = measure_hz(200_000_000);
         assert!(hz > 1e8 && hz < 1e10, "{hz}");
         // An independent interval: convert its TSC length with the measured rate.
+        use latency_sys::{monotonic_raw_ns, rdtsc_fenced};
         let (t0, c0) = (rdtsc_fenced(), monotonic_raw_ns());
         std::thread::sleep(std::time::Duration::from_millis(300));
         let (t1, c1) = (rdtsc_fenced(), monotonic_raw_ns());

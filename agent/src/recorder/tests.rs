@@ -91,6 +91,7 @@ fn options(out: &Path, cores: Vec<usize>) -> Options {
         service_core: None,
         soak: None,
         sleep_unpinned: false,
+        tsc_hz: 1e9,
     }
 }
 

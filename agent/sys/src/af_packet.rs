@@ -28,6 +28,11 @@ pub struct PacketRing {
     ring: *mut u8,
     next: usize,
     interface: String,
+    /// TSC ticks per ns when frames are stamped with the moment the kernel received them
+    /// ([`PacketRing::stamp_at_arrival`]).
+    arrival: Option<f64>,
+    /// The last stamp handed over, which a stamp taken from the kernel's time never goes below.
+    last: u64,
 }
 
 // SAFETY: the ring mapping and socket are owned by this value; the kernel only touches frames
@@ -175,7 +180,8 @@ impl PacketRing {
         if ring == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let mut ring = PacketRing { fd, ring: ring.cast(), next: 0, interface: interface.to_string() };
+        let mut ring =
+            PacketRing { fd, ring: ring.cast(), next: 0, interface: interface.to_string(), arrival: None, last: 0 };
         bind(&ring.fd, ifindex, proto)?;
         if promiscuous {
             add_promiscuous(&ring.fd, ifindex)?;
@@ -188,6 +194,19 @@ impl PacketRing {
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
         self.fd.as_fd()
+    }
+
+    /// Stamp each frame with the moment the kernel received it (the frame's `tp_sec`/`tp_nsec`,
+    /// `CLOCK_REALTIME`, written as the kernel put the frame in the ring) instead of the moment
+    /// [`PacketRing::poll`] saw it: the TSC read after the frames' status words, less each frame's
+    /// age in the ring (the realtime clock read next to the TSC, less the kernel's time), at
+    /// `tsc_hz`. For a poller that sleeps while its port is idle, whose wake-up would otherwise
+    /// count into every stamp it takes after one. Only the age is converted, so neither the
+    /// rate's error nor a slew of the realtime clock over the µs of an age matter; a stamp is never
+    /// later than the one taken at the poll nor earlier than the stamp before it (a step of the
+    /// realtime clock gives the poll's).
+    pub fn stamp_at_arrival(&mut self, tsc_hz: f64) {
+        self.arrival = Some(tsc_hz / 1e9);
     }
 
     /// The interface the ring is bound to.
@@ -261,6 +280,9 @@ impl PacketRing {
             }
             // The frames' contents are read after their status words.
             fence(Ordering::Acquire);
+            if let Some(ticks_per_ns) = self.arrival {
+                self.backdate(first, &mut stamps[..seen], ticks_per_ns);
+            }
             let second_line = |k: usize| super::prefetch(self.frame((first + k) % FRAMES).wrapping_add(2 * LINE));
             (0..seen.min(SECOND_LINE_AHEAD)).for_each(second_line);
             for (k, &tsc) in stamps[..seen].iter().enumerate() {
@@ -295,6 +317,24 @@ impl PacketRing {
             }
         }
         n
+    }
+
+    /// Replace the poll's stamps of the frames from slot `first` on with the moments the kernel
+    /// received them ([`PacketRing::stamp_at_arrival`]).
+    fn backdate(&mut self, first: usize, stamps: &mut [u64], ticks_per_ns: f64) {
+        let now_ns = super::realtime_ns();
+        let now_tsc = super::rdtsc_fenced();
+        for (k, s) in stamps.iter_mut().enumerate() {
+            let hdr = self.frame((first + k) % FRAMES).cast::<libc::tpacket2_hdr>();
+            // SAFETY: the kernel gave this frame to user space (its status was read before the
+            // acquire fence in `poll`); its header is initialised and stays put until its status
+            // is handed back.
+            let at = unsafe { i64::from((*hdr).tp_sec) * 1_000_000_000 + i64::from((*hdr).tp_nsec) };
+            let age = (now_ns - at).max(0) as f64 * ticks_per_ns;
+            let arrived = now_tsc.saturating_sub(age as u64);
+            *s = arrived.clamp(self.last.min(*s), *s);
+            self.last = *s;
+        }
     }
 
     /// The start of slot `index` (< [`FRAMES`]) of the ring: its TPACKET_V2 header, 4-aligned.

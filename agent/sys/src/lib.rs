@@ -81,6 +81,38 @@ pub fn monotonic_raw_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Measure the TSC rate over `window_ns` of `CLOCK_MONOTONIC_RAW` (the rate DPDK reports is
+/// rounded). The clock read is bracketed by two TSC reads and the midpoint is used, at both ends.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub fn measure_tsc_hz(window_ns: u64) -> f64 {
+    let sample = || {
+        let a = rdtsc_fenced();
+        let c = monotonic_raw_ns();
+        let b = rdtsc_fenced();
+        (a / 2 + b / 2, c)
+    };
+    let (t0, c0) = sample();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let (t1, c1) = sample();
+        if c1 - c0 >= window_ns {
+            return (t1 - t0) as f64 * 1e9 / (c1 - c0) as f64;
+        }
+    }
+}
+
+/// `CLOCK_REALTIME` in ns since the epoch: the clock of the kernel's receive times
+/// ([`af_packet::PacketRing::stamp_at_arrival`]).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[allow(unsafe_code)]
+pub fn realtime_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME exists on every Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    debug_assert_eq!(rc, 0);
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
 /// Block until `fd` is readable or `timeout_ms` have passed (an interrupted wait returns early:
 /// callers poll again either way).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

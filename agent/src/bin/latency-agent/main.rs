@@ -473,6 +473,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
             service_core,
             soak,
             sleep_unpinned: options.sleep_unpinned,
+            tsc_hz: info.hz,
         },
     )
     .map_err(|e| Failure::Failed(format!("cannot start: {e}")))?;
