@@ -283,11 +283,13 @@ for h in sender receiver; do
   log "sshd in $h: pid $(cat "$state/pids/sshd-$h.pid"), $([ $h = sender ] && echo $sender_ip || echo $receiver_ip):22"
 done
 
-# emulator NAME NS CPU LINKS_CHANGED: start fpga-emu NAME (pid file and folder named after it) in
-# namespace NS on its four links (NS-a, NS-b from the switch side; NS-p, NS-hb to the host side),
-# pinned to CPU, SCHED_FIFO, unless it runs; restarted if its links were recreated.
+# emulator NAME NS CPU LINKS_CHANGED [OPTION...]: start fpga-emu NAME (pid file and folder named
+# after it) in namespace NS on its four links (NS-a, NS-b from the switch side; NS-p, NS-hb to the
+# host side), pinned to CPU, SCHED_FIFO, with fpga-emu's further OPTIONs, unless it runs; restarted
+# if its links were recreated.
 emulator() {
   local name=$1 ns=$2 cpu=$3 changed=$4 pidfile=$state/pids/$1.pid
+  shift 4
   if [ -n "$changed" ] && running "$pidfile" fpga-emu "$ns"; then
     log "links of the $ns namespace were recreated: restarting $name (pid $(cat "$pidfile"))"
     kill -TERM "$(cat "$pidfile")"
@@ -303,7 +305,7 @@ emulator() {
   [ "$cpu" -lt "$(nproc)" ] || pin=()
   # Not a process-group leader, so setsid(1) execs in place and $! is fpga-emu's pid.
   ip netns exec "$ns" setsid "${pin[@]}" chrt -f 50 "$run/bin/fpga-emu" run --switch-a "$ns-a" --switch-b "$ns-b" \
-    --host-p "$ns-p" --host-b "$ns-hb" --dir "$run/$ns" --bitstream null \
+    --host-p "$ns-p" --host-b "$ns-hb" --dir "$run/$ns" --bitstream null "$@" \
     < /dev/null >> "$state/logs/$name.log" 2>&1 &
   echo $! > "$pidfile"
   "$run/bin/fpga-emu" status --dir "$run/$ns" --expect null --wait-s 5 > /dev/null \
@@ -311,7 +313,11 @@ emulator() {
   log "$name in $ns: pid $(cat "$pidfile"), null bitstream, ${pin[*]:-not pinned}, folder $run/$ns"
 }
 emulator fpga-emu fpga "${EMU_CPU:-1}" "$fpga_links_changed"
-emulator fpga-emu2 fpga2 "${EMU2_CPU:-0}" "$fpga2_links_changed"
+# The second card takes its frames at moments the first card's passes make: it counts each frame's
+# delay from its arrival, after a base latency of 200 µs (longer than its loop's longest wait for a
+# frame, ~80 µs), so that the null image's frames and a program's leave equally on time (counted
+# from its passes instead, the second hop read 9 % low: fpga-emu's --arrival-base-us).
+emulator fpga-emu2 fpga2 "${EMU2_CPU:-0}" "$fpga2_links_changed" --arrival-base-us 200
 
 # ---------------------------------------------------------------- checks
 for h in emu-sender emu-receiver; do

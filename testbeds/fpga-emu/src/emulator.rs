@@ -61,6 +61,37 @@ pub struct Config {
     pub idle_poll: Duration,
     /// How long before a frame is due the loop stops sleeping and spins.
     pub spin: Duration,
+    /// Count each pipeline frame's delay from the moment the kernel received it, after this base
+    /// latency of the card's own, instead of from the loop pass that took it: for a card fed by
+    /// another card (the second hop of a path). `None`: from the pass.
+    pub arrival_base: Option<Duration>,
+}
+
+/// Delays counted from each frame's arrival: for a card fed by another card (the second hop of a
+/// path), whose frames come at moments of that card's making. A loop pass takes a frame up to a
+/// sleep after it arrived; that wait is the same for the null image and a program's only if the
+/// frames arrive at moments unrelated to this loop's sleeps. The first card sends a null image's
+/// frames in its own passes, whose sleeps end in step with this card's (the same timer period), so
+/// this card took them a whole sleep late, and a program's (sent at moments its delay sets) half a
+/// sleep late on average: the second hop read 27 µs of 300 low. From the arrival (the kernel's
+/// receive time, [`PacketRing::stamp_at_arrival`]), after a base latency longer than any such wait,
+/// every frame leaves on time whatever the pass that took it; the null image's frames then take
+/// the base latency, which the calibration subtracts as it does a real card's.
+#[derive(Clone, Copy, Debug)]
+struct Arrival {
+    base: Duration,
+    tsc_hz: f64,
+}
+
+impl Arrival {
+    /// When a frame stamped `tsc` arrived, from a pass that read the TSC `pass_tsc` at `pass`.
+    fn at(&self, pass: Instant, pass_tsc: u64, tsc: u64) -> Instant {
+        let from_pass = |ticks: u64| Duration::from_secs_f64(ticks as f64 / self.tsc_hz);
+        match tsc.checked_sub(pass_tsc) {
+            Some(after) => pass + from_pass(after),
+            None => pass.checked_sub(from_pass(pass_tsc - tsc)).unwrap_or(pass),
+        }
+    }
 }
 
 /// A command for the running emulator (from the control FIFO or a signal).
@@ -172,6 +203,8 @@ struct Emu {
     phase: Phase,
     /// When a frame was last taken from a switch link.
     last_frame: Instant,
+    /// Delays counted from each frame's arrival, if so configured.
+    arrival: Option<Arrival>,
 }
 
 /// Send a frame, retrying once after `ENETDOWN`: a packet socket reports a link that went down
@@ -235,14 +268,16 @@ impl Emu {
     /// One pass: take what both switch links hold, forward due pipeline frames.
     fn pass(&mut self) {
         let now = Instant::now();
-        let bitstream = &self.bitstream;
+        let now_tsc = latency_sys::rdtsc_fenced();
+        let (bitstream, arrival) = (&self.bitstream, self.arrival);
         let (queue, counters) = (&mut self.queue, &mut self.counters);
-        let mut got = self.rx_a.poll(BUDGET, |frame, _| {
+        let mut got = self.rx_a.poll(BUDGET, |frame, tsc| {
             counters.pipeline_in += 1;
             counters.probes_in[0] += u64::from(is_probe(frame));
+            let start = arrival.map_or(now, |a| a.at(now, now_tsc, tsc) + a.base);
             let delay = bitstream.delay_for(frame.len());
             // A pipeline keeps frames in order: none leaves before the one ahead of it.
-            let due = queue.back().map_or(now + delay, |(ahead, _)| (now + delay).max(*ahead));
+            let due = queue.back().map_or(start + delay, |(ahead, _)| (start + delay).max(*ahead));
             match bitstream.behaviour.apply(frame, delay) {
                 Verdict::Pass(out) => queue.push_back((due, out.into_owned())),
                 Verdict::Drop(reason) => {
@@ -356,8 +391,13 @@ pub fn run(
     let open =
         |link: &str| PacketRing::open(link, true).map_err(|source| EmuError::Link { link: link.to_string(), source });
     let bar = FakeBar::create(&cfg.dir).map_err(|source| EmuError::State { path: cfg.dir.clone(), source })?;
+    let arrival = cfg.arrival_base.map(|base| Arrival { base, tsc_hz: latency_sys::measure_tsc_hz(50_000_000) });
+    let mut rx_a = open(&cfg.switch_a)?;
+    if let Some(a) = arrival {
+        rx_a.stamp_at_arrival(a.tsc_hz);
+    }
     let mut emu = Emu {
-        rx_a: open(&cfg.switch_a)?,
+        rx_a,
         rx_b: open(&cfg.switch_b)?,
         tx_p: open(&cfg.host_p)?,
         tx_b: open(&cfg.host_b)?,
@@ -372,6 +412,7 @@ pub fn run(
         flashed_at_ms: state::unix_ms(),
         phase: Phase::Running,
         last_frame: Instant::now(),
+        arrival,
         cfg,
     };
     lower_timer_slack();
@@ -423,6 +464,16 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arrival_is_the_pass_moved_by_the_stamps_distance_at_the_tsc_rate() {
+        let a = Arrival { base: Duration::ZERO, tsc_hz: 2.5e9 };
+        let pass = Instant::now();
+        // 2,500 ticks at 2.5 GHz are 1 µs.
+        assert_eq!(a.at(pass, 10_000, 12_500), pass + Duration::from_micros(1));
+        assert_eq!(a.at(pass, 10_000, 10_000), pass);
+        assert_eq!(a.at(pass, 1_000_000, 750_000), pass - Duration::from_micros(100));
+    }
 
     #[test]
     fn control_lines_parse() {

@@ -63,6 +63,11 @@ enum Command {
         /// Spin instead of sleeping this long before a frame is due, µs.
         #[arg(long, default_value_t = 100)]
         spin_us: u64,
+        /// Count each pipeline frame's delay from the moment the kernel received it, after this
+        /// base latency of the card's own (µs; longer than the loop's longest wait for a frame),
+        /// instead of from the loop pass that took it: for a card fed by another card.
+        #[arg(long)]
+        arrival_base_us: Option<u64>,
     },
     /// Flash a running emulator and wait until it runs the new bitstream.
     Flash {
@@ -180,6 +185,7 @@ fn main() -> ExitCode {
             poll_us,
             idle_poll_us,
             spin_us,
+            arrival_base_us,
         } => {
             let delay_override = delay_us.map(Duration::from_micros);
             match bitstream::resolve(&bitstream, delay_override) {
@@ -197,6 +203,7 @@ fn main() -> ExitCode {
                     poll: Duration::from_micros(poll_us),
                     idle_poll: Duration::from_micros(idle_poll_us),
                     spin: Duration::from_micros(spin_us),
+                    arrival_base: arrival_base_us.map(Duration::from_micros),
                 }),
             }
         }
