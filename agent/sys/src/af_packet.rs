@@ -330,9 +330,12 @@ impl PacketRing {
             // acquire fence in `poll`); its header is initialised and stays put until its status
             // is handed back.
             let at = unsafe { i64::from((*hdr).tp_sec) * 1_000_000_000 + i64::from((*hdr).tp_nsec) };
-            let age = (now_ns - at).max(0) as f64 * ticks_per_ns;
-            let arrived = now_tsc.saturating_sub(age as u64);
-            *s = arrived.clamp(self.last.min(*s), *s);
+            // A frame without a receive time (none is ever 0) keeps the poll's stamp.
+            if at > 0 {
+                let age = (now_ns - at).max(0) as f64 * ticks_per_ns;
+                let arrived = now_tsc.saturating_sub(age as u64);
+                *s = arrived.clamp(self.last.min(*s), *s);
+            }
             self.last = *s;
         }
     }

@@ -70,15 +70,22 @@ pub(crate) fn prefetch(p: *const u8) {
     unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast()) }
 }
 
-/// `CLOCK_MONOTONIC_RAW` in ns (not slewed by NTP: the reference for measuring the TSC rate).
+/// Clock `clock` in ns (`clock_gettime`).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[allow(unsafe_code)]
-pub fn monotonic_raw_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_RAW exists on every Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; the clocks asked for (CLOCK_MONOTONIC_RAW,
+    // CLOCK_REALTIME) exist on every Linux.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     debug_assert_eq!(rc, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// `CLOCK_MONOTONIC_RAW` in ns (not slewed by NTP: the reference for measuring the TSC rate).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub fn monotonic_raw_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC_RAW) as u64
 }
 
 /// Measure the TSC rate over `window_ns` of `CLOCK_MONOTONIC_RAW` (the rate DPDK reports is
@@ -104,13 +111,8 @@ pub fn measure_tsc_hz(window_ns: u64) -> f64 {
 /// `CLOCK_REALTIME` in ns since the epoch: the clock of the kernel's receive times
 /// ([`af_packet::PacketRing::stamp_at_arrival`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[allow(unsafe_code)]
 pub fn realtime_ns() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME exists on every Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    debug_assert_eq!(rc, 0);
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    clock_ns(libc::CLOCK_REALTIME)
 }
 
 /// Block until `fd` is readable or `timeout_ms` have passed (an interrupted wait returns early:
