@@ -174,6 +174,9 @@ pub fn originate(rx: Box<dyn RxPort>, tx: &PacketSender, o: &Originate, tsc_hz: 
         let (stop, lens) = (stop.clone(), lens.clone());
         std::thread::Builder::new().name("rtt-rx".into()).spawn(move || {
             let mut rx = rx;
+            if wait {
+                rx.stamp_at_arrival(tsc_hz);
+            }
             if let Some(c) = rx_core {
                 let _ = pin_current_thread(c);
             }
