@@ -19,51 +19,71 @@
 //! then `T_session²/n + (T_run² + V_probe)/(n r)`, and each level's share of it says where more
 //! repetitions would narrow the interval (see [`Components::shares`]).
 
-use super::stats::quantile_select;
+use super::stats::quantiles_select;
 pub use latency_results::summary::{Components, Design, Shares};
 
 /// The components of quantile `p` from per-run values: for each session, for each run, its
 /// `(probe id, value)` pairs. None without two sessions that each have two runs of at least two
 /// probes (no level can be separated then).
 pub fn of_quantile(sessions: &[Vec<&[(u64, f64)]>], p: f64) -> Option<Components> {
-    let mut session_means = Vec::new();
-    let mut run_vars = Vec::new();
-    let mut half_diffs = Vec::new();
+    of_quantiles(sessions, &[p]).map(|mut c| c.remove(0))
+}
+
+/// [`of_quantile`] at each of `ps` (ascending), from one pass over the runs: each run's values
+/// and each half's are copied once and every quantile selected in them.
+pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<Components>> {
+    let levels = ps.len();
+    let mut session_means = vec![Vec::new(); levels];
+    let mut run_vars = vec![Vec::new(); levels];
+    let mut half_diffs = vec![Vec::new(); levels];
     let (mut runs, mut probes) = (0usize, 0usize);
+    let (mut all, mut odd, mut even) = (Vec::new(), Vec::new(), Vec::new());
     for s in sessions {
-        let mut thetas = Vec::new();
+        let mut thetas = vec![Vec::new(); levels];
         for run in s.iter().filter(|r| r.len() >= 2) {
-            let mut all: Vec<f64> = run.iter().map(|e| e.1).collect();
-            thetas.push(quantile_select(&mut all, p));
-            let (mut odd, mut even): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
+            all.clear();
+            all.extend(run.iter().map(|e| e.1));
+            for (t, q) in thetas.iter_mut().zip(quantiles_select(&mut all, ps)) {
+                t.push(q);
+            }
+            (odd.clear(), even.clear());
             for &(id, v) in run.iter() {
                 if id % 2 == 1 { odd.push(v) } else { even.push(v) }
             }
             if !odd.is_empty() && !even.is_empty() {
-                half_diffs.push(quantile_select(&mut odd, p) - quantile_select(&mut even, p));
+                let (o, e) = (quantiles_select(&mut odd, ps), quantiles_select(&mut even, ps));
+                for (h, (o, e)) in half_diffs.iter_mut().zip(o.into_iter().zip(e)) {
+                    h.push(o - e);
+                }
             }
             probes += run.len();
         }
-        if thetas.len() >= 2 {
-            runs += thetas.len();
-            run_vars.push(variance(&thetas));
-            session_means.push(thetas.iter().sum::<f64>() / thetas.len() as f64);
+        if thetas[0].len() >= 2 {
+            runs += thetas[0].len();
+            for ((t, v), m) in thetas.iter().zip(&mut run_vars).zip(&mut session_means) {
+                v.push(variance(t));
+                m.push(t.iter().sum::<f64>() / t.len() as f64);
+            }
         }
     }
-    if session_means.len() < 2 || half_diffs.is_empty() {
+    if session_means[0].len() < 2 || half_diffs[0].is_empty() {
         return None;
     }
-    let n = session_means.len() as f64;
+    let n = session_means[0].len() as f64;
     let r = runs as f64 / n;
-    let probe_ns2 = half_diffs.iter().map(|d| d * d).sum::<f64>() / half_diffs.len() as f64 / 4.0;
-    let s_run2 = run_vars.iter().sum::<f64>() / run_vars.len() as f64;
-    let s_session2 = variance(&session_means);
-    Some(Components {
-        session_ns2: (s_session2 - s_run2 / r).max(0.0),
-        run_ns2: (s_run2 - probe_ns2).max(0.0),
-        probe_ns2,
-        design: Design { sessions: n, runs: r, probes: probes as f64 / runs.max(1) as f64 },
-    })
+    let design = Design { sessions: n, runs: r, probes: probes as f64 / runs.max(1) as f64 };
+    let components = (0..levels).map(|k| {
+        let probe_ns2 = half_diffs[k].iter().map(|d| d * d).sum::<f64>() / half_diffs[k].len() as f64 / 4.0;
+        let s_run2 = run_vars[k].iter().sum::<f64>() / run_vars[k].len() as f64;
+        let s_session2 = variance(&session_means[k]);
+        Components {
+            session_ns2: (s_session2 - s_run2 / r).max(0.0),
+            run_ns2: (s_run2 - probe_ns2).max(0.0),
+            probe_ns2,
+            design: design.clone(),
+        }
+    });
+    Some(components.collect())
 }
 
 /// Sample variance (n − 1).

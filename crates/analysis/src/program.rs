@@ -244,8 +244,7 @@ fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPair
     }
     let mine: Vec<&[&RunPairs]> = members.iter().map(|&i| runs[i]).collect();
     let (program, null) = (per_run(&mine), per_run(null_runs));
-    let (median, p99) =
-        (crate::components::of_quantile(&program, 0.5)?, crate::components::of_quantile(&program, 0.99)?);
+    let [median, p99]: [Components; 2] = crate::components::of_quantiles(&program, &[0.5, 0.99])?.try_into().ok()?;
     if null.is_empty() {
         return Some(Variance { median, p99 });
     }

@@ -274,4 +274,18 @@ fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
     let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
     assert_eq!(got, [(big + 1, vec![2.0]), (big + 3, vec![1.0, 3.0])]);
     assert_eq!(crate::runs::ByProbe::new(&[]).iter_mut().count(), 0);
+    // Lists of the same ascending ids (a session whose runs paired every probe) are read across;
+    // the same ids in another order, or other ids of the same count, are counted: all alike.
+    let groups = |lists: &[(&[(u64, f64)], f64)]| -> Vec<(u64, Vec<f64>)> {
+        crate::runs::ByProbe::new(lists).iter_mut().map(|(id, v)| (id, v.to_vec())).collect()
+    };
+    let (d, e) = ([(1, 1.0), (4, 2.0), (9, 3.0)], [(1, 10.0), (4, 20.0), (9, 30.0)]);
+    assert_eq!(groups(&[(&d, 0.0), (&e, 1.0)]), [(1, vec![1.0, 9.0]), (4, vec![2.0, 19.0]), (9, vec![3.0, 29.0])]);
+    let (f, g) = ([(9, 3.0), (4, 2.0), (1, 1.0)], [(9, 30.0), (4, 20.0), (1, 10.0)]);
+    assert_eq!(groups(&[(&f, 0.0), (&g, 1.0)]), [(1, vec![1.0, 9.0]), (4, vec![2.0, 19.0]), (9, vec![3.0, 29.0])]);
+    let h = [(1, 10.0), (5, 20.0), (9, 30.0)];
+    assert_eq!(
+        groups(&[(&d, 0.0), (&h, 1.0)]),
+        [(1, vec![1.0, 9.0]), (4, vec![2.0]), (5, vec![19.0]), (9, vec![3.0, 29.0])]
+    );
 }
