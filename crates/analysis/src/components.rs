@@ -46,7 +46,8 @@ pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<C
             for (t, q) in thetas.iter_mut().zip(quantiles_select(&mut all, ps)) {
                 t.push(q);
             }
-            (odd.clear(), even.clear());
+            odd.clear();
+            even.clear();
             for &(id, v) in run.iter() {
                 if id % 2 == 1 { odd.push(v) } else { even.push(v) }
             }
@@ -80,7 +81,7 @@ pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<C
             session_ns2: (s_session2 - s_run2 / r).max(0.0),
             run_ns2: (s_run2 - probe_ns2).max(0.0),
             probe_ns2,
-            design: design.clone(),
+            design,
         }
     });
     Some(components.collect())
