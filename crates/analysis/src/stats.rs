@@ -275,6 +275,23 @@ mod tests {
     }
 
     #[test]
+    fn medians_of_few_values_of_either_sign() {
+        assert_eq!(median(&mut [-3.0, 5.0, -1.0]), -1.0);
+        assert_eq!(median(&mut [-2.5, -0.5, 1.5, -7.0]), -1.5);
+        assert_eq!(median(&mut [7.0]), 7.0);
+        // −0 orders below +0, as f64::total_cmp has it.
+        assert_eq!(median(&mut [0.0, -0.0, 1.0]).to_bits(), 0.0f64.to_bits());
+        assert_eq!(median(&mut [0.0, -0.0, -1.0]).to_bits(), (-0.0f64).to_bits());
+        // Ten and sixteen values, as a session's runs give them, and seventeen (selection).
+        let mut ten = [12.5, -3.0, 7.0, 6.0, 0.25, 100.0, -50.0, 3.0, 8.0, 1e9];
+        assert_eq!(median(&mut ten), 6.5);
+        let mut sixteen: Vec<f64> = (1..=16).rev().map(|v| v as f64 * -1.5).collect();
+        assert_eq!(median(&mut sixteen), -12.75);
+        let mut seventeen: Vec<f64> = (1..=17).map(f64::from).collect();
+        assert_eq!(median(&mut seventeen), 9.0);
+    }
+
+    #[test]
     fn grid_quantiles_interpolate_within_cells() {
         // Values 1, 2, 2, 3 on a grid of 1: cells [0.5,1.5], [1.5,2.5] ×2, [2.5,3.5]. The median
         // (mass 2 of 4) is at 2.0; p = 0.375 (mass 1.5) is halfway into the 2-cells: 1.75;
