@@ -29,10 +29,13 @@ pub fn of_quantile(sessions: &[Vec<&[(u64, f64)]>], p: f64) -> Option<Components
     of_quantiles(sessions, &[p]).map(|mut c| c.remove(0))
 }
 
-/// [`of_quantile`] at each of `ps` (ascending), from one pass over the runs: each run's values
-/// and each half's are copied once and every quantile selected in them.
+/// [`of_quantile`] at each of `ps` (ascending; none gives none), from one pass over the runs: each
+/// run's values and each half's are copied once and every quantile selected in them.
 pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<Components>> {
     let levels = ps.len();
+    if levels == 0 {
+        return None;
+    }
     let mut session_means = vec![Vec::new(); levels];
     let mut run_vars = vec![Vec::new(); levels];
     let mut half_diffs = vec![Vec::new(); levels];
