@@ -268,13 +268,14 @@ impl Emu {
     /// One pass: take what both switch links hold, forward due pipeline frames.
     fn pass(&mut self) {
         let now = Instant::now();
-        let now_tsc = latency_sys::rdtsc_fenced();
-        let (bitstream, arrival) = (&self.bitstream, self.arrival);
+        // With delays counted from arrival, the pass's moment on the TSC too.
+        let arrival = self.arrival.map(|a| (a, latency_sys::rdtsc_fenced()));
+        let bitstream = &self.bitstream;
         let (queue, counters) = (&mut self.queue, &mut self.counters);
         let mut got = self.rx_a.poll(BUDGET, |frame, tsc| {
             counters.pipeline_in += 1;
             counters.probes_in[0] += u64::from(is_probe(frame));
-            let start = arrival.map_or(now, |a| a.at(now, now_tsc, tsc) + a.base);
+            let start = arrival.map_or(now, |(a, now_tsc)| a.at(now, now_tsc, tsc) + a.base);
             let delay = bitstream.delay_for(frame.len());
             // A pipeline keeps frames in order: none leaves before the one ahead of it.
             let due = queue.back().map_or(start + delay, |(ahead, _)| (start + delay).max(*ahead));
