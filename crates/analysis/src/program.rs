@@ -175,15 +175,30 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         }
     });
 
-    // The headline mode's variance components (no resampling) beside the resampled intervals.
+    // The probes of each mode's resamples, shared with the null calibration.
+    let dense: Vec<Dense> = pooled_of.iter().map(|p| dense_probes(p, &input.null_sessions)).collect();
+    // The hardware-clock check draws from the generator where the resamples leave it, so it runs
+    // beside them, as the variance components (no resampling) do.
+    let resamples = a.bootstrap_resamples;
+    let mut hw_rng = rng.clone();
+    hw_rng.set_word_pos(
+        rng.get_word_pos() + dense.iter().map(|d| uncertainty::words_drawn(d.2, resamples)).sum::<u128>(),
+    );
     let (variance, intervals, hw_check) = std::thread::scope(|scope| {
         let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs));
+        let hw_check = scope.spawn(move || {
+            let hw: Vec<(f64, f64)> =
+                input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
+            (a.hw_clock_check || !hw.is_empty())
+                .then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, &mut hw_rng))
+                .flatten()
+        });
         // Confidence intervals of every mode's median and p99 (the headline's are the program's).
         let mut intervals = Vec::new();
         for (m, members) in members_of.iter().enumerate() {
             let sessions: Vec<&[(u64, f64)]> = members.iter().map(|&i| calibrated[i].as_slice()).collect();
             let mode = ModeData {
-                pooled: &pooled_of[m],
+                dense: &dense[m],
                 simex: simex_of[m].as_ref(),
                 sessions: &sessions,
                 noise: noise_of[m],
@@ -193,11 +208,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             modes[m].p99_ci95_ns = Some(found[1].0);
             intervals.push(found);
         }
-        let hw: Vec<(f64, f64)> =
-            input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
-        let hw_check =
-            (a.hw_clock_check || !hw.is_empty()).then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, rng)).flatten();
-        (variance.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), intervals, hw_check)
+        let variance = variance.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (variance, intervals, hw_check.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
     });
     let intervals = &intervals[main];
     Some(ProgramSummary {
@@ -254,8 +266,8 @@ fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPair
 
 /// What the intervals of one mode are computed from.
 struct ModeData<'a> {
-    /// Per-probe estimates over all the mode's runs.
-    pooled: &'a [(u64, f64)],
+    /// Per-probe estimates over all the mode's runs, with the null's ([`dense_probes`]).
+    dense: &'a Dense,
     /// Their distributions for the noise correction.
     simex: Option<&'a Simex>,
     /// The mode's sessions' calibrated per-probe estimates.
@@ -274,7 +286,8 @@ fn mode_intervals(
     null_medians: &[f64],
     rng: &mut ChaCha8Rng,
 ) -> [([f64; 2], [f64; 2]); 2] {
-    let (program_values, null_values, probes) = dense_probes(mode.pooled, &input.null_sessions);
+    let (program_values, null_values, probes) = mode.dense;
+    let probes = *probes;
     let mut null_sorted: Vec<f64> = null_values.iter().map(|v| v.1).collect();
     null_sorted.sort_unstable_by(f64::total_cmp);
     let null_simex = Simex::new(&null_sorted, None, input.null_grid);
@@ -290,7 +303,7 @@ fn mode_intervals(
             let histograms = if sx.blurs() { 3 } else { 1 };
             let first = terms.len();
             for k in 0..histograms {
-                terms.push(uncertainty::linear(&program_values, 0, probes, sx, k, p, 1.0, half));
+                terms.push(uncertainty::linear(program_values, 0, probes, sx, k, p, 1.0, half));
             }
             if sx.blurs() {
                 mine.extrapolated = Some([first, first + 1, first + 2]);
@@ -302,10 +315,10 @@ fn mode_intervals(
     }
     if let Some(nx) = &null_simex {
         let null = terms.len();
-        terms.push(uncertainty::linear(&null_values, 1, probes, nx, 0, 0.5, -1.0, half));
+        terms.push(uncertainty::linear(null_values, 1, probes, nx, 0, 0.5, -1.0, half));
         estimates.iter_mut().for_each(|e| e.terms.push(null));
     }
-    let masses = [uncertainty::masses(&program_values, probes), uncertainty::masses(&null_values, probes)];
+    let masses = [uncertainty::masses(program_values, probes), uncertainty::masses(null_values, probes)];
     let se = uncertainty::probe_se(&terms, &estimates, &masses, probes, input.analysis.bootstrap_resamples, rng);
     let per_session: Vec<Vec<f64>> = mode
         .sessions
@@ -331,6 +344,9 @@ fn mode_intervals(
 
 /// Values with their dense probe index.
 type Indexed = Vec<(u32, f64)>;
+
+/// A mode's per-probe estimates and the null's ([`dense_probes`]), and the number of probes.
+type Dense = (Indexed, Indexed, usize);
 
 /// The calibrated per-probe estimates of every session grouped by the probe's frame length as
 /// sent (from the runs' bypass copies), in length order, each against the bound of `m` for
@@ -373,7 +389,7 @@ fn by_frame_len(
 
 /// The program's per-probe estimates and the null's per-session estimates with dense probe
 /// indices shared by both, and the number of distinct probes.
-fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> (Indexed, Indexed, usize) {
+fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> Dense {
     let mut ids: Vec<u64> = program.iter().chain(null.iter().flat_map(|s| s.iter())).map(|e| e.0).collect();
     ids.sort_unstable();
     ids.dedup();

@@ -91,7 +91,7 @@ pub fn probe_se(
     resamples: u32,
     rng: &mut ChaCha8Rng,
 ) -> Vec<f64> {
-    if resamples < 2 || probes == 0 {
+    if words_drawn(probes, resamples) == 0 {
         return vec![0.0; estimates.len()];
     }
     let usable = |t: &Linear| t.f > 0.0 && t.f.is_finite();
@@ -124,7 +124,7 @@ pub fn probe_se(
     let half = resamples / 2;
     let shares: Vec<std::ops::Range<u32>> = vec![0..half, half..resamples];
     let parts = crate::load::par_map(&shares, |r| resample(r.clone()));
-    rng.set_word_pos(start + u128::from(resamples) * words);
+    rng.set_word_pos(start + words_drawn(probes, resamples));
     let mut draws = vec![Vec::with_capacity(resamples as usize); estimates.len()];
     for part in parts {
         for (d, p) in draws.iter_mut().zip(part) {
@@ -132,6 +132,13 @@ pub fn probe_se(
         }
     }
     draws.iter().map(|d| sd(d)).collect()
+}
+
+/// The words of the generator [`probe_se`] draws for `resamples` resamples of `probes` probes
+/// (two weights from each word; none when it resamples nothing): whatever draws from the same
+/// generator after it starts this far on, and may run beside it.
+pub fn words_drawn(probes: usize, resamples: u32) -> u128 {
+    if resamples < 2 || probes == 0 { 0 } else { u128::from(resamples) * probes.div_ceil(2) as u128 }
 }
 
 /// Σ a_i b_i, eight lanes at a time.
@@ -367,6 +374,26 @@ mod tests {
             assert!((got - want).abs() <= tolerance * want, "df {df}: {got:e} vs {want:e}");
         }
         assert!((t975(1e9) - Z975).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_resamples_leave_the_generator_where_drawing_their_weights_one_by_one_does() {
+        // Seven probes take four words per resample (two weights a word); five resamples, twenty.
+        assert_eq!(words_drawn(7, 5), 20);
+        assert_eq!((words_drawn(7, 1), words_drawn(0, 5)), (0, 0));
+        let (n, resamples) = (7, 5);
+        let values: Vec<(u32, f64)> = (0..n as u32).map(|i| (i, f64::from(i))).collect();
+        let sorted: Vec<f64> = values.iter().map(|v| v.1).collect();
+        let simex = Simex::new(&sorted, None, 1.0).unwrap();
+        let terms = [linear(&values, 0, n, &simex, 0, 0.5, 1.0, 1.0)];
+        let estimates = [Estimate { extrapolated: None, terms: vec![0] }];
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut one_by_one = rng.clone();
+        let mut w = vec![0f32; n];
+        (0..resamples).for_each(|_| poisson_weights(&mut w, &mut one_by_one));
+        probe_se(&terms, &estimates, &[masses(&values, n)], n, resamples, &mut rng);
+        assert_eq!(rng.get_word_pos(), one_by_one.get_word_pos());
+        assert_eq!(rng.random::<u64>(), one_by_one.random::<u64>());
     }
 
     #[test]
