@@ -22,6 +22,7 @@ mod error;
 pub mod estimates;
 mod hwcheck;
 mod levels;
+mod network;
 pub mod load;
 pub mod modes;
 pub mod noise;

@@ -246,15 +246,24 @@ fn normal_cdf(z: f64) -> f64 {
     if z >= 0.0 { 0.5 * (1.0 + erf) } else { 0.5 * (1.0 - erf) }
 }
 
+/// A mode's per-probe estimates, the halves of their odd and even runs' difference, and whether
+/// every estimate is a median of an odd number of runs ([`pooled_estimates`]).
+pub type Pooled = (Vec<(u64, f64)>, Vec<f64>, bool);
+
 /// Per-probe estimates of a mode: the median of each probe's differentials over all runs of the
 /// mode's sessions, each session's runs first shifted by `shift` (its offset from the mode's
 /// common session median, plus the null offset); with them, half the difference of the medians
 /// of each probe's odd and even runs (for probes seen in at least two runs), and whether every
 /// estimate is the median of an odd number of runs.
-pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> (Vec<(u64, f64)>, Vec<f64>, bool) {
+pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> Pooled {
     let lists: Vec<(&[(u64, f64)], f64)> =
         sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| (r.diffs.as_slice(), shift))).collect();
-    let mut groups = crate::runs::ByProbe::new(&lists);
+    aligned_pooled(&lists).unwrap_or_else(|| grouped_pooled(&lists))
+}
+
+/// [`pooled_estimates`] of any lists: each probe's values gathered ([`crate::runs::ByProbe`]).
+fn grouped_pooled(lists: &[(&[(u64, f64)], f64)]) -> Pooled {
+    let mut groups = crate::runs::ByProbe::new(lists);
     let (mut estimates, mut halves, mut odd_only) = (Vec::new(), Vec::new(), true);
     let (mut odd, mut even) = (Vec::new(), Vec::new());
     for (id, v) in groups.iter_mut() {
@@ -270,6 +279,23 @@ pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> (Vec<(u64, f64)>, V
         estimates.push((id, median(v)));
     }
     (estimates, halves, odd_only)
+}
+
+/// [`pooled_estimates`] of lists that hold the same ids in the same order (every probe paired in
+/// every run): a probe's k-th value is the k-th list's, so its odd and even runs are the odd and
+/// even lists ([`crate::network::aligned_medians`]). None otherwise.
+fn aligned_pooled(lists: &[(&[(u64, f64)], f64)]) -> Option<Pooled> {
+    let medians = crate::network::aligned_medians(lists)?;
+    let halves = if lists.len() >= 2 {
+        let odd: Vec<_> = lists.iter().copied().step_by(2).collect();
+        let even: Vec<_> = lists.iter().copied().skip(1).step_by(2).collect();
+        let (odd, even) = (crate::network::aligned_medians(&odd)?, crate::network::aligned_medians(&even)?);
+        odd.iter().zip(&even).map(|(o, e)| (o - e) / 2.0).collect()
+    } else {
+        Vec::new()
+    };
+    let ids = lists[0].0.iter().map(|e| e.0);
+    Some((ids.zip(medians).collect(), halves, lists.len() % 2 == 1))
 }
 
 /// The histogram convolved with a normal of standard deviation `sd_bins` bins (±6 sd).
@@ -323,6 +349,30 @@ mod tests {
     use crate::stats::normal;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn pooled_estimates_of_aligned_runs_are_those_of_the_runs_grouped_by_probe() {
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        for runs in [1, 2, 3, 10, 25, 50] {
+            let lists: Vec<Vec<(u64, f64)>> = (0..runs)
+                .map(|_| (1..=37u64).map(|id| (id, f64::from(rng.random_range(-500..500i32)) * 0.346)).collect())
+                .collect();
+            let shifts: Vec<f64> = (0..runs).map(|r| f64::from(r / 10) * 1.7 - 0.6).collect();
+            let aligned: Vec<(&[(u64, f64)], f64)> = lists.iter().map(Vec::as_slice).zip(shifts.iter().copied()).collect();
+            // The same runs with the first one's probes listed backwards: grouped by probe.
+            let backwards: Vec<(u64, f64)> = lists[0].iter().rev().copied().collect();
+            let mut grouped = aligned.clone();
+            grouped[0].0 = &backwards;
+            let (a, g) = (aligned_pooled(&aligned).unwrap(), grouped_pooled(&grouped));
+            assert!(aligned_pooled(&grouped).is_none());
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(a.0.iter().map(|e| e.0).collect::<Vec<_>>(), g.0.iter().map(|e| e.0).collect::<Vec<_>>());
+            assert_eq!(bits(&a.0.iter().map(|e| e.1).collect::<Vec<_>>()), bits(&g.0.iter().map(|e| e.1).collect::<Vec<_>>()));
+            assert_eq!(bits(&a.1), bits(&g.1), "{runs} runs");
+            assert_eq!(a.2, g.2);
+            assert_eq!(a.1.len(), if runs >= 2 { 37 } else { 0 });
+        }
+    }
 
     #[test]
     fn an_extrapolation_out_of_order_keeps_the_raw_quantiles() {

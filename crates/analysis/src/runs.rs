@@ -91,6 +91,10 @@ impl RunPairs {
 /// else on a grid of half a tick).
 pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
     let lists: Vec<(&[(u64, f64)], f64)> = runs.iter().map(|r| (r.diffs.as_slice(), 0.0)).collect();
+    if let Some(medians) = crate::network::aligned_medians(&lists) {
+        let ids = lists[0].0.iter().map(|e| e.0);
+        return (ids.zip(medians).collect(), lists.len() % 2 == 1);
+    }
     let mut groups = ByProbe::new(&lists);
     let mut odd = true;
     let mut out = Vec::with_capacity(groups.ids.len());
@@ -112,9 +116,6 @@ pub(crate) struct ByProbe {
 
 impl ByProbe {
     pub(crate) fn new(lists: &[(&[(u64, f64)], f64)]) -> ByProbe {
-        if let Some(g) = ByProbe::aligned(lists) {
-            return g;
-        }
         let all = || lists.iter().flat_map(|&(l, shift)| l.iter().map(move |&(id, v)| (id, v - shift)));
         let max_id = all().map(|(id, _)| id).max().unwrap_or(0);
         if max_id >= 1 << 22 {
@@ -149,25 +150,6 @@ impl ByProbe {
         let mut starts: Vec<usize> = ids.iter().map(|&id| count[id as usize]).collect();
         starts.push(values.len());
         ByProbe { ids, starts, values }
-    }
-
-    /// The groups when every list holds the same ids in the same ascending order (every probe
-    /// paired in every run, as the runs of a session mostly are): probe k's values are the k-th of
-    /// each list, in list order, read without counting. None otherwise.
-    fn aligned(lists: &[(&[(u64, f64)], f64)]) -> Option<ByProbe> {
-        let (&(first, _), rest) = lists.split_first()?;
-        let ascending = first.windows(2).all(|w| w[0].0 < w[1].0);
-        let same = |l: &[(u64, f64)]| l.len() == first.len() && l.iter().zip(first).all(|(a, b)| a.0 == b.0);
-        if !ascending || !rest.iter().all(|&(l, _)| same(l)) {
-            return None;
-        }
-        let mut values = Vec::with_capacity(first.len() * lists.len());
-        for k in 0..first.len() {
-            values.extend(lists.iter().map(|&(l, shift)| l[k].1 - shift));
-        }
-        let ids = first.iter().map(|e| e.0).collect();
-        let starts = (0..=first.len()).map(|k| k * lists.len()).collect();
-        Some(ByProbe { ids, starts, values })
     }
 
     /// Each probe id with its values.

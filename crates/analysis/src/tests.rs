@@ -274,8 +274,8 @@ fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
     let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
     assert_eq!(got, [(big + 1, vec![2.0]), (big + 3, vec![1.0, 3.0])]);
     assert_eq!(crate::runs::ByProbe::new(&[]).iter_mut().count(), 0);
-    // Lists of the same ascending ids (a session whose runs paired every probe) are read across;
-    // the same ids in another order, or other ids of the same count, are counted: all alike.
+    // Lists of the same ascending ids (a session whose runs paired every probe), the same ids in
+    // another order, other ids of the same count: each probe's values in list order.
     let groups = |lists: &[(&[(u64, f64)], f64)]| -> Vec<(u64, Vec<f64>)> {
         crate::runs::ByProbe::new(lists).iter_mut().map(|(id, v)| (id, v.to_vec())).collect()
     };
