@@ -14,15 +14,20 @@ const HW_LEVELS: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 const HW_JUDGED_MAX_LEVEL: f64 = 95.0;
 
 /// Step 8: re-pair residuals C = R − D with the differentials at random and compare quantiles
-/// of the synthesised D + C with the measured R.
-pub(crate) fn hw_clock_check(pairs: &[(f64, f64)], tolerance_ns: f64, rng: &mut ChaCha8Rng) -> Option<HwCheck> {
-    if pairs.is_empty() {
+/// of the synthesised D + C with the measured R; the (D, R) pairs of every run, in order.
+pub(crate) fn hw_clock_check(runs: &[&[(f64, f64)]], tolerance_ns: f64, rng: &mut ChaCha8Rng) -> Option<HwCheck> {
+    let pairs = || runs.iter().flat_map(|r| r.iter());
+    let n = runs.iter().map(|r| r.len()).sum();
+    if n == 0 {
         return None;
     }
-    let mut residuals: Vec<f64> = pairs.iter().map(|(d, r)| r - d).collect();
-    residuals.shuffle(rng);
-    let mut synth: Vec<f64> = pairs.iter().zip(&residuals).map(|((d, _), c)| d + c).collect();
-    let mut measured: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    // The residuals shuffled, then each made D + C in place (the synthesised values).
+    let mut synth: Vec<f64> = Vec::with_capacity(n);
+    synth.extend(pairs().map(|(d, r)| r - d));
+    synth.shuffle(rng);
+    synth.iter_mut().zip(pairs()).for_each(|(c, (d, _))| *c += d);
+    let mut measured: Vec<f64> = Vec::with_capacity(n);
+    measured.extend(pairs().map(|p| p.1));
     let fractions = HW_LEVELS.map(|l| l / 100.0);
     let (m, s) = (quantiles_select(&mut measured, &fractions), quantiles_select(&mut synth, &fractions));
     let levels: Vec<HwLevel> = HW_LEVELS
@@ -37,5 +42,5 @@ pub(crate) fn hw_clock_check(pairs: &[(f64, f64)], tolerance_ns: f64, rng: &mut 
         })
         .collect();
     let max_diff_ns = levels.iter().filter(|l| l.judged).map(|l| l.diff_ns.abs()).fold(0.0, f64::max);
-    Some(HwCheck { levels, max_diff_ns, tolerance_ns, pass: max_diff_ns <= tolerance_ns, pairs: pairs.len() as u64 })
+    Some(HwCheck { levels, max_diff_ns, tolerance_ns, pass: max_diff_ns <= tolerance_ns, pairs: n as u64 })
 }

@@ -187,9 +187,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let (variance, intervals, hw_check) = std::thread::scope(|scope| {
         let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs));
         let hw_check = scope.spawn(move || {
-            let hw: Vec<(f64, f64)> =
-                input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw.iter().copied())).collect();
-            (a.hw_clock_check || !hw.is_empty())
+            let hw: Vec<&[(f64, f64)]> = input.runs.iter().flat_map(|rs| rs.iter().map(|r| r.hw.as_slice())).collect();
+            (a.hw_clock_check || hw.iter().any(|r| !r.is_empty()))
                 .then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, &mut hw_rng))
                 .flatten()
         });
