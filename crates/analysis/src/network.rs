@@ -97,7 +97,12 @@ pub(crate) fn aligned_medians(lists: &[(&[(u64, f64)], f64)]) -> Option<Vec<f64>
     for b in 0..blocks {
         let k = 4 * b;
         for (v, &(l, shift)) in v.iter_mut().zip(lists) {
-            *v = f64x4::new([value(l, k, shift), value(l, k + 1, shift), value(l, k + 2, shift), value(l, k + 3, shift)]);
+            *v = f64x4::new([
+                value(l, k, shift),
+                value(l, k + 1, shift),
+                value(l, k + 2, shift),
+                value(l, k + 3, shift),
+            ]);
         }
         out.extend_from_slice(&network.medians(&mut v).to_array());
     }

@@ -358,7 +358,8 @@ mod tests {
                 .map(|_| (1..=37u64).map(|id| (id, f64::from(rng.random_range(-500..500i32)) * 0.346)).collect())
                 .collect();
             let shifts: Vec<f64> = (0..runs).map(|r| f64::from(r / 10) * 1.7 - 0.6).collect();
-            let aligned: Vec<(&[(u64, f64)], f64)> = lists.iter().map(Vec::as_slice).zip(shifts.iter().copied()).collect();
+            let aligned: Vec<(&[(u64, f64)], f64)> =
+                lists.iter().map(Vec::as_slice).zip(shifts.iter().copied()).collect();
             // The same runs with the first one's probes listed backwards: grouped by probe.
             let backwards: Vec<(u64, f64)> = lists[0].iter().rev().copied().collect();
             let mut grouped = aligned.clone();
@@ -367,7 +368,10 @@ mod tests {
             assert!(aligned_pooled(&grouped).is_none());
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(a.0.iter().map(|e| e.0).collect::<Vec<_>>(), g.0.iter().map(|e| e.0).collect::<Vec<_>>());
-            assert_eq!(bits(&a.0.iter().map(|e| e.1).collect::<Vec<_>>()), bits(&g.0.iter().map(|e| e.1).collect::<Vec<_>>()));
+            assert_eq!(
+                bits(&a.0.iter().map(|e| e.1).collect::<Vec<_>>()),
+                bits(&g.0.iter().map(|e| e.1).collect::<Vec<_>>())
+            );
             assert_eq!(bits(&a.1), bits(&g.1), "{runs} runs");
             assert_eq!(a.2, g.2);
             assert_eq!(a.1.len(), if runs >= 2 { 37 } else { 0 });

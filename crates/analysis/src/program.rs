@@ -196,12 +196,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         let mut intervals = Vec::new();
         for (m, members) in members_of.iter().enumerate() {
             let sessions: Vec<&[(u64, f64)]> = members.iter().map(|&i| calibrated[i].as_slice()).collect();
-            let mode = ModeData {
-                dense: &dense[m],
-                simex: simex_of[m].as_ref(),
-                sessions: &sessions,
-                noise: noise_of[m],
-            };
+            let mode =
+                ModeData { dense: &dense[m], simex: simex_of[m].as_ref(), sessions: &sessions, noise: noise_of[m] };
             let found = mode_intervals(input, &mode, &modes[m].latency_ns, &null_medians, rng);
             modes[m].median_ci95_ns = Some(found[0].0);
             modes[m].p99_ci95_ns = Some(found[1].0);

@@ -108,8 +108,11 @@ pub fn probe_se(
         let mut draws = vec![Vec::with_capacity(range.len()); estimates.len()];
         // Every resample's sums: the masses', then each term's with a density (one without stays
         // at its value).
-        let summed: Vec<&[f32]> =
-            masses.iter().map(Vec::as_slice).chain(terms.iter().filter(|t| usable(t)).map(|t| t.a.as_slice())).collect();
+        let summed: Vec<&[f32]> = masses
+            .iter()
+            .map(Vec::as_slice)
+            .chain(terms.iter().filter(|t| usable(t)).map(|t| t.a.as_slice()))
+            .collect();
         let mut sums = vec![0f32; summed.len()];
         for _ in range {
             poisson_weights(&mut w, &mut rng);
@@ -199,19 +202,36 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 
 /// Fill `w` with Poisson(1) draws, two from each 32-bit uniform: 16 bits each, looked up in a
 /// table of the inverse distribution function (probabilities to 1/65,536, counts capped at 8).
+/// The words are drawn a block at a time, in the order one at a time would draw them.
 fn poisson_weights(w: &mut [f32], rng: &mut ChaCha8Rng) {
-    static TABLE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        // P(X ≤ k) × 2¹⁶, k = 0..7.
-        const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
-        (0..1u32 << 16).map(|u| CDF.iter().position(|&c| u < c).map_or(8, |k| k as u8)).collect()
-    });
-    for pair in w.chunks_mut(2) {
-        let u: u32 = rng.random();
-        pair[0] = f32::from(table[(u & 0xffff) as usize]);
-        if let Some(second) = pair.get_mut(1) {
-            *second = f32::from(table[(u >> 16) as usize]);
+    /// P(X ≤ k) × 2¹⁶, k = 0..7.
+    const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
+    /// The count of each 16-bit uniform: how many of `CDF` it is not below.
+    static TABLE: [u8; 1 << 16] = {
+        let mut t = [0u8; 1 << 16];
+        let mut u = 0;
+        while u < t.len() {
+            let mut k = 0;
+            while k < CDF.len() && u as u32 >= CDF[k] {
+                k += 1;
+            }
+            t[u] = k as u8;
+            u += 1;
         }
+        t
+    };
+    let count = |half: u32| f32::from(TABLE[(half & 0xffff) as usize]);
+    let mut words = [0u32; 64];
+    let (pairs, last) = w.as_chunks_mut::<2>();
+    for block in pairs.chunks_mut(words.len()) {
+        let words = &mut words[..block.len()];
+        rng.fill(words);
+        for (pair, &u) in block.iter_mut().zip(words.iter()) {
+            *pair = [count(u), count(u >> 16)];
+        }
+    }
+    if let [last] = last {
+        *last = count(rng.random());
     }
 }
 
@@ -458,6 +478,30 @@ mod tests {
         let mut out = [0.0];
         dots(&a, &[&[2.0; 9]], &mut out);
         assert_eq!(out, [90.0]);
+    }
+
+    #[test]
+    fn poisson_weights_count_each_half_word_drawn_one_at_a_time_against_the_distribution() {
+        // P(X ≤ k) for Poisson(1), e⁻¹ Σ_{j ≤ k} 1/j!, times 2¹⁶ and truncated: 24,109 (0.3679),
+        // 48,218 (0.7358), 60,273 (0.9197), 64,291 (0.9810), …; a half word below 24,109 is 0.
+        let count = |h: u32| {
+            [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535].iter().filter(|&&c| h >= c).count() as f32
+        };
+        for n in [1, 2, 127, 128, 129, 300] {
+            let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
+            let mut one = rng.clone();
+            let mut w = vec![f32::NAN; n];
+            poisson_weights(&mut w, &mut rng);
+            let want: Vec<f32> = (0..n.div_ceil(2))
+                .flat_map(|_| {
+                    let u: u32 = one.random();
+                    [count(u & 0xffff), count(u >> 16)]
+                })
+                .take(n)
+                .collect();
+            assert_eq!(w, want, "{n} weights");
+            assert_eq!(rng.get_word_pos(), one.get_word_pos());
+        }
     }
 
     #[test]
