@@ -167,11 +167,11 @@ impl Reduction {
         for d in &mut diffs {
             d.1 = unzigzag(take(&mut rest)?);
         }
-        let hw_diffs = if header.hw {
-            (0..n).map(|_| take(&mut rest).map(|v| v.checked_sub(1).map(unzigzag))).collect::<Result<_, _>>()?
-        } else {
-            Vec::new()
-        };
+        let hw = if header.hw { n } else { 0 };
+        let mut hw_diffs = Vec::with_capacity(hw);
+        for _ in 0..hw {
+            hw_diffs.push(take(&mut rest)?.checked_sub(1).map(unzigzag));
+        }
         let mut lens = Vec::with_capacity(if header.lens { n } else { 0 });
         let mut previous = 0i64;
         for _ in 0..if header.lens { n } else { 0 } {
