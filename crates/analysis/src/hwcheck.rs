@@ -14,10 +14,14 @@ const HW_LEVELS: [f64; 6] = [25.0, 50.0, 75.0, 90.0, 95.0, 99.0];
 const HW_JUDGED_MAX_LEVEL: f64 = 95.0;
 
 /// Step 8: re-pair residuals C = R − D with the differentials at random and compare quantiles
-/// of the synthesised D + C with the measured R; the (D, R) pairs of every run, in order.
-pub(crate) fn hw_clock_check(runs: &[&[(f64, f64)]], tolerance_ns: f64, rng: &mut ChaCha8Rng) -> Option<HwCheck> {
-    let pairs = || runs.iter().flat_map(|r| r.iter());
-    let n = runs.iter().map(|r| r.len()).sum();
+/// of the synthesised D + C with the measured R; `pairs` gives the (D, R) pairs, in the same order
+/// each time.
+pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
+    pairs: impl Fn() -> I,
+    tolerance_ns: f64,
+    rng: &mut ChaCha8Rng,
+) -> Option<HwCheck> {
+    let n = pairs().count();
     if n == 0 {
         return None;
     }

@@ -8,14 +8,14 @@ use wide::f64x4;
 
 /// The comparators that put the middle of n values in place, in order: `(i, j)` leaves the
 /// smaller at i and the larger at j.
-pub(crate) struct Network {
+struct Network {
     n: usize,
     pairs: Vec<(usize, usize)>,
 }
 
 impl Network {
     /// Batcher's merge exchange for n values, less the comparators no middle value depends on.
-    pub(crate) fn median_of(n: usize) -> Network {
+    fn median_of(n: usize) -> Network {
         let mut pairs = Vec::new();
         if n >= 2 {
             let t = usize::BITS - (n - 1).leading_zeros();
@@ -80,8 +80,7 @@ pub(crate) fn aligned_medians(lists: &[(&[(u64, f64)], f64)]) -> Option<Vec<f64>
         return None;
     }
     // Read in the same pass as the values: whether an id differs from the first list's, and
-    // whether a value is NaN or −0 (the only values equal to themselves negated, bar +0, or
-    // unequal to themselves).
+    // whether a value is NaN or −0.
     let (mut other_ids, mut unordered) = (false, false);
     let mut value = |l: &[(u64, f64)], k: usize, shift: f64| {
         let (id, x) = l[k];

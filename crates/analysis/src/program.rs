@@ -58,7 +58,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             excluded: rs.iter().map(|r| r.excluded).sum(),
             runs: rs.len() as u32,
             hw_median_ns: {
-                let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw.iter().map(|p| p.1)).collect();
+                let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw_pairs().map(|p| p.1)).collect();
                 (!r.is_empty()).then(|| median(&mut r))
             },
         });
@@ -187,9 +187,9 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let (variance, intervals, hw_check) = std::thread::scope(|scope| {
         let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs));
         let hw_check = scope.spawn(move || {
-            let hw: Vec<&[(f64, f64)]> = input.runs.iter().flat_map(|rs| rs.iter().map(|r| r.hw.as_slice())).collect();
-            (a.hw_clock_check || hw.iter().any(|r| !r.is_empty()))
-                .then(|| hw_clock_check(&hw, a.hw_clock_tolerance_ns, &mut hw_rng))
+            let pairs = || input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw_pairs()));
+            (a.hw_clock_check || pairs().next().is_some())
+                .then(|| hw_clock_check(pairs, a.hw_clock_tolerance_ns, &mut hw_rng))
                 .flatten()
         });
         // Confidence intervals of every mode's median and p99 (the headline's are the program's).

@@ -12,8 +12,9 @@ pub struct RunPairs {
     pub(crate) level: Option<String>,
     /// (probe id, D ns), id order, first probe after the gap already removed when excluded.
     pub(crate) diffs: Vec<(u64, f64)>,
-    /// (D ns, R ns) for reflect data.
-    pub(crate) hw: Vec<(f64, f64)>,
+    /// The hardware-clock differential R (ns) of each probe of `diffs`, NaN where it has none
+    /// (reflect data); empty for a run without hardware stamps.
+    pub(crate) hw: Vec<f64>,
     /// Frame length of each probe of `diffs` as sent (empty without frame lengths).
     pub(crate) lens: Vec<u16>,
     pub(crate) counts: latency_results::pairs::Counts,
@@ -57,7 +58,7 @@ impl RunPairs {
         let skip = if exclude_first { r.header.first_id } else { None };
         let lens = if lens { r.lens.as_slice() } else { &[] };
         let mut diffs = Vec::with_capacity(r.diffs.len());
-        let mut hw = Vec::with_capacity(r.hw_diffs.len());
+        let mut hw = Vec::with_capacity(r.hw_diffs.len().min(r.diffs.len()));
         let mut kept_lens = Vec::with_capacity(lens.len());
         let mut excluded = 0;
         for (k, &(id, d)) in r.diffs.iter().enumerate() {
@@ -67,8 +68,8 @@ impl RunPairs {
             }
             diffs.push((id, d as f64 * ns));
             kept_lens.extend(lens.get(k));
-            if let Some(Some(h)) = r.hw_diffs.get(k) {
-                hw.push((d as f64 * ns, *h as f64));
+            if let Some(h) = r.hw_diffs.get(k) {
+                hw.push(h.map_or(f64::NAN, |h| h as f64));
             }
         }
         RunPairs {
@@ -83,6 +84,11 @@ impl RunPairs {
             pacing_pps: r.bypass_pps(tsc_hz),
             pacing_inferred: r.pacing_inferred(),
         }
+    }
+
+    /// (D ns, R ns) of each probe with a hardware-clock differential, in id order.
+    pub(crate) fn hw_pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.diffs.iter().zip(&self.hw).filter(|(_, r)| !r.is_nan()).map(|(d, &r)| (d.1, r))
     }
 }
 

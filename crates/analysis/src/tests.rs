@@ -250,13 +250,13 @@ fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
     let d: Vec<f64> = (0..20_000).map(|i| 150.0 + 10.0 * stats::normal(&mut r) + (i % 7) as f64).collect();
     // R = D + C with C independent of D: the re-paired convolution matches R.
     let indep: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 6.0 * stats::normal(&mut r))).collect();
-    let ok = hw_clock_check(&[&indep], 1.0, &mut r).unwrap();
+    let ok = hw_clock_check(|| indep.iter().copied(), 1.0, &mut r).unwrap();
     assert!(ok.pass, "{:?}", ok.levels);
     assert_eq!(ok.levels.len(), 6);
     // C that grows with D (R stretched around its median): re-pairing breaks the dependence,
     // so the synthesised tails are narrower than the measured ones.
     let corr: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 0.8 * (x - 150.0) + 2.0 * stats::normal(&mut r))).collect();
-    let bad = hw_clock_check(&[&corr[..500], &corr[500..]], 1.0, &mut r).unwrap();
+    let bad = hw_clock_check(|| corr.iter().copied(), 1.0, &mut r).unwrap();
     assert!(!bad.pass && bad.max_diff_ns > 5.0, "{:?}", bad.levels);
     assert_eq!((ok.pairs, bad.pairs), (20_000, 20_000));
 }
@@ -289,4 +289,35 @@ fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
         groups(&[(&d, 0.0), (&h, 1.0)]),
         [(1, vec![1.0, 9.0]), (4, vec![2.0]), (5, vec![19.0]), (9, vec![3.0, 29.0])]
     );
+}
+
+#[test]
+fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_first_after_the_gap() {
+    use latency_results::reduction::{FORMAT, Reduction, ReductionHeader, RunIdentity};
+    // TSC at 2 GHz: 0.5 ns a tick. Probe 1 comes first after the gap; probe 3 has no reflection.
+    let header = ReductionHeader {
+        format: FORMAT,
+        run: RunIdentity::default(),
+        counts: Default::default(),
+        first_id: Some(1),
+        bypass_span: (0, 0),
+        bypass_ids: (0, 0),
+        matched: 4,
+        hw: true,
+        lens: false,
+    };
+    let r = Reduction {
+        header,
+        diffs: vec![(1, 100), (2, 200), (3, 300), (4, 400)],
+        hw_diffs: vec![Some(55), Some(110), None, Some(-7)],
+        lens: Vec::new(),
+    };
+    let kept = RunPairs::of(0, 1, &r, 2e9, true, false);
+    assert_eq!(kept.hw_pairs().collect::<Vec<_>>(), [(100.0, 110.0), (200.0, -7.0)]);
+    assert_eq!(kept.excluded, 1);
+    let all = RunPairs::of(0, 1, &r, 2e9, false, false);
+    assert_eq!(all.hw_pairs().collect::<Vec<_>>(), [(50.0, 55.0), (100.0, 110.0), (200.0, -7.0)]);
+    // A run without hardware stamps has none.
+    let none = Reduction { hw_diffs: Vec::new(), ..r };
+    assert_eq!(RunPairs::of(0, 1, &none, 2e9, false, false).hw_pairs().count(), 0);
 }
