@@ -22,16 +22,19 @@
 use super::stats::quantiles_select;
 pub use latency_results::summary::{Components, Design, Shares};
 
-/// The components of quantile `p` from per-run values: for each session, for each run, its
-/// `(probe id, value)` pairs. None without two sessions that each have two runs of at least two
-/// probes (no level can be separated then).
-pub fn of_quantile(sessions: &[Vec<&[(u64, f64)]>], p: f64) -> Option<Components> {
+/// A run's probe ids and the value of each.
+pub type Run<'a> = (&'a [u64], &'a [f64]);
+
+/// The components of quantile `p` from per-run values: for each session, each run's probe ids and
+/// values. None without two sessions that each have two runs of at least two probes (no level can
+/// be separated then).
+pub fn of_quantile(sessions: &[Vec<Run>], p: f64) -> Option<Components> {
     of_quantiles(sessions, &[p]).map(|mut c| c.remove(0))
 }
 
 /// [`of_quantile`] at each of `ps` (ascending; none gives none), from one pass over the runs: each
 /// run's values and each half's are copied once and every quantile selected in them.
-pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<Components>> {
+pub fn of_quantiles(sessions: &[Vec<Run>], ps: &[f64]) -> Option<Vec<Components>> {
     let levels = ps.len();
     if levels == 0 {
         return None;
@@ -43,15 +46,15 @@ pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<C
     let (mut all, mut odd, mut even) = (Vec::new(), Vec::new(), Vec::new());
     for s in sessions {
         let mut thetas = vec![Vec::new(); levels];
-        for run in s.iter().filter(|r| r.len() >= 2) {
+        for &(ids, values) in s.iter().filter(|r| r.1.len() >= 2) {
             all.clear();
-            all.extend(run.iter().map(|e| e.1));
+            all.extend_from_slice(values);
             for (t, q) in thetas.iter_mut().zip(quantiles_select(&mut all, ps)) {
                 t.push(q);
             }
             odd.clear();
             even.clear();
-            for &(id, v) in run.iter() {
+            for (&id, &v) in ids.iter().zip(values) {
                 if id % 2 == 1 { odd.push(v) } else { even.push(v) }
             }
             if !odd.is_empty() && !even.is_empty() {
@@ -60,7 +63,7 @@ pub fn of_quantiles(sessions: &[Vec<&[(u64, f64)]>], ps: &[f64]) -> Option<Vec<C
                     h.push(o - e);
                 }
             }
-            probes += run.len();
+            probes += values.len();
         }
         if thetas[0].len() >= 2 {
             runs += thetas[0].len();
@@ -105,23 +108,31 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     /// Probes N(0, σ_p²) + run shift N(0, σ_r²) + session shift N(0, σ_s²).
-    fn study(n: usize, r: usize, probes: u64, sd: [f64; 3], seed: u64) -> Vec<Vec<Vec<(u64, f64)>>> {
+    struct Study {
+        ids: Vec<u64>,
+        values: Vec<Vec<Vec<f64>>>,
+    }
+
+    impl Study {
+        fn runs(&self) -> Vec<Vec<Run<'_>>> {
+            self.values.iter().map(|runs| runs.iter().map(|v| (self.ids.as_slice(), v.as_slice())).collect()).collect()
+        }
+    }
+
+    fn study(n: usize, r: usize, probes: u64, sd: [f64; 3], seed: u64) -> Study {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        (0..n)
+        let values = (0..n)
             .map(|_| {
                 let s = sd[0] * normal(&mut rng);
                 (0..r)
                     .map(|_| {
                         let run = s + sd[1] * normal(&mut rng);
-                        (1..=probes).map(|id| (id, run + sd[2] * normal(&mut rng))).collect()
+                        (1..=probes).map(|_| run + sd[2] * normal(&mut rng)).collect()
                     })
                     .collect()
             })
-            .collect()
-    }
-
-    fn borrowed(s: &[Vec<Vec<(u64, f64)>>]) -> Vec<Vec<&[(u64, f64)]>> {
-        s.iter().map(|runs| runs.iter().map(Vec::as_slice).collect()).collect()
+            .collect();
+        Study { ids: (1..=probes).collect(), values }
     }
 
     #[test]
@@ -133,7 +144,7 @@ mod tests {
         let mut sum = [0.0; 3];
         for seed in 1..=10 {
             let data = study(200, 5, 2000, [2.0, 1.0, 10.0], seed);
-            let c = of_quantile(&borrowed(&data), 0.5).unwrap();
+            let c = of_quantile(&data.runs(), 0.5).unwrap();
             assert_eq!(c.design, Design { sessions: 200.0, runs: 5.0, probes: 2000.0 });
             for (s, v) in sum.iter_mut().zip([c.session_ns2, c.run_ns2, c.probe_ns2]) {
                 *s += v / 10.0;
@@ -149,7 +160,7 @@ mod tests {
     fn a_level_that_adds_nothing_is_estimated_near_zero_not_inflated_by_the_levels_below() {
         // No session effect: the uncorrected session variance would be σ_r²/r + V_probe/r ≈ 0.2.
         let data = study(200, 5, 2000, [0.0, 1.0, 10.0], 5);
-        let c = of_quantile(&borrowed(&data), 0.5).unwrap();
+        let c = of_quantile(&data.runs(), 0.5).unwrap();
         assert!(c.session_ns2 < 0.1, "{c:?}");
         let shares = c.shares();
         assert!((shares.session + shares.run + shares.probe - 1.0).abs() < 1e-12);
@@ -194,8 +205,8 @@ mod tests {
     #[test]
     fn one_session_or_one_run_each_separates_nothing() {
         let data = study(1, 5, 100, [1.0, 1.0, 1.0], 1);
-        assert!(of_quantile(&borrowed(&data), 0.5).is_none());
+        assert!(of_quantile(&data.runs(), 0.5).is_none());
         let data = study(5, 1, 100, [1.0, 1.0, 1.0], 1);
-        assert!(of_quantile(&borrowed(&data), 0.5).is_none());
+        assert!(of_quantile(&data.runs(), 0.5).is_none());
     }
 }

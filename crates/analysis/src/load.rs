@@ -143,10 +143,12 @@ pub fn paired_runs(
     reductions: Reductions,
 ) -> Vec<Result<RunAndPairs, Unreadable>> {
     let exclude = index.analysis.exclude_first_after_gap;
+    let shared = crate::runs::SharedIds::default();
     par_map(files, |f| {
         let group = &index.groups[f.group];
-        let of =
-            |r: &Reduction| RunPairs::of(f.group, f.session, r, index.tsc_hz, exclude, group.bound_model.is_some());
+        let of = |r: &Reduction| {
+            RunPairs::of(f.group, f.session, r, index.tsc_hz, exclude, group.bound_model.is_some(), &shared)
+        };
         let id = f.identity(group);
         let kept = match reductions {
             Reductions::Kept => Reduction::read_of(&f.reduction, &id),

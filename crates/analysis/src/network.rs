@@ -6,6 +6,8 @@
 
 use wide::f64x4;
 
+use crate::runs::Shifted;
+
 /// The comparators that put the middle of n values in place, in order: `(i, j)` leaves the
 /// smaller at i and the larger at j.
 struct Network {
@@ -74,18 +76,16 @@ impl Network {
 /// values less its shift: probe k's median is that of the k-th value of every list, in id
 /// order. None unless the ids line up so, or when a value is NaN or −0 (where the network's
 /// minimum and maximum would not order as `f64::total_cmp` does).
-pub(crate) fn aligned_medians(lists: &[(&[(u64, f64)], f64)]) -> Option<Vec<f64>> {
-    let (&(first, _), _) = lists.split_first()?;
-    if !lists.iter().all(|&(l, _)| l.len() == first.len()) || !first.windows(2).all(|w| w[0].0 < w[1].0) {
+pub(crate) fn aligned_medians(lists: &[Shifted]) -> Option<Vec<f64>> {
+    let first = lists.first()?.ids;
+    let same = |ids: &[u64]| std::ptr::eq(ids, first) || ids == first;
+    if !lists.iter().all(|l| same(l.ids) && l.values.len() == first.len()) || !first.is_sorted_by(|a, b| a < b) {
         return None;
     }
-    // Read in the same pass as the values: whether an id differs from the first list's, and
-    // whether a value is NaN or −0.
-    let (mut other_ids, mut unordered) = (false, false);
-    let mut value = |l: &[(u64, f64)], k: usize, shift: f64| {
-        let (id, x) = l[k];
-        let v = x - shift;
-        other_ids |= id != first[k].0;
+    // Read in the same pass as the values: whether one is NaN or −0.
+    let mut unordered = false;
+    let mut value = |l: &Shifted, k: usize| {
+        let v = l.values[k] - l.shift;
         unordered |= v.is_nan() || v.to_bits() == (-0.0f64).to_bits();
         v
     };
@@ -95,23 +95,18 @@ pub(crate) fn aligned_medians(lists: &[(&[(u64, f64)], f64)]) -> Option<Vec<f64>
     let blocks = first.len() / 4;
     for b in 0..blocks {
         let k = 4 * b;
-        for (v, &(l, shift)) in v.iter_mut().zip(lists) {
-            *v = f64x4::new([
-                value(l, k, shift),
-                value(l, k + 1, shift),
-                value(l, k + 2, shift),
-                value(l, k + 3, shift),
-            ]);
+        for (v, l) in v.iter_mut().zip(lists) {
+            *v = f64x4::new([value(l, k), value(l, k + 1), value(l, k + 2), value(l, k + 3)]);
         }
         out.extend_from_slice(&network.medians(&mut v).to_array());
     }
     let mut one: Vec<f64> = Vec::with_capacity(lists.len());
     for k in 4 * blocks..first.len() {
         one.clear();
-        one.extend(lists.iter().map(|&(l, shift)| value(l, k, shift)));
+        one.extend(lists.iter().map(|l| value(l, k)));
         out.push(crate::stats::median(&mut one));
     }
-    (!other_ids && !unordered).then_some(out)
+    (!unordered).then_some(out)
 }
 
 #[cfg(test)]
@@ -143,18 +138,21 @@ mod tests {
     #[test]
     fn aligned_medians_are_those_of_each_probes_values_sorted_by_hand() {
         // Three runs of five probes, the second run shifted by 1.
-        let a = [(1, 5.0), (2, -1.0), (3, 7.0), (4, 0.0), (5, 2.5)];
-        let b = [(1, 3.0), (2, 4.0), (3, 9.0), (4, -2.0), (5, 3.5)];
-        let c = [(1, 1.0), (2, 2.0), (3, 8.0), (4, 1.0), (5, 2.5)];
-        let got = aligned_medians(&[(&a, 0.0), (&b, 1.0), (&c, 0.0)]).unwrap();
+        let ids = [1, 2, 3, 4, 5];
+        let list = |values: &'static [f64], shift: f64| Shifted { ids: &[1, 2, 3, 4, 5], values, shift };
+        let (a, b, c) = (&[5.0, -1.0, 7.0, 0.0, 2.5], &[3.0, 4.0, 9.0, -2.0, 3.5], &[1.0, 2.0, 8.0, 1.0, 2.5]);
+        let got = aligned_medians(&[list(a, 0.0), list(b, 1.0), list(c, 0.0)]).unwrap();
         // Probe 1: {5, 2, 1} → 2; 2: {−1, 3, 2} → 2; 3: {7, 8, 8} → 8; 4: {0, −3, 1} → 0;
         // 5: {2.5, 2.5, 2.5} → 2.5.
         assert_eq!(got, [2.0, 2.0, 8.0, 0.0, 2.5]);
-        let two = aligned_medians(&[(&a, 0.0), (&c, 0.0)]).unwrap();
+        let two = aligned_medians(&[list(a, 0.0), list(c, 0.0)]).unwrap();
         assert_eq!(two, [3.0, 0.5, 7.5, 0.5, 2.5]);
-        // Ids that do not line up, and a −0, are left to the general path.
-        assert!(aligned_medians(&[(&a, 0.0), (&a[1..], 0.0)]).is_none());
-        assert!(aligned_medians(&[(&a, 0.0), (&[(1, -0.0), (2, 0.0), (3, 0.0), (4, 0.0), (5, 0.0)], 0.0)]).is_none());
+        // Ids that do not line up, ids not ascending, and a −0 are left to the general path.
+        let other = Shifted { ids: &ids[1..], values: &a[1..], shift: 0.0 };
+        assert!(aligned_medians(&[list(a, 0.0), other]).is_none());
+        let descending = Shifted { ids: &[5, 4, 3, 2, 1], values: a, shift: 0.0 };
+        assert!(aligned_medians(&[descending, descending]).is_none());
+        assert!(aligned_medians(&[list(a, 0.0), list(&[-0.0, 0.0, 0.0, 0.0, 0.0], 0.0)]).is_none());
     }
 
     #[test]
@@ -162,14 +160,24 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(10);
         for runs in 1..=20 {
             let probes = rng.random_range(0..40u64);
-            let lists: Vec<Vec<(u64, f64)>> = (0..runs)
-                .map(|_| (0..probes).map(|id| (3 * id + 1, f64::from(rng.random_range(-50..50i32)) * 0.34)).collect())
+            let ids: Vec<u64> = (0..probes).map(|id| 3 * id + 1).collect();
+            let values: Vec<Vec<f64>> = (0..runs)
+                .map(|_| (0..probes).map(|_| f64::from(rng.random_range(-50..50i32)) * 0.34).collect())
                 .collect();
-            let shifts: Vec<f64> = (0..runs).map(|_| rng.random_range(-2.0..2.0)).collect();
-            let with: Vec<(&[(u64, f64)], f64)> = lists.iter().map(Vec::as_slice).zip(shifts.iter().copied()).collect();
-            let got = aligned_medians(&with).unwrap();
+            // Every other run with its own copy of the ids, as runs of other sessions have.
+            let copies: Vec<Vec<u64>> = (0..runs).map(|_| ids.clone()).collect();
+            let lists: Vec<Shifted> = values
+                .iter()
+                .enumerate()
+                .map(|(r, v)| Shifted {
+                    ids: if r % 2 == 0 { &ids } else { &copies[r] },
+                    values: v,
+                    shift: rng.random_range(-2.0..2.0),
+                })
+                .collect();
+            let got = aligned_medians(&lists).unwrap();
             for (k, m) in got.iter().enumerate() {
-                let mut v: Vec<f64> = with.iter().map(|&(l, s)| l[k].1 - s).collect();
+                let mut v: Vec<f64> = lists.iter().map(|l| l.values[k] - l.shift).collect();
                 assert_eq!(m.to_bits(), crate::stats::median(&mut v).to_bits(), "{runs} runs, probe {k}");
             }
         }

@@ -29,7 +29,7 @@
 //! not trusted and the raw quantiles are the headline.
 
 use super::stats::{grid_quantile, median};
-use crate::runs::RunPairs;
+use crate::runs::{RunPairs, Shifted};
 
 /// Histogram bins per noise standard deviation in the convolution.
 const BINS_PER_SD: f64 = 20.0;
@@ -256,13 +256,13 @@ pub type Pooled = (Vec<(u64, f64)>, Vec<f64>, bool);
 /// of each probe's odd and even runs (for probes seen in at least two runs), and whether every
 /// estimate is the median of an odd number of runs.
 pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> Pooled {
-    let lists: Vec<(&[(u64, f64)], f64)> =
-        sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| (r.diffs.as_slice(), shift))).collect();
+    let lists: Vec<Shifted> =
+        sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| Shifted::of(r, shift))).collect();
     aligned_pooled(&lists).unwrap_or_else(|| grouped_pooled(&lists))
 }
 
 /// [`pooled_estimates`] of any lists: each probe's values gathered ([`crate::runs::ByProbe`]).
-fn grouped_pooled(lists: &[(&[(u64, f64)], f64)]) -> Pooled {
+fn grouped_pooled(lists: &[Shifted]) -> Pooled {
     let mut groups = crate::runs::ByProbe::new(lists);
     let (mut estimates, mut halves, mut odd_only) = (Vec::new(), Vec::new(), true);
     let (mut odd, mut even) = (Vec::new(), Vec::new());
@@ -284,7 +284,7 @@ fn grouped_pooled(lists: &[(&[(u64, f64)], f64)]) -> Pooled {
 /// [`pooled_estimates`] of lists that hold the same ids in the same order (every probe paired in
 /// every run): a probe's k-th value is the k-th list's, so its odd and even runs are the odd and
 /// even lists ([`crate::network::aligned_medians`]). None otherwise.
-fn aligned_pooled(lists: &[(&[(u64, f64)], f64)]) -> Option<Pooled> {
+fn aligned_pooled(lists: &[Shifted]) -> Option<Pooled> {
     let medians = crate::network::aligned_medians(lists)?;
     let halves = if lists.len() >= 2 {
         let odd: Vec<_> = lists.iter().copied().step_by(2).collect();
@@ -294,8 +294,7 @@ fn aligned_pooled(lists: &[(&[(u64, f64)], f64)]) -> Option<Pooled> {
     } else {
         Vec::new()
     };
-    let ids = lists[0].0.iter().map(|e| e.0);
-    Some((ids.zip(medians).collect(), halves, lists.len() % 2 == 1))
+    Some((lists[0].ids.iter().copied().zip(medians).collect(), halves, lists.len() % 2 == 1))
 }
 
 /// The histogram convolved with a normal of standard deviation `sd_bins` bins (±6 sd).
@@ -354,16 +353,17 @@ mod tests {
     fn pooled_estimates_of_aligned_runs_are_those_of_the_runs_grouped_by_probe() {
         let mut rng = ChaCha8Rng::seed_from_u64(21);
         for runs in [1, 2, 3, 10, 25, 50] {
-            let lists: Vec<Vec<(u64, f64)>> = (0..runs)
-                .map(|_| (1..=37u64).map(|id| (id, f64::from(rng.random_range(-500..500i32)) * 0.346)).collect())
+            let ids: Vec<u64> = (1..=37).collect();
+            let values: Vec<Vec<f64>> = (0..runs)
+                .map(|_| (0..37).map(|_| f64::from(rng.random_range(-500..500i32)) * 0.346).collect())
                 .collect();
-            let shifts: Vec<f64> = (0..runs).map(|r| f64::from(r / 10) * 1.7 - 0.6).collect();
-            let aligned: Vec<(&[(u64, f64)], f64)> =
-                lists.iter().map(Vec::as_slice).zip(shifts.iter().copied()).collect();
+            let aligned: Vec<Shifted> = (0..runs)
+                .map(|r| Shifted { ids: &ids, values: &values[r], shift: f64::from(r as u32 / 10) * 1.7 - 0.6 })
+                .collect();
             // The same runs with the first one's probes listed backwards: grouped by probe.
-            let backwards: Vec<(u64, f64)> = lists[0].iter().rev().copied().collect();
+            let (backwards, back_values): (Vec<u64>, Vec<f64>) = ids.iter().zip(&values[0]).rev().unzip();
             let mut grouped = aligned.clone();
-            grouped[0].0 = &backwards;
+            grouped[0] = Shifted { ids: &backwards, values: &back_values, shift: aligned[0].shift };
             let (a, g) = (aligned_pooled(&aligned).unwrap(), grouped_pooled(&grouped));
             assert!(aligned_pooled(&grouped).is_none());
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

@@ -246,8 +246,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
 /// calibrated estimate subtracts (each level adds, the two sides being independent bring-ups);
 /// the program's alone without a null calibration.
 fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPairs]]) -> Option<Variance> {
-    fn per_run<'a>(sessions: &[&'a [&'a RunPairs]]) -> Vec<Vec<&'a [(u64, f64)]>> {
-        sessions.iter().map(|s| s.iter().map(|r| r.diffs.as_slice()).collect()).collect()
+    fn per_run<'a>(sessions: &[&'a [&'a RunPairs]]) -> Vec<Vec<crate::components::Run<'a>>> {
+        sessions.iter().map(|s| s.iter().map(|r| (&*r.ids, r.values.as_slice())).collect()).collect()
     }
     let mine: Vec<&[&RunPairs]> = members.iter().map(|&i| runs[i]).collect();
     let (program, null) = (per_run(&mine), per_run(null_runs));
@@ -354,7 +354,7 @@ fn by_frame_len(
 ) -> Vec<FrameLenRow> {
     let mut len_of = std::collections::HashMap::new();
     for r in runs.iter().flat_map(|rs| rs.iter()) {
-        for (&(id, _), &len) in r.diffs.iter().zip(&r.lens) {
+        for (&id, &len) in r.ids.iter().zip(&r.lens) {
             len_of.entry(id).or_insert(len);
         }
     }
@@ -409,7 +409,8 @@ mod tests {
             group: 0,
             session: 1,
             level: None,
-            diffs: vec![(1, 0.0), (2, 0.0), (3, 0.0)],
+            ids: std::sync::Arc::from([1, 2, 3]),
+            values: vec![0.0; 3],
             hw: Vec::new(),
             lens: vec![64, 1500, 1500],
             counts: Default::default(),

@@ -1,6 +1,9 @@
 //! A run's records paired into per-probe differentials (ns), and a session's per-probe estimates
 //! (median over its runs).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
 use crate::stats::median;
 use latency_results::reduction::{Reduction, RunIdentity};
 
@@ -10,12 +13,15 @@ pub struct RunPairs {
     pub(crate) session: u32,
     /// The run's factor level (studies with factors).
     pub(crate) level: Option<String>,
-    /// (probe id, D ns), id order, first probe after the gap already removed when excluded.
-    pub(crate) diffs: Vec<(u64, f64)>,
-    /// The hardware-clock differential R (ns) of each probe of `diffs`, NaN where it has none
+    /// Probe ids in ascending order, the first probe after the gap already removed when
+    /// excluded; one list for the runs of a session that paired the same probes ([`SharedIds`]).
+    pub(crate) ids: Arc<[u64]>,
+    /// D (ns) of each probe of `ids`.
+    pub(crate) values: Vec<f64>,
+    /// The hardware-clock differential R (ns) of each probe of `ids`, NaN where it has none
     /// (reflect data); empty for a run without hardware stamps.
     pub(crate) hw: Vec<f64>,
-    /// Frame length of each probe of `diffs` as sent (empty without frame lengths).
+    /// Frame length of each probe of `ids` as sent (empty without frame lengths).
     pub(crate) lens: Vec<u16>,
     pub(crate) counts: latency_results::pairs::Counts,
     pub(crate) excluded: u64,
@@ -46,18 +52,49 @@ pub fn pair_ports_of(
 ) -> RunPairs {
     let p = latency_results::pairs::pair_ports(batches, ports);
     let r = Reduction::of(p, RunIdentity::default());
-    RunPairs::of(group, session, &r, tsc_hz, exclude_first, true)
+    RunPairs::of(group, session, &r, tsc_hz, exclude_first, true, &SharedIds::default())
+}
+
+/// Probe-id lists kept once for the runs that paired the same probes (the runs of a session
+/// mostly do): the last list of each group and session, handed to a run whose ids are the same.
+#[derive(Default)]
+pub struct SharedIds(Mutex<HashMap<(usize, u32), Ids>>);
+
+/// A run's probe ids, ascending.
+type Ids = Arc<[u64]>;
+
+impl SharedIds {
+    /// The list of `ids` (ascending), the one kept for `group` and `session` when it holds the same.
+    fn of(&self, group: usize, session: u32, ids: impl Iterator<Item = u64> + Clone) -> Arc<[u64]> {
+        let key = (group, session);
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
+        if let Some(kept) = kept.filter(|k| k.iter().copied().eq(ids.clone())) {
+            return kept;
+        }
+        let ids: Arc<[u64]> = ids.collect();
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key, ids.clone());
+        ids
+    }
 }
 
 impl RunPairs {
     /// A run's reduction in the analysis' units: differentials in ns, the first probe after the
     /// gap left out when `exclude_first`, frame lengths kept only when `lens` (the analysis
-    /// reads them only for a per-probe bound).
-    pub fn of(group: usize, session: u32, r: &Reduction, tsc_hz: f64, exclude_first: bool, lens: bool) -> RunPairs {
+    /// reads them only for a per-probe bound); its ids the ones `shared` keeps where the same.
+    pub fn of(
+        group: usize,
+        session: u32,
+        r: &Reduction,
+        tsc_hz: f64,
+        exclude_first: bool,
+        lens: bool,
+        shared: &SharedIds,
+    ) -> RunPairs {
         let ns = 1e9 / tsc_hz;
         let skip = if exclude_first { r.header.first_id } else { None };
         let lens = if lens { r.lens.as_slice() } else { &[] };
-        let mut diffs = Vec::with_capacity(r.diffs.len());
+        let ids = shared.of(group, session, r.diffs.iter().map(|e| e.0).filter(|&id| Some(id) != skip));
+        let mut values = Vec::with_capacity(r.diffs.len());
         let mut hw = Vec::with_capacity(r.hw_diffs.len().min(r.diffs.len()));
         let mut kept_lens = Vec::with_capacity(lens.len());
         let mut excluded = 0;
@@ -66,7 +103,7 @@ impl RunPairs {
                 excluded += 1;
                 continue;
             }
-            diffs.push((id, d as f64 * ns));
+            values.push(d as f64 * ns);
             kept_lens.extend(lens.get(k));
             if let Some(h) = r.hw_diffs.get(k) {
                 hw.push(h.map_or(f64::NAN, |h| h as f64));
@@ -76,7 +113,8 @@ impl RunPairs {
             group,
             session,
             level: r.header.run.level.clone(),
-            diffs,
+            ids,
+            values,
             hw,
             lens: kept_lens,
             counts: r.header.counts,
@@ -88,7 +126,7 @@ impl RunPairs {
 
     /// (D ns, R ns) of each probe with a hardware-clock differential, in id order.
     pub(crate) fn hw_pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        self.diffs.iter().zip(&self.hw).filter(|(_, r)| !r.is_nan()).map(|(d, &r)| (d.1, r))
+        self.values.iter().zip(&self.hw).filter(|(_, r)| !r.is_nan()).map(|(&d, &r)| (d, r))
     }
 }
 
@@ -96,10 +134,9 @@ impl RunPairs {
 /// whether every estimate is the median of an odd number of runs (then it lies on the TSC's grid,
 /// else on a grid of half a tick).
 pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
-    let lists: Vec<(&[(u64, f64)], f64)> = runs.iter().map(|r| (r.diffs.as_slice(), 0.0)).collect();
+    let lists: Vec<Shifted> = runs.iter().map(|r| Shifted::of(r, 0.0)).collect();
     if let Some(medians) = crate::network::aligned_medians(&lists) {
-        let ids = lists[0].0.iter().map(|e| e.0);
-        return (ids.zip(medians).collect(), lists.len() % 2 == 1);
+        return (lists[0].ids.iter().copied().zip(medians).collect(), lists.len() % 2 == 1);
     }
     let mut groups = ByProbe::new(&lists);
     let mut odd = true;
@@ -111,7 +148,23 @@ pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
     (out, odd)
 }
 
-/// Values grouped by probe id, in id order, each group in input order: lists of `(id, value)`,
+/// A run's values as the per-probe estimates read them: each less `shift`.
+#[derive(Clone, Copy)]
+pub(crate) struct Shifted<'a> {
+    /// Probe ids (a run's ascending).
+    pub(crate) ids: &'a [u64],
+    /// The value of each.
+    pub(crate) values: &'a [f64],
+    pub(crate) shift: f64,
+}
+
+impl<'a> Shifted<'a> {
+    pub(crate) fn of(run: &'a RunPairs, shift: f64) -> Shifted<'a> {
+        Shifted { ids: &run.ids, values: &run.values, shift }
+    }
+}
+
+/// Values grouped by probe id, in id order, each group in input order: lists of ids and values,
 /// each list's values less its shift. Built by counting (no allocation per probe).
 pub(crate) struct ByProbe {
     pub(crate) ids: Vec<u64>,
@@ -121,8 +174,8 @@ pub(crate) struct ByProbe {
 }
 
 impl ByProbe {
-    pub(crate) fn new(lists: &[(&[(u64, f64)], f64)]) -> ByProbe {
-        let all = || lists.iter().flat_map(|&(l, shift)| l.iter().map(move |&(id, v)| (id, v - shift)));
+    pub(crate) fn new(lists: &[Shifted]) -> ByProbe {
+        let all = || lists.iter().flat_map(|l| l.ids.iter().zip(l.values).map(move |(&id, &v)| (id, v - l.shift)));
         let max_id = all().map(|(id, _)| id).max().unwrap_or(0);
         if max_id >= 1 << 22 {
             // Sparse ids: sort (stable, so each group keeps input order).

@@ -263,23 +263,26 @@ fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
 
 #[test]
 fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
+    // Each list as (probe id, value) pairs and its shift.
+    let groups = |lists: &[(&[(u64, f64)], f64)]| -> Vec<(u64, Vec<f64>)> {
+        let split: Vec<(Vec<u64>, Vec<f64>)> = lists.iter().map(|(l, _)| l.iter().copied().unzip()).collect();
+        let shifted: Vec<crate::runs::Shifted> = split
+            .iter()
+            .zip(lists)
+            .map(|((ids, values), &(_, shift))| crate::runs::Shifted { ids, values, shift })
+            .collect();
+        crate::runs::ByProbe::new(&shifted).iter_mut().map(|(id, v)| (id, v.to_vec())).collect()
+    };
     let a = [(3, 1.0), (1, 2.0), (3, 3.0)];
     let b = [(1, 10.0), (3, 20.0)];
-    let mut g = crate::runs::ByProbe::new(&[(&a, 0.0), (&b, 1.0)]);
-    let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
-    assert_eq!(got, [(1, vec![2.0, 9.0]), (3, vec![1.0, 3.0, 19.0])]);
+    assert_eq!(groups(&[(&a, 0.0), (&b, 1.0)]), [(1, vec![2.0, 9.0]), (3, vec![1.0, 3.0, 19.0])]);
     // Ids beyond the dense table take the sorting path and group the same way.
     let big = 1u64 << 40;
     let c = [(big + 3, 1.0), (big + 1, 2.0), (big + 3, 3.0)];
-    let mut g = crate::runs::ByProbe::new(&[(&c, 0.0)]);
-    let got: Vec<(u64, Vec<f64>)> = g.iter_mut().map(|(id, v)| (id, v.to_vec())).collect();
-    assert_eq!(got, [(big + 1, vec![2.0]), (big + 3, vec![1.0, 3.0])]);
-    assert_eq!(crate::runs::ByProbe::new(&[]).iter_mut().count(), 0);
+    assert_eq!(groups(&[(&c, 0.0)]), [(big + 1, vec![2.0]), (big + 3, vec![1.0, 3.0])]);
+    assert_eq!(groups(&[]).len(), 0);
     // Lists of the same ascending ids (a session whose runs paired every probe), the same ids in
     // another order, other ids of the same count: each probe's values in list order.
-    let groups = |lists: &[(&[(u64, f64)], f64)]| -> Vec<(u64, Vec<f64>)> {
-        crate::runs::ByProbe::new(lists).iter_mut().map(|(id, v)| (id, v.to_vec())).collect()
-    };
     let (d, e) = ([(1, 1.0), (4, 2.0), (9, 3.0)], [(1, 10.0), (4, 20.0), (9, 30.0)]);
     assert_eq!(groups(&[(&d, 0.0), (&e, 1.0)]), [(1, vec![1.0, 9.0]), (4, vec![2.0, 19.0]), (9, vec![3.0, 29.0])]);
     let (f, g) = ([(9, 3.0), (4, 2.0), (1, 1.0)], [(9, 30.0), (4, 20.0), (1, 10.0)]);
@@ -312,12 +315,13 @@ fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_firs
         hw_diffs: vec![Some(55), Some(110), None, Some(-7)],
         lens: Vec::new(),
     };
-    let kept = RunPairs::of(0, 1, &r, 2e9, true, false);
+    let shared = crate::runs::SharedIds::default();
+    let kept = RunPairs::of(0, 1, &r, 2e9, true, false, &shared);
     assert_eq!(kept.hw_pairs().collect::<Vec<_>>(), [(100.0, 110.0), (200.0, -7.0)]);
     assert_eq!(kept.excluded, 1);
-    let all = RunPairs::of(0, 1, &r, 2e9, false, false);
+    let all = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
     assert_eq!(all.hw_pairs().collect::<Vec<_>>(), [(50.0, 55.0), (100.0, 110.0), (200.0, -7.0)]);
     // A run without hardware stamps has none.
     let none = Reduction { hw_diffs: Vec::new(), ..r };
-    assert_eq!(RunPairs::of(0, 1, &none, 2e9, false, false).hw_pairs().count(), 0);
+    assert_eq!(RunPairs::of(0, 1, &none, 2e9, false, false, &shared).hw_pairs().count(), 0);
 }
