@@ -84,26 +84,23 @@ pub(crate) fn aligned_medians(lists: &[Shifted]) -> Option<Vec<f64>> {
     }
     // Read in the same pass as the values: whether one is NaN or −0.
     let mut unordered = false;
-    let mut value = |l: &Shifted, k: usize| {
-        let v = l.values[k] - l.shift;
-        unordered |= v.is_nan() || v.to_bits() == (-0.0f64).to_bits();
-        v
-    };
     let network = Network::median_of(lists.len());
     let mut out = Vec::with_capacity(first.len());
     let mut v = vec![f64x4::ZERO; lists.len()];
     let blocks = first.len() / 4;
+    let negative_zero = f64x4::splat(-0.0).to_bits();
     for b in 0..blocks {
-        let k = 4 * b;
         for (v, l) in v.iter_mut().zip(lists) {
-            *v = f64x4::new([value(l, k), value(l, k + 1), value(l, k + 2), value(l, k + 3)]);
+            *v = f64x4::new(l.values.as_chunks::<4>().0[b]) - f64x4::splat(l.shift);
+            unordered |= v.is_nan().any() || v.to_bits().simd_eq(negative_zero).any();
         }
         out.extend_from_slice(&network.medians(&mut v).to_array());
     }
     let mut one: Vec<f64> = Vec::with_capacity(lists.len());
     for k in 4 * blocks..first.len() {
         one.clear();
-        one.extend(lists.iter().map(|l| value(l, k)));
+        one.extend(lists.iter().map(|l| l.values[k] - l.shift));
+        unordered |= one.iter().any(|v| v.is_nan() || v.to_bits() == (-0.0f64).to_bits());
         out.push(crate::stats::median(&mut one));
     }
     (!unordered).then_some(out)
