@@ -6,7 +6,15 @@
 
 use wide::f64x4;
 
-use crate::runs::Shifted;
+/// A run's values as the per-probe estimates read them: each less `shift`.
+#[derive(Clone, Copy)]
+pub(crate) struct Shifted<'a> {
+    /// Probe ids (a run's ascending).
+    pub(crate) ids: &'a [u64],
+    /// The value of each.
+    pub(crate) values: &'a [f64],
+    pub(crate) shift: f64,
+}
 
 /// The comparators that put the middle of n values in place, in order: `(i, j)` leaves the
 /// smaller at i and the larger at j.

@@ -29,7 +29,8 @@
 //! not trusted and the raw quantiles are the headline.
 
 use super::stats::{grid_quantile, median};
-use crate::runs::{RunPairs, Shifted};
+use crate::network::Shifted;
+use crate::runs::RunPairs;
 
 /// Histogram bins per noise standard deviation in the convolution.
 const BINS_PER_SD: f64 = 20.0;
@@ -257,7 +258,7 @@ pub type Pooled = (Vec<(u64, f64)>, Vec<f64>, bool);
 /// estimate is the median of an odd number of runs.
 pub fn pooled_estimates(sessions: &[(&[&RunPairs], f64)]) -> Pooled {
     let lists: Vec<Shifted> =
-        sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| Shifted::of(r, shift))).collect();
+        sessions.iter().flat_map(|&(runs, shift)| runs.iter().map(move |r| r.shifted(shift))).collect();
     aligned_pooled(&lists).unwrap_or_else(|| grouped_pooled(&lists))
 }
 

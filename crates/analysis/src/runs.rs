@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::network::Shifted;
 use crate::stats::median;
 use latency_results::reduction::{Reduction, RunIdentity};
 
@@ -124,6 +125,11 @@ impl RunPairs {
         }
     }
 
+    /// Its values, each less `shift`, as the per-probe estimates read them.
+    pub(crate) fn shifted(&self, shift: f64) -> Shifted<'_> {
+        Shifted { ids: &self.ids, values: &self.values, shift }
+    }
+
     /// (D ns, R ns) of each probe with a hardware-clock differential, in id order.
     pub(crate) fn hw_pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
         self.values.iter().zip(&self.hw).filter(|(_, r)| !r.is_nan()).map(|(&d, &r)| (d, r))
@@ -134,7 +140,7 @@ impl RunPairs {
 /// whether every estimate is the median of an odd number of runs (then it lies on the TSC's grid,
 /// else on a grid of half a tick).
 pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
-    let lists: Vec<Shifted> = runs.iter().map(|r| Shifted::of(r, 0.0)).collect();
+    let lists: Vec<Shifted> = runs.iter().map(|r| r.shifted(0.0)).collect();
     if let Some(medians) = crate::network::aligned_medians(&lists) {
         return (lists[0].ids.iter().copied().zip(medians).collect(), lists.len() % 2 == 1);
     }
@@ -146,22 +152,6 @@ pub(crate) fn session_estimates(runs: &[&RunPairs]) -> (Vec<(u64, f64)>, bool) {
         out.push((id, median(v)));
     }
     (out, odd)
-}
-
-/// A run's values as the per-probe estimates read them: each less `shift`.
-#[derive(Clone, Copy)]
-pub(crate) struct Shifted<'a> {
-    /// Probe ids (a run's ascending).
-    pub(crate) ids: &'a [u64],
-    /// The value of each.
-    pub(crate) values: &'a [f64],
-    pub(crate) shift: f64,
-}
-
-impl<'a> Shifted<'a> {
-    pub(crate) fn of(run: &'a RunPairs, shift: f64) -> Shifted<'a> {
-        Shifted { ids: &run.ids, values: &run.values, shift }
-    }
 }
 
 /// Values grouped by probe id, in id order, each group in input order: lists of ids and values,

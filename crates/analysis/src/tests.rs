@@ -266,10 +266,10 @@ fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
     // Each list as (probe id, value) pairs and its shift.
     let groups = |lists: &[(&[(u64, f64)], f64)]| -> Vec<(u64, Vec<f64>)> {
         let split: Vec<(Vec<u64>, Vec<f64>)> = lists.iter().map(|(l, _)| l.iter().copied().unzip()).collect();
-        let shifted: Vec<crate::runs::Shifted> = split
+        let shifted: Vec<crate::network::Shifted> = split
             .iter()
             .zip(lists)
-            .map(|((ids, values), &(_, shift))| crate::runs::Shifted { ids, values, shift })
+            .map(|((ids, values), &(_, shift))| crate::network::Shifted { ids, values, shift })
             .collect();
         crate::runs::ByProbe::new(&shifted).iter_mut().map(|(id, v)| (id, v.to_vec())).collect()
     };
