@@ -16,7 +16,7 @@ pub struct RunPairs {
     pub(crate) level: Option<String>,
     /// Probe ids in ascending order, the first probe after the gap already removed when
     /// excluded; one list for the runs of a session that paired the same probes ([`SharedIds`]).
-    pub(crate) ids: Arc<[u64]>,
+    pub(crate) ids: Ids,
     /// D (ns) of each probe of `ids`.
     pub(crate) values: Vec<f64>,
     /// The hardware-clock differential R (ns) of each probe of `ids`, NaN where it has none
@@ -59,20 +59,20 @@ pub fn pair_ports_of(
 /// Probe-id lists kept once for the runs that paired the same probes (the runs of a session
 /// mostly do): the last list of each group and session, handed to a run whose ids are the same.
 #[derive(Default)]
-pub struct SharedIds(Mutex<HashMap<(usize, u32), Ids>>);
+pub(crate) struct SharedIds(Mutex<HashMap<(usize, u32), Ids>>);
 
 /// A run's probe ids, ascending.
 type Ids = Arc<[u64]>;
 
 impl SharedIds {
     /// The list of `ids` (ascending), the one kept for `group` and `session` when it holds the same.
-    fn of(&self, group: usize, session: u32, ids: impl Iterator<Item = u64> + Clone) -> Arc<[u64]> {
+    fn of(&self, group: usize, session: u32, ids: impl Iterator<Item = u64> + Clone) -> Ids {
         let key = (group, session);
         let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
         if let Some(kept) = kept.filter(|k| k.iter().copied().eq(ids.clone())) {
             return kept;
         }
-        let ids: Arc<[u64]> = ids.collect();
+        let ids: Ids = ids.collect();
         self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key, ids.clone());
         ids
     }
@@ -82,7 +82,7 @@ impl RunPairs {
     /// A run's reduction in the analysis' units: differentials in ns, the first probe after the
     /// gap left out when `exclude_first`, frame lengths kept only when `lens` (the analysis
     /// reads them only for a per-probe bound); its ids the ones `shared` keeps where the same.
-    pub fn of(
+    pub(crate) fn of(
         group: usize,
         session: u32,
         r: &Reduction,
