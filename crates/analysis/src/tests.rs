@@ -294,27 +294,28 @@ fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
     );
 }
 
-#[test]
-fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_first_after_the_gap() {
+/// A reduction of probes `ids`, D = 100 ticks × the id, hardware-clock differentials `hw` (none:
+/// no hardware stamps), probe `first` first after the gap.
+fn reduction(ids: &[u64], hw: Vec<Option<i64>>, first: Option<u64>) -> latency_results::reduction::Reduction {
     use latency_results::reduction::{FORMAT, Reduction, ReductionHeader, RunIdentity};
-    // TSC at 2 GHz: 0.5 ns a tick. Probe 1 comes first after the gap; probe 3 has no reflection.
     let header = ReductionHeader {
         format: FORMAT,
         run: RunIdentity::default(),
         counts: Default::default(),
-        first_id: Some(1),
+        first_id: first,
         bypass_span: (0, 0),
         bypass_ids: (0, 0),
-        matched: 4,
-        hw: true,
+        matched: ids.len() as u64,
+        hw: !hw.is_empty(),
         lens: false,
     };
-    let r = Reduction {
-        header,
-        diffs: vec![(1, 100), (2, 200), (3, 300), (4, 400)],
-        hw_diffs: vec![Some(55), Some(110), None, Some(-7)],
-        lens: Vec::new(),
-    };
+    Reduction { header, diffs: ids.iter().map(|&id| (id, 100 * id as i64)).collect(), hw_diffs: hw, lens: Vec::new() }
+}
+
+#[test]
+fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_first_after_the_gap() {
+    // TSC at 2 GHz: 0.5 ns a tick. Probe 1 comes first after the gap; probe 3 has no reflection.
+    let r = reduction(&[1, 2, 3, 4], vec![Some(55), Some(110), None, Some(-7)], Some(1));
     let shared = crate::runs::SharedIds::default();
     let kept = RunPairs::of(0, 1, &r, 2e9, true, false, &shared);
     assert_eq!(kept.hw_pairs().collect::<Vec<_>>(), [(100.0, 110.0), (200.0, -7.0)]);
@@ -322,6 +323,24 @@ fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_firs
     let all = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
     assert_eq!(all.hw_pairs().collect::<Vec<_>>(), [(50.0, 55.0), (100.0, 110.0), (200.0, -7.0)]);
     // A run without hardware stamps has none.
-    let none = Reduction { hw_diffs: Vec::new(), ..r };
+    let none = reduction(&[1, 2, 3, 4], Vec::new(), Some(1));
     assert_eq!(RunPairs::of(0, 1, &none, 2e9, false, false, &shared).hw_pairs().count(), 0);
+}
+
+#[test]
+fn the_runs_of_a_session_that_paired_the_same_probes_keep_one_list_of_ids() {
+    use std::sync::Arc;
+    let shared = crate::runs::SharedIds::default();
+    let run = |session: u32, ids: &[u64], first: Option<u64>| {
+        RunPairs::of(0, session, &reduction(ids, Vec::new(), first), 1e9, true, false, &shared)
+    };
+    let (a, b) = (run(1, &[1, 2, 3], None), run(1, &[1, 2, 3], None));
+    assert!(Arc::ptr_eq(&a.ids, &b.ids));
+    // Other ids, or the same once the first probe after the gap is left out: their own lists.
+    let c = run(1, &[1, 2, 4], None);
+    assert_eq!((&*c.ids, c.values.as_slice()), (&[1, 2, 4][..], &[100.0, 200.0, 400.0][..]));
+    let d = run(1, &[1, 2, 3], Some(1));
+    assert_eq!((&*d.ids, d.values.as_slice()), (&[2, 3][..], &[200.0, 300.0][..]));
+    assert!(!Arc::ptr_eq(&a.ids, &c.ids) && !Arc::ptr_eq(&c.ids, &d.ids));
+    assert_eq!(&*a.ids, [1, 2, 3]);
 }
