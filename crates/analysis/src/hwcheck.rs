@@ -15,7 +15,7 @@ const HW_JUDGED_MAX_LEVEL: f64 = 95.0;
 
 /// Step 8: re-pair residuals C = R − D with the differentials at random and compare quantiles
 /// of the synthesised D + C with the measured R; `pairs` gives the (D, R) pairs, in the same order
-/// each time.
+/// each time. None without pairs.
 pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     pairs: impl Fn() -> I,
     tolerance_ns: f64,

@@ -186,11 +186,11 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     );
     let (variance, intervals, hw_check) = std::thread::scope(|scope| {
         let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs));
+        // Wherever there are reflections, none without (`analysis.hw_clock_check` only makes the
+        // plan ask for reflect data).
         let hw_check = scope.spawn(move || {
             let pairs = || input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw_pairs()));
-            (a.hw_clock_check || pairs().next().is_some())
-                .then(|| hw_clock_check(pairs, a.hw_clock_tolerance_ns, &mut hw_rng))
-                .flatten()
+            hw_clock_check(pairs, a.hw_clock_tolerance_ns, &mut hw_rng)
         });
         // Confidence intervals of every mode's median and p99 (the headline's are the program's).
         let mut intervals = Vec::new();
