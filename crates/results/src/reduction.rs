@@ -11,9 +11,14 @@
 //! (a crash leaves at worst a file whose checksum fails, which is then rebuilt).
 //!
 //! Layout (little-endian): `LATPAIRS`, the header's length (u32) and the header as JSON
-//! ([`ReductionHeader`]), then the columns as LEB128 varints: probe ids as gaps from the previous
-//! one, differentials zigzag-encoded, hardware-clock differentials zigzag-encoded plus one (0 =
-//! none), frame lengths as zigzag gaps from the previous one; last, the CRC-32 (u32).
+//! ([`ReductionHeader`]), then the columns, each a list of unsigned numbers: probe ids as gaps
+//! from the previous one, differentials zigzag-encoded, hardware-clock differentials
+//! zigzag-encoded plus one (0 = none), frame lengths as zigzag gaps from the previous one; last,
+//! the CRC-32 (u32). A column is cut in blocks of [`BLOCK`] numbers (the last may be shorter),
+//! each written as its least number (LEB128), the bytes of each number's excess over it (0, 1,
+//! 2, 4 or 8: one byte), and those excesses at that width: a block of equal numbers (the gaps of
+//! consecutive ids) takes two bytes, one of nearby differentials a byte or two a number, and a
+//! block is read back by a loop the compiler makes vector code of.
 
 use std::path::Path;
 
@@ -23,9 +28,11 @@ use crate::ResultsError;
 use crate::pairs::{Counts, Paired};
 
 /// Version of the layout; a reduction of another version is made again.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
+/// Numbers in a block of a column.
+const BLOCK: usize = 128;
 const MAGIC: &[u8; 8] = b"LATPAIRS";
-/// Largest reduction read (a paper-scale run's is about 100 KB).
+/// Largest reduction read (a paper-scale run's is about 60 KB).
 pub const MAX_REDUCTION_BYTES: u64 = 1 << 30;
 
 /// Which run a reduction is of, and what it holds besides its columns.
@@ -118,21 +125,14 @@ impl Reduction {
         out.extend_from_slice(&(header.len() as u32).to_le_bytes());
         out.extend_from_slice(&header);
         let mut previous = 0u64;
-        for &(id, _) in &self.diffs {
-            put(&mut out, id.wrapping_sub(previous));
-            previous = id;
-        }
-        for &(_, d) in &self.diffs {
-            put(&mut out, zigzag(d));
-        }
-        for h in &self.hw_diffs {
-            put(&mut out, h.map_or(0, |h| zigzag(h).wrapping_add(1)));
-        }
+        put_column(&mut out, self.diffs.iter().map(|&(id, _)| id.wrapping_sub(std::mem::replace(&mut previous, id))));
+        put_column(&mut out, self.diffs.iter().map(|&(_, d)| zigzag(d)));
+        put_column(&mut out, self.hw_diffs.iter().map(|h| h.map_or(0, |h| zigzag(h).wrapping_add(1))));
         let mut previous = 0i64;
-        for &l in &self.lens {
-            put(&mut out, zigzag(i64::from(l) - previous));
-            previous = i64::from(l);
-        }
+        put_column(
+            &mut out,
+            self.lens.iter().map(|&l| zigzag(i64::from(l) - std::mem::replace(&mut previous, i64::from(l)))),
+        );
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
@@ -153,30 +153,35 @@ impl Reduction {
             return Err(format!("layout version {}, this build reads {FORMAT}", header.format));
         }
         let n = usize::try_from(header.matched).map_err(|_| "too many probes")?;
-        // Every value takes at least one byte: a count beyond the bytes left is damage.
+        // A run pairs at most its records; every block takes at least two bytes.
         let columns = 2 + usize::from(header.hw) + usize::from(header.lens);
-        if n.saturating_mul(columns) > rest.len() {
+        if header.matched > header.run.records || n.div_ceil(BLOCK).saturating_mul(2 * columns) > rest.len() {
             return Err(format!("{n} probes announced, {} bytes of columns", rest.len()));
         }
-        let mut diffs = Vec::with_capacity(n);
+        let mut diffs = vec![(0u64, 0i64); n];
+        take_column(&mut rest, n, |k, gap| diffs[k].0 = gap)?;
         let mut id = 0u64;
-        for _ in 0..n {
-            id = id.wrapping_add(take(&mut rest)?);
-            diffs.push((id, 0));
-        }
         for d in &mut diffs {
-            d.1 = unzigzag(take(&mut rest)?);
+            id = id.wrapping_add(d.0);
+            d.0 = id;
         }
-        let hw = if header.hw { n } else { 0 };
-        let mut hw_diffs = Vec::with_capacity(hw);
-        for _ in 0..hw {
-            hw_diffs.push(take(&mut rest)?.checked_sub(1).map(unzigzag));
+        take_column(&mut rest, n, |k, z| diffs[k].1 = unzigzag(z))?;
+        let mut hw_diffs = vec![None; if header.hw { n } else { 0 }];
+        if header.hw {
+            take_column(&mut rest, n, |k, h| hw_diffs[k] = h.checked_sub(1).map(unzigzag))?;
         }
-        let mut lens = Vec::with_capacity(if header.lens { n } else { 0 });
-        let mut previous = 0i64;
-        for _ in 0..if header.lens { n } else { 0 } {
-            previous += unzigzag(take(&mut rest)?);
-            lens.push(u16::try_from(previous).map_err(|_| "a frame length out of range")?);
+        let mut lens = vec![0u16; if header.lens { n } else { 0 }];
+        if header.lens {
+            let mut previous = 0i64;
+            let mut fits = true;
+            take_column(&mut rest, n, |k, z| {
+                previous = previous.wrapping_add(unzigzag(z));
+                lens[k] = previous as u16;
+                fits &= u16::try_from(previous).is_ok();
+            })?;
+            if !fits {
+                return Err("a frame length out of range".into());
+            }
         }
         if !rest.is_empty() {
             return Err(format!("{} bytes after the columns", rest.len()));
@@ -211,6 +216,50 @@ fn put(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// Write a column: its numbers in blocks of [`BLOCK`] (see the module's notes).
+fn put_column(out: &mut Vec<u8>, numbers: impl Iterator<Item = u64>) {
+    let mut block = Vec::with_capacity(BLOCK);
+    let mut numbers = numbers.peekable();
+    while numbers.peek().is_some() {
+        block.clear();
+        block.extend(numbers.by_ref().take(BLOCK));
+        let least = block.iter().copied().min().unwrap_or(0);
+        let width = match block.iter().map(|v| v - least).max().unwrap_or(0) {
+            0 => 0,
+            1..=0xff => 1,
+            0x100..=0xffff => 2,
+            0x1_0000..=0xffff_ffff => 4,
+            _ => 8,
+        };
+        put(out, least);
+        out.push(width as u8);
+        for v in &block {
+            out.extend_from_slice(&(v - least).to_le_bytes()[..width]);
+        }
+    }
+}
+
+/// Read a column of `n` numbers, handing each to `set` with its place.
+fn take_column(rest: &mut &[u8], n: usize, mut set: impl FnMut(usize, u64)) -> Result<(), String> {
+    for start in (0..n).step_by(BLOCK) {
+        let len = BLOCK.min(n - start);
+        let least = take(rest)?;
+        let (&width, tail) = rest.split_first().ok_or("a truncated column")?;
+        let (data, tail) = tail.split_at_checked(len * usize::from(width)).ok_or("a truncated column")?;
+        let mut put = |k: usize, excess: u64| set(start + k, least.wrapping_add(excess));
+        match width {
+            0 => (0..len).for_each(|k| put(k, 0)),
+            1 => data.iter().enumerate().for_each(|(k, &b)| put(k, u64::from(b))),
+            2 => data.as_chunks().0.iter().enumerate().for_each(|(k, &b)| put(k, u64::from(u16::from_le_bytes(b)))),
+            4 => data.as_chunks().0.iter().enumerate().for_each(|(k, &b)| put(k, u64::from(u32::from_le_bytes(b)))),
+            8 => data.as_chunks().0.iter().enumerate().for_each(|(k, &b)| put(k, u64::from_le_bytes(b))),
+            w => return Err(format!("a column block {w} bytes wide")),
+        }
+        *rest = tail;
+    }
+    Ok(())
 }
 
 #[inline]
@@ -310,6 +359,32 @@ mod tests {
         }
     }
 
+    /// A column written out by hand: 128 equal gaps, then a block of two differentials.
+    #[test]
+    fn a_column_is_its_blocks_least_number_width_and_excesses() {
+        let numbers: Vec<u64> = [1; 128].into_iter().chain([300, 301]).collect();
+        let mut written = Vec::new();
+        put_column(&mut written, numbers.iter().copied());
+        // 1, width 0; 300 (LEB128 0xac 0x02), width 1, excesses 0 and 1.
+        assert_eq!(written, [0x01, 0, 0xac, 0x02, 1, 0, 1]);
+        let mut read = vec![0; numbers.len()];
+        let mut rest = written.as_slice();
+        take_column(&mut rest, numbers.len(), |k, v| read[k] = v).unwrap();
+        assert_eq!((read, rest), (numbers, &[][..]));
+        // Every width, numbers far apart included.
+        for spread in [0u64, 200, 60_000, 1 << 31, u64::MAX - 7] {
+            let numbers: Vec<u64> = (0..300u64).map(|k| 7 + (k * 7_919) % (spread.max(1))).collect();
+            let mut written = Vec::new();
+            put_column(&mut written, numbers.iter().copied());
+            let mut read = vec![0; numbers.len()];
+            take_column(&mut &written[..], numbers.len(), |k, v| read[k] = v).unwrap();
+            assert_eq!(read, numbers, "spread {spread}");
+        }
+        for bad in [&[0x01, 3, 0][..], &[0x01, 1, 0], &[0x80]] {
+            assert!(take_column(&mut &bad[..], 2, |_, _| ()).is_err(), "{bad:x?}");
+        }
+    }
+
     #[test]
     fn any_damage_is_refused_never_misread() {
         let bytes = example().encode();
@@ -325,7 +400,7 @@ mod tests {
         old.header.format = FORMAT + 1;
         assert_eq!(
             Reduction::decode(&old.encode()).unwrap_err(),
-            format!("layout version {}, this build reads 1", FORMAT + 1)
+            format!("layout version {}, this build reads {FORMAT}", FORMAT + 1)
         );
     }
 
