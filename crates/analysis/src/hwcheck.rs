@@ -4,7 +4,7 @@
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::stats::quantiles_select;
+use crate::stats::{Counted, quantiles_select};
 use latency_results::summary::{HwCheck, HwLevel};
 
 /// Levels of the hardware-clock check (percent).
@@ -30,10 +30,15 @@ pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     synth.extend(pairs().map(|(d, r)| r - d));
     synth.shuffle(rng);
     synth.iter_mut().zip(pairs()).for_each(|(c, (d, _))| *c += d);
-    let mut measured: Vec<f64> = Vec::with_capacity(n);
-    measured.extend(pairs().map(|p| p.1));
     let fractions = HW_LEVELS.map(|l| l / 100.0);
-    let (m, s) = (quantiles_select(&mut measured, &fractions), quantiles_select(&mut synth, &fractions));
+    // The measured R are whole ns: counted where they span little, else selected.
+    let measured = || pairs().map(|p| p.1);
+    let m = Counted::of(measured).map(|c| c.quantiles(&fractions)).unwrap_or_else(|| {
+        let mut values: Vec<f64> = Vec::with_capacity(n);
+        values.extend(measured());
+        quantiles_select(&mut values, &fractions)
+    });
+    let s = quantiles_select(&mut synth, &fractions);
     let levels: Vec<HwLevel> = HW_LEVELS
         .iter()
         .zip(m.into_iter().zip(s))

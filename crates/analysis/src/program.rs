@@ -10,7 +10,7 @@ use super::stats::{grid_median, grid_quantile, median};
 use super::uncertainty;
 use crate::hwcheck::hw_clock_check;
 use crate::runs::RunPairs;
-use crate::stats::keyed;
+use crate::stats::{Counted, keyed};
 use crate::{modes, noise};
 use latency_plan::Analysis;
 use latency_results::index::Group;
@@ -58,8 +58,11 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             excluded: rs.iter().map(|r| r.excluded).sum(),
             runs: rs.len() as u32,
             hw_median_ns: {
-                let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw_pairs().map(|p| p.1)).collect();
-                (!r.is_empty()).then(|| median(&mut r))
+                let r = || rs.iter().flat_map(|r| r.hw_values());
+                Counted::of(r).map(|c| c.median()).or_else(|| {
+                    let mut r: Vec<f64> = r().collect();
+                    (!r.is_empty()).then(|| median(&mut r))
+                })
             },
         });
         calibrated.push(cal);
