@@ -58,9 +58,9 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             excluded: rs.iter().map(|r| r.excluded).sum(),
             runs: rs.len() as u32,
             hw_median_ns: {
-                let r = || rs.iter().flat_map(|r| r.hw_values());
-                Counted::of(r).map(|c| c.median()).or_else(|| {
-                    let mut r: Vec<f64> = r().collect();
+                let slices: Vec<&[f64]> = rs.iter().map(|r| r.hw.as_slice()).collect();
+                Counted::of(&slices).map(|c| c.median()).or_else(|| {
+                    let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw_pairs().map(|p| p.1)).collect();
                     (!r.is_empty()).then(|| median(&mut r))
                 })
             },
@@ -193,7 +193,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         // plan ask for reflect data).
         let hw_check = scope.spawn(move || {
             let pairs = || input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw_pairs()));
-            hw_clock_check(pairs, a.hw_clock_tolerance_ns, &mut hw_rng)
+            let measured: Vec<&[f64]> = input.runs.iter().flat_map(|rs| rs.iter().map(|r| r.hw.as_slice())).collect();
+            hw_clock_check(pairs, &measured, a.hw_clock_tolerance_ns, &mut hw_rng)
         });
         // Confidence intervals of every mode's median and p99 (the headline's are the program's).
         let mut intervals = Vec::new();

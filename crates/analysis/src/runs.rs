@@ -130,11 +130,6 @@ impl RunPairs {
         Shifted { ids: &self.ids, values: &self.values, shift }
     }
 
-    /// R (ns) of each probe with a hardware-clock differential, in id order.
-    pub(crate) fn hw_values(&self) -> impl Iterator<Item = f64> + '_ {
-        self.hw.iter().copied().filter(|r| !r.is_nan())
-    }
-
     /// (D ns, R ns) of each probe with a hardware-clock differential, in id order.
     pub(crate) fn hw_pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
         self.values.iter().zip(&self.hw).filter(|(_, r)| !r.is_nan()).map(|(&d, &r)| (d, r))
