@@ -15,10 +15,10 @@ const HW_JUDGED_MAX_LEVEL: f64 = 95.0;
 
 /// Step 8: re-pair residuals C = R − D with the differentials at random and compare quantiles
 /// of the synthesised D + C with the measured R; `pairs` gives the (D, R) pairs, in the same order
-/// each time, `measured` the runs' R (NaN where a probe has none). None without pairs.
+/// each time, their R counted if they could be. None without pairs.
 pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     pairs: impl Fn() -> I,
-    measured: &[&[f64]],
+    measured: Option<Counted>,
     tolerance_ns: f64,
     rng: &mut ChaCha8Rng,
 ) -> Option<HwCheck> {
@@ -32,8 +32,8 @@ pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     synth.shuffle(rng);
     synth.iter_mut().zip(pairs()).for_each(|(c, (d, _))| *c += d);
     let fractions = HW_LEVELS.map(|l| l / 100.0);
-    // The measured R are whole ns: counted where they span little, else selected.
-    let m = Counted::of(measured).map(|c| c.quantiles(&fractions)).unwrap_or_else(|| {
+    // The measured R: counted (whole ns over a narrow span), else selected.
+    let m = measured.map(|c| c.quantiles(&fractions)).unwrap_or_else(|| {
         let mut values: Vec<f64> = Vec::with_capacity(n);
         values.extend(pairs().map(|p| p.1));
         quantiles_select(&mut values, &fractions)

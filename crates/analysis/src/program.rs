@@ -47,6 +47,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let grid = input.grid;
     let mut sessions = Vec::new();
     let mut calibrated: Vec<Vec<(u64, f64)>> = Vec::new();
+    // Each session's hardware-clock differentials counted, where whole ns over a narrow span.
+    let mut hw_counted = Vec::new();
     for (&(s, est), rs) in input.sessions.iter().zip(&input.runs) {
         let cal: Vec<(u64, f64)> = est.iter().map(|&(id, x)| (id, x - delta)).collect();
         let raw_median = grid_median(&mut est.iter().map(|e| e.1).collect::<Vec<_>>(), grid);
@@ -59,10 +61,16 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             runs: rs.len() as u32,
             hw_median_ns: {
                 let slices: Vec<&[f64]> = rs.iter().map(|r| r.hw.as_slice()).collect();
-                Counted::of(&slices).map(|c| c.median()).or_else(|| {
-                    let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw_pairs().map(|p| p.1)).collect();
-                    (!r.is_empty()).then(|| median(&mut r))
-                })
+                let c = Counted::of(&slices);
+                let median = match &c {
+                    Some(c) => (c.len() > 0).then(|| c.median()),
+                    None => {
+                        let mut r: Vec<f64> = rs.iter().flat_map(|r| r.hw_pairs().map(|p| p.1)).collect();
+                        (!r.is_empty()).then(|| median(&mut r))
+                    }
+                };
+                hw_counted.push(c);
+                median
             },
         });
         calibrated.push(cal);
@@ -193,8 +201,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         // plan ask for reflect data).
         let hw_check = scope.spawn(move || {
             let pairs = || input.runs.iter().flat_map(|rs| rs.iter().flat_map(|r| r.hw_pairs()));
-            let measured: Vec<&[f64]> = input.runs.iter().flat_map(|rs| rs.iter().map(|r| r.hw.as_slice())).collect();
-            hw_clock_check(pairs, &measured, a.hw_clock_tolerance_ns, &mut hw_rng)
+            hw_clock_check(pairs, Counted::merged(&hw_counted), a.hw_clock_tolerance_ns, &mut hw_rng)
         });
         // Confidence intervals of every mode's median and p99 (the headline's are the program's).
         let mut intervals = Vec::new();

@@ -121,49 +121,85 @@ pub fn median(x: &mut [f64]) -> f64 {
 /// its quantiles and median are [`quantiles_select`]'s and [`median`]'s to the bit.
 pub(crate) struct Counted {
     /// The smallest value.
-    low: f64,
+    low: i64,
     /// Values up to `low + k`, for each k.
     below: Vec<usize>,
 }
 
 impl Counted {
     /// Widest span counted.
-    const SPAN: f64 = 65_536.0;
+    const SPAN: i64 = 65_536;
 
-    /// The values of `slices` other than NaN (absent values), counted; none when there are none,
-    /// or when one is not a whole number (−0 among them) or they span more than
-    /// [`Counted::SPAN`].
+    /// The values of `slices` other than NaN (absent values), counted (perhaps none); none when
+    /// one is not a whole number (−0 among them) or they span more than [`Counted::SPAN`].
     pub(crate) fn of(slices: &[&[f64]]) -> Option<Counted> {
-        let (mut low, mut high, mut whole) = (f64::INFINITY, f64::NEG_INFINITY, true);
-        for &v in slices.iter().flat_map(|s| s.iter()).filter(|v| !v.is_nan()) {
-            // (`as i64` is one instruction where `trunc` is a call on baseline x86-64.)
-            whole &= (v as i64) as f64 == v && v.to_bits() != (-0.0f64).to_bits();
-            low = low.min(v);
-            high = high.max(v);
+        // As integers (`as i64`, one instruction, where `trunc` is a call on baseline x86-64),
+        // their least and greatest a chain of one-cycle steps where `f64::min` takes several.
+        let (mut low, mut high, mut whole) = (i64::MAX, i64::MIN, true);
+        for &v in slices.iter().flat_map(|s| s.iter()) {
+            let (i, present) = (v as i64, !v.is_nan());
+            whole &= !present || (i as f64 == v && v.to_bits() != (-0.0f64).to_bits());
+            low = if present { low.min(i) } else { low };
+            high = if present { high.max(i) } else { high };
         }
-        if !whole || low > high || high - low > Counted::SPAN {
+        if low > high {
+            return whole.then(|| Counted { low: 0, below: Vec::new() });
+        }
+        if !whole || i128::from(high) - i128::from(low) > i128::from(Counted::SPAN) {
             return None;
         }
-        let mut below = vec![0usize; (high - low) as usize + 1];
-        for s in slices {
-            for &v in s.iter().filter(|v| !v.is_nan()) {
-                below[(v - low) as usize] += 1;
-            }
+        // Four counts a value, taken in turn, so that a run of equal values does not wait on
+        // its own last count.
+        let width = (high - low) as usize + 1;
+        let mut counts = vec![0usize; 4 * width];
+        for (k, &v) in slices.iter().flat_map(|s| s.iter()).filter(|v| !v.is_nan()).enumerate() {
+            counts[((v as i64 - low) as usize) * 4 + (k & 3)] += 1;
         }
+        let mut below: Vec<usize> = counts.as_chunks::<4>().0.iter().map(|c| c.iter().sum()).collect();
         for k in 1..below.len() {
             below[k] += below[k - 1];
         }
         Some(Counted { low, below })
     }
 
-    /// The value at `rank` (0-based) in ascending order.
-    fn at(&self, rank: usize) -> f64 {
-        self.low + self.below.partition_point(|&b| b <= rank) as f64
+    /// The samples of `parts` together; none when one is none or together they span more than
+    /// [`Counted::SPAN`].
+    pub(crate) fn merged(parts: &[Option<Counted>]) -> Option<Counted> {
+        let parts: Vec<&Counted> = parts.iter().map(Option::as_ref).collect::<Option<_>>()?;
+        let present = || parts.iter().filter(|c| !c.below.is_empty());
+        let low = present().map(|c| c.low).min().unwrap_or(0);
+        let high = present().map(|c| c.low + c.below.len() as i64 - 1).max().unwrap_or(-1);
+        if high - low > Counted::SPAN {
+            return None;
+        }
+        let mut counts = vec![0usize; (high - low + 1) as usize];
+        for c in present() {
+            let at = (c.low - low) as usize;
+            let mut previous = 0;
+            for (k, &b) in c.below.iter().enumerate() {
+                counts[at + k] += b - previous;
+                previous = b;
+            }
+        }
+        for k in 1..counts.len() {
+            counts[k] += counts[k - 1];
+        }
+        Some(Counted { low, below: counts })
     }
 
-    /// [`quantiles_select`] at each of `ps`.
+    /// How many values it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.below.last().copied().unwrap_or(0)
+    }
+
+    /// The value at `rank` (0-based) in ascending order.
+    fn at(&self, rank: usize) -> f64 {
+        (self.low + self.below.partition_point(|&b| b <= rank) as i64) as f64
+    }
+
+    /// [`quantiles_select`] at each of `ps` (NaN without values).
     pub(crate) fn quantiles(&self, ps: &[f64]) -> Vec<f64> {
-        let last = self.below[self.below.len() - 1] - 1;
+        let Some(last) = self.len().checked_sub(1) else { return vec![f64::NAN; ps.len()] };
         ps.iter()
             .map(|&p| {
                 let h = last as f64 * p.clamp(0.0, 1.0);
@@ -174,9 +210,12 @@ impl Counted {
             .collect()
     }
 
-    /// [`median`].
+    /// [`median`] (NaN without values).
     pub(crate) fn median(&self) -> f64 {
-        let n = self.below[self.below.len() - 1];
+        let n = self.len();
+        if n == 0 {
+            return f64::NAN;
+        }
         let upper = self.at(n / 2);
         if n % 2 == 1 { upper } else { 0.5 * (self.at(n / 2 - 1) + upper) }
     }
@@ -338,9 +377,19 @@ mod tests {
                 assert_eq!(q.to_bits(), quantile_sorted(&sorted, p).to_bits(), "{n} p{p}");
             }
         }
-        for refused in [vec![], vec![f64::NAN], vec![1.0, 0.5], vec![-0.0, 1.0], vec![0.0, 1e6], vec![f64::INFINITY]] {
+        for refused in [vec![1.0, 0.5], vec![-0.0, 1.0], vec![0.0, 1e6], vec![f64::INFINITY], vec![2.0, 2f64.powi(70)]]
+        {
             assert!(Counted::of(&[&refused]).is_none(), "{refused:?}");
         }
+        let none = Counted::of(&[&[], &[f64::NAN]]).unwrap();
+        assert!(none.len() == 0 && none.median().is_nan() && none.quantiles(&[0.5])[0].is_nan());
+        // Counted apart and merged: the counts of the whole, by hand.
+        let parts = [Counted::of(&[&[5.0, 9.0]]), Counted::of(&[&[]]), Counted::of(&[&[-3.0, 5.0, 5.0]])];
+        let all = Counted::merged(&parts).unwrap();
+        // Sorted: −3, 5, 5, 5, 9.
+        assert_eq!((all.len(), all.median(), all.quantiles(&[0.0, 0.9])), (5, 5.0, vec![-3.0, 7.4]));
+        assert!(Counted::merged(&[Counted::of(&[&[0.0]]), Counted::of(&[&[70_000.0]])]).is_none());
+        assert!(Counted::merged(&[Counted::of(&[&[0.0]]), Counted::of(&[&[0.5]])]).is_none());
     }
 
     #[test]

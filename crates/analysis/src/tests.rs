@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::hwcheck::hw_clock_check;
+use crate::stats::Counted;
 use latency_plan::Analysis;
 use latency_proto::{Port, RecordBuilder};
 use latency_results::SessionKind;
@@ -250,22 +251,21 @@ fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
     let d: Vec<f64> = (0..20_000).map(|i| 150.0 + 10.0 * stats::normal(&mut r) + (i % 7) as f64).collect();
     // R = D + C with C independent of D: the re-paired convolution matches R.
     let indep: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 6.0 * stats::normal(&mut r))).collect();
-    let measured = |pairs: &[(f64, f64)]| pairs.iter().map(|p| p.1).collect::<Vec<_>>();
-    let ok = hw_clock_check(|| indep.iter().copied(), &[&measured(&indep)], 1.0, &mut r).unwrap();
+    let measured = |pairs: &[(f64, f64)]| Counted::of(&[&pairs.iter().map(|p| p.1).collect::<Vec<_>>()]);
+    let ok = hw_clock_check(|| indep.iter().copied(), measured(&indep), 1.0, &mut r).unwrap();
     assert!(ok.pass, "{:?}", ok.levels);
     assert_eq!(ok.levels.len(), 6);
     // C that grows with D (R stretched around its median): re-pairing breaks the dependence,
     // so the synthesised tails are narrower than the measured ones.
     let corr: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 0.8 * (x - 150.0) + 2.0 * stats::normal(&mut r))).collect();
-    let bad = hw_clock_check(|| corr.iter().copied(), &[&measured(&corr)], 1.0, &mut r).unwrap();
+    let bad = hw_clock_check(|| corr.iter().copied(), measured(&corr), 1.0, &mut r).unwrap();
     assert!(!bad.pass && bad.max_diff_ns > 5.0, "{:?}", bad.levels);
     assert_eq!((ok.pairs, bad.pairs), (20_000, 20_000));
-    // R in whole ns (a hardware clock's): its quantiles counted are those selected (no slices
-    // given: nothing to count).
+    // R in whole ns (a hardware clock's): its quantiles counted are those selected.
     let whole: Vec<(f64, f64)> = indep.iter().map(|&(d, r)| (d, r.round())).collect();
     let (counted, selected) = (
-        hw_clock_check(|| whole.iter().copied(), &[&measured(&whole)], 1.0, &mut r.clone()).unwrap(),
-        hw_clock_check(|| whole.iter().copied(), &[], 1.0, &mut r.clone()).unwrap(),
+        hw_clock_check(|| whole.iter().copied(), measured(&whole), 1.0, &mut r.clone()).unwrap(),
+        hw_clock_check(|| whole.iter().copied(), None, 1.0, &mut r.clone()).unwrap(),
     );
     assert_eq!(format!("{counted:?}"), format!("{selected:?}"));
 }
