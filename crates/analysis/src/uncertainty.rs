@@ -103,7 +103,7 @@ pub fn probe_se(
     let resample = |range: std::ops::Range<u32>| {
         let mut rng = rng.clone();
         rng.set_word_pos(start + u128::from(range.start) * words);
-        let mut w = vec![0f32; probes];
+        let mut w = [vec![0f32; probes], vec![0f32; probes]];
         let mut value = vec![0f64; terms.len()];
         let mut draws = vec![Vec::with_capacity(range.len()); estimates.len()];
         // Every resample's sums: the masses', then each term's with a density (one without stays
@@ -113,24 +113,33 @@ pub fn probe_se(
             .map(Vec::as_slice)
             .chain(terms.iter().filter(|t| usable(t)).map(|t| t.a.as_slice()))
             .collect();
-        let mut sums = vec![0f32; summed.len()];
-        for _ in range {
-            poisson_weights(&mut w, &mut rng);
-            dots(&w, &summed, &mut sums);
-            let (total, mut below) = sums.split_at(masses.len());
-            for (t, v) in terms.iter().zip(&mut value) {
-                let q = match below.split_first() {
-                    Some((&b, rest)) if usable(t) => {
-                        below = rest;
-                        t.x + (t.p - f64::from(b) / f64::from(total[t.mass]).max(1.0)) / t.f
-                    }
-                    _ => t.x,
-                };
-                *v = t.coef * q;
+        let mut sums = [vec![0f32; summed.len()], vec![0f32; summed.len()]];
+        // Two resamples at a time (a last one alone sums its weights twice and keeps one).
+        let mut left = range.len();
+        while left > 0 {
+            let two = left.min(2);
+            left -= two;
+            for w in &mut w[..two] {
+                poisson_weights(w, &mut rng);
             }
-            for (e, d) in estimates.iter().zip(&mut draws) {
-                let noiseless = e.extrapolated.map_or(0.0, |[a, b, c]| extrapolate([value[a], value[b], value[c]]));
-                d.push(noiseless + e.terms.iter().map(|&k| value[k]).sum::<f64>());
+            let [s0, s1] = &mut sums;
+            dots([&w[0], &w[two - 1]], &summed, [s0, s1]);
+            for sums in &sums[..two] {
+                let (total, mut below) = sums.split_at(masses.len());
+                for (t, v) in terms.iter().zip(&mut value) {
+                    let q = match below.split_first() {
+                        Some((&b, rest)) if usable(t) => {
+                            below = rest;
+                            t.x + (t.p - f64::from(b) / f64::from(total[t.mass]).max(1.0)) / t.f
+                        }
+                        _ => t.x,
+                    };
+                    *v = t.coef * q;
+                }
+                for (e, d) in estimates.iter().zip(&mut draws) {
+                    let noiseless = e.extrapolated.map_or(0.0, |[a, b, c]| extrapolate([value[a], value[b], value[c]]));
+                    d.push(noiseless + e.terms.iter().map(|&k| value[k]).sum::<f64>());
+                }
             }
         }
         draws
@@ -155,35 +164,72 @@ pub fn words_drawn(probes: usize, resamples: u32) -> u128 {
     if resamples < 2 || probes == 0 { 0 } else { u128::from(resamples) * probes.div_ceil(2) as u128 }
 }
 
-/// `out[j] = Σ_i a_i b_j,i` for each of `bs`, four at a time ([`dot4`]), each as [`dot`] sums it.
-fn dots(a: &[f32], bs: &[&[f32]], out: &mut [f32]) {
-    for (b, o) in bs.chunks(4).zip(out.chunks_mut(4)) {
+/// `outs[r][j] = Σ_i a_r,i b_j,i` for each of two `a` (two resamples' weights, of one length)
+/// and each of `bs`, four `b` at a time ([`dot2x4`]), each sum as [`dot`] makes it.
+fn dots(a: [&[f32]; 2], bs: &[&[f32]], outs: [&mut [f32]; 2]) {
+    let [out0, out1] = outs;
+    for ((b, o0), o1) in bs.chunks(4).zip(out0.chunks_mut(4)).zip(out1.chunks_mut(4)) {
         // A last group of fewer than four repeats its first and drops what it gives twice.
         let four = std::array::from_fn(|k| *b.get(k).unwrap_or(&b[0]));
-        o.copy_from_slice(&dot4(a, four)[..o.len()]);
+        let [s0, s1] = dot2x4(a, four);
+        o0.copy_from_slice(&s0[..o0.len()]);
+        o1.copy_from_slice(&s1[..o1.len()]);
     }
 }
 
-/// [`dot`] of `a` with four vectors in one pass: four chains of additions, each in the order of
-/// the one `dot` makes (its sums the same to the bit), kept apart so that each waits less on its
-/// own last addition.
-fn dot4(a: &[f32], bs: [&[f32]; 4]) -> [f32; 4] {
-    use wide::f32x8;
-    let mut acc = [f32x8::ZERO; 4];
-    let (x, tail) = a.as_chunks::<8>();
-    let [y0, y1, y2, y3] = bs.map(|b| b.as_chunks::<8>().0);
-    for ((((x, y0), y1), y2), y3) in x.iter().zip(y0).zip(y1).zip(y2).zip(y3) {
-        let x = f32x8::new(*x);
-        acc[0] += x * f32x8::new(*y0);
-        acc[1] += x * f32x8::new(*y1);
-        acc[2] += x * f32x8::new(*y2);
-        acc[3] += x * f32x8::new(*y3);
+/// [`dot`] of each of two `a` with each of four `b` in one pass: eight chains of additions, each
+/// in the order of the one `dot` makes (its sums the same to the bit), kept apart so that each
+/// waits less on its own last addition, and each `b` read once for both `a`; in AVX2 registers
+/// where the processor has them (eight lanes in one, as in two of SSE: the same additions in the
+/// same order).
+fn dot2x4(a: [&[f32]; 2], bs: [&[f32]; 4]) -> [[f32; 4]; 2] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(simd) = pulp::x86::V3::try_new() {
+        let lanes = |v: &[f32; 8]| pulp::bytemuck::cast::<[f32; 8], pulp::f32x8>(*v);
+        let (mul, add) = (|x, y| simd.mul_f32x8(x, y), |x, y| simd.add_f32x8(x, y));
+        return simd.vectorize(
+            #[inline(always)]
+            || dot2x4_in(a, bs, lanes, mul, add, pulp::bytemuck::cast),
+        );
     }
-    let done = a.len() - tail.len();
-    std::array::from_fn(|j| {
-        let tail: f32 = tail.iter().zip(&bs[j][done..]).map(|(x, y)| x * y).sum();
-        acc[j].to_array().iter().sum::<f32>() + tail
-    })
+    dot2x4_sse(a, bs)
+}
+
+/// [`dot2x4`] in SSE registers (two for eight lanes), or whatever `wide` finds elsewhere.
+fn dot2x4_sse(a: [&[f32]; 2], bs: [&[f32]; 4]) -> [[f32; 4]; 2] {
+    use wide::f32x8;
+    dot2x4_in(a, bs, |v| f32x8::new(*v), |x, y| x * y, |x, y| x + y, f32x8::to_array)
+}
+
+/// [`dot2x4`] with eight lanes `V`, made from eight values by `lanes`, multiplied and added lane
+/// by lane by `mul` and `add`, and read back by `array`.
+#[inline(always)]
+fn dot2x4_in<V: Copy>(
+    a: [&[f32]; 2],
+    bs: [&[f32]; 4],
+    lanes: impl Fn(&[f32; 8]) -> V,
+    mul: impl Fn(V, V) -> V,
+    add: impl Fn(V, V) -> V,
+    array: impl Fn(V) -> [f32; 8],
+) -> [[f32; 4]; 2] {
+    let zero = lanes(&[0.0; 8]);
+    let mut acc = [[zero; 4]; 2];
+    let [(x0, tail0), (x1, tail1)] = a.map(|a| a.as_chunks::<8>());
+    let [y0, y1, y2, y3] = bs.map(|b| b.as_chunks::<8>().0);
+    for (((((x0, x1), y0), y1), y2), y3) in x0.iter().zip(x1).zip(y0).zip(y1).zip(y2).zip(y3) {
+        let (x0, x1) = (lanes(x0), lanes(x1));
+        for (j, y) in [y0, y1, y2, y3].into_iter().enumerate() {
+            let y = lanes(y);
+            acc[0][j] = add(acc[0][j], mul(x0, y));
+            acc[1][j] = add(acc[1][j], mul(x1, y));
+        }
+    }
+    let done = a[0].len() - tail0.len();
+    let sum = |acc: V, tail: &[f32], b: &[f32]| {
+        let tail: f32 = tail.iter().zip(&b[done..]).map(|(x, y)| x * y).sum();
+        array(acc).iter().sum::<f32>() + tail
+    };
+    [std::array::from_fn(|j| sum(acc[0][j], tail0, bs[j])), std::array::from_fn(|j| sum(acc[1][j], tail1, bs[j]))]
 }
 
 /// Σ a_i b_i, eight lanes at a time.
@@ -460,24 +506,32 @@ mod tests {
     }
 
     #[test]
-    fn sums_taken_four_at_a_time_are_those_taken_one_at_a_time_to_the_bit() {
+    fn sums_taken_eight_at_a_time_are_those_taken_one_at_a_time_to_the_bit() {
         let mut rng = ChaCha8Rng::seed_from_u64(4);
         for len in [0, 1, 7, 8, 9, 20_003] {
             let a: Vec<f32> = (0..len).map(|_| rng.random_range(0.0..8.0f32).floor()).collect();
+            let a2: Vec<f32> = (0..len).map(|_| rng.random_range(0.0..8.0f32).floor()).collect();
             let bs: Vec<Vec<f32>> = (0..9).map(|_| (0..len).map(|_| rng.random::<f32>() - 0.3).collect()).collect();
             for n in 1..=bs.len() {
                 let b: Vec<&[f32]> = bs[..n].iter().map(Vec::as_slice).collect();
-                let mut out = vec![f32::NAN; n];
-                dots(&a, &b, &mut out);
-                let one: Vec<u32> = b.iter().map(|b| dot(&a, b).to_bits()).collect();
-                assert_eq!(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), one, "{len} values, {n} sums");
+                let (mut out, mut out2) = (vec![f32::NAN; n], vec![f32::NAN; n]);
+                dots([&a, &a2], &b, [&mut out, &mut out2]);
+                for (a, out) in [(&a, out), (&a2, out2)] {
+                    let one: Vec<u32> = b.iter().map(|b| dot(a, b).to_bits()).collect();
+                    assert_eq!(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), one, "{len} values, {n} sums");
+                }
+                // Without AVX2 too.
+                let four = std::array::from_fn(|k| b[k.min(n - 1)]);
+                let sse = dot2x4_sse([&a, &a2], four).map(|s| s.map(f32::to_bits));
+                let one = [&a, &a2].map(|a| four.map(|b| dot(a, b).to_bits()));
+                assert_eq!(sse, one, "{len} values, {n} sums, SSE");
             }
         }
         // By hand: 1·2 + 2·2 + … + 9·2 = 90, the ninth product added after the eight lanes.
         let a: Vec<f32> = (1..=9).map(|v| v as f32).collect();
-        let mut out = [0.0];
-        dots(&a, &[&[2.0; 9]], &mut out);
-        assert_eq!(out, [90.0]);
+        let (mut out, mut out2) = ([0.0], [0.0]);
+        dots([&a, &[1.0; 9]], &[&[2.0; 9]], [&mut out, &mut out2]);
+        assert_eq!((out, out2), ([90.0], [18.0]));
     }
 
     #[test]
