@@ -396,6 +396,13 @@ fn by_frame_len(
 /// The program's per-probe estimates and the null's per-session estimates with dense probe
 /// indices shared by both, and the number of distinct probes.
 fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> Dense {
+    // Mostly every list holds the same probes in ascending order: a probe's index is its place.
+    let same_ids =
+        |list: &[(u64, f64)]| list.len() == program.len() && list.iter().zip(program).all(|(a, b)| a.0 == b.0);
+    if program.is_sorted_by(|a, b| a.0 < b.0) && null.iter().all(|s| same_ids(s)) {
+        let indexed = |list: &[(u64, f64)]| list.iter().enumerate().map(|(k, e)| (k as u32, e.1)).collect::<Vec<_>>();
+        return (indexed(program), null.iter().flat_map(|s| indexed(s)).collect(), program.len());
+    }
     let mut ids: Vec<u64> = program.iter().chain(null.iter().flat_map(|s| s.iter())).map(|e| e.0).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -409,6 +416,22 @@ fn dense_probes(program: &[(u64, f64)], null: &[&[(u64, f64)]]) -> Dense {
 mod tests {
     use super::*;
     use latency_results::index::BoundModel;
+
+    /// Dense indices are places among every probe id of both sides, ascending: by hand for lists
+    /// of other probes, and the same whether the lists hold one set of probes or not.
+    #[test]
+    fn probes_are_numbered_by_their_place_among_every_id() {
+        let program = [(3, 0.5), (7, 1.5), (9, 2.5)];
+        let (p, n, probes) = dense_probes(&program, &[&[(1, 9.0), (7, 8.0)], &[(3, 7.0)]]);
+        // Ids 1, 3, 7, 9.
+        assert_eq!((p, n, probes), (vec![(1, 0.5), (2, 1.5), (3, 2.5)], vec![(0, 9.0), (2, 8.0), (1, 7.0)], 4));
+        let same = [(3, 4.0), (7, 5.0), (9, 6.0)];
+        let (p, n, probes) = dense_probes(&program, &[&same, &same]);
+        assert_eq!((p, n, probes), (vec![(0, 0.5), (1, 1.5), (2, 2.5)], [(0, 4.0), (1, 5.0), (2, 6.0)].repeat(2), 3));
+        // Unordered program ids: numbered by their place all the same.
+        let (p, _, _) = dense_probes(&[(9, 1.0), (3, 2.0)], &[&[(9, 0.0), (3, 0.0)]]);
+        assert_eq!(p, [(1, 1.0), (0, 2.0)]);
+    }
 
     #[test]
     fn each_frame_length_is_held_to_the_bound_of_traffic_that_long() {
