@@ -10,7 +10,7 @@ use super::stats::{grid_median, grid_quantile, median};
 use super::uncertainty;
 use crate::hwcheck::hw_clock_check;
 use crate::runs::RunPairs;
-use crate::stats::{Counted, keyed};
+use crate::stats::{Counted, keyed, quantiles_select};
 use crate::{modes, noise};
 use latency_plan::Analysis;
 use latency_results::index::Group;
@@ -104,9 +104,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         let members: Vec<usize> = order[c.clone()].to_vec();
         // Raw: the paper's per-session estimates, pooled, less the paper's δ̂.
         let mut values: Vec<f64> = members.iter().flat_map(|&i| calibrated[i].iter().map(|e| e.1)).collect();
-        values.sort_unstable_by(f64::total_cmp);
         let paper_shift = null.map_or(0.0, |n| delta - n.offset_raw_ns);
-        let raw = keyed(levels, fractions.iter().map(|&p| quantile_sorted(&values, p) + paper_shift));
+        let raw = keyed(levels, quantiles_select(&mut values, &fractions).into_iter().map(|q| q + paper_shift));
         // Corrected: per-probe estimates over all the mode's runs, less the noise left in them.
         let mut raw_medians: Vec<f64> = members.iter().map(|&i| sessions[i].raw_median_ns).collect();
         let common = median(&mut raw_medians);
@@ -159,8 +158,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let main = (0..modes.len()).max_by_key(|&m| (modes[m].sessions.len(), std::cmp::Reverse(m))).unwrap_or(0);
     let latency_ns = modes[main].latency_ns.clone();
     let latency_raw_ns = modes[main].latency_raw_ns.clone();
-    let mut all: Vec<f64> = calibrated.iter().flat_map(|v| v.iter().map(|e| e.1)).collect();
-    all.sort_unstable_by(f64::total_cmp);
+    let all: Vec<f64> = calibrated.iter().flat_map(|v| v.iter().map(|e| e.1)).collect();
     let vendor_bound = g.vendor_bound_cycles.map(|cycles| {
         let period = 1e3 / g.clock_mhz;
         VendorBound {
@@ -294,9 +292,8 @@ fn mode_intervals(
 ) -> [([f64; 2], [f64; 2]); 2] {
     let (program_values, null_values, probes) = mode.dense;
     let probes = *probes;
-    let mut null_sorted: Vec<f64> = null_values.iter().map(|v| v.1).collect();
-    null_sorted.sort_unstable_by(f64::total_cmp);
-    let null_simex = Simex::new(&null_sorted, None, input.null_grid);
+    let null_estimates: Vec<f64> = null_values.iter().map(|v| v.1).collect();
+    let null_simex = Simex::new(&null_estimates, None, input.null_grid);
     let half = (2.0 * input.grid).max(0.5 * mode.noise.unwrap_or(1.0));
     let levels = [0.5, 0.99];
     // The terms of each estimate: its corrected quantile's parts, then the null offset (one term

@@ -291,15 +291,18 @@ pub(crate) fn keyed(levels: &[f64], values: impl IntoIterator<Item = f64>) -> Qu
     levels.iter().copied().zip(values).collect()
 }
 
-pub(crate) fn histogram(sorted: &[f64]) -> Histogram {
-    let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else { return Histogram::default() };
+pub(crate) fn histogram(values: &[f64]) -> Histogram {
+    let lo = values.iter().copied().min_by(f64::total_cmp);
+    let (Some(lo), Some(hi)) = (lo, values.iter().copied().max_by(f64::total_cmp)) else {
+        return Histogram::default();
+    };
     let start = lo.floor();
     let mut bin = 1.0;
     while (hi - start) / bin > 4000.0 {
         bin *= 2.0;
     }
     let mut counts = vec![0u64; ((hi - start) / bin) as usize + 1];
-    for &x in sorted {
+    for &x in values {
         counts[((x - start) / bin) as usize] += 1;
     }
     Histogram { start_ns: start, bin_ns: bin, counts }
