@@ -95,21 +95,25 @@ impl RunPairs {
         let skip = if exclude_first { r.header.first_id } else { None };
         let lens = if lens { r.lens.as_slice() } else { &[] };
         let ids = shared.of(group, session, r.diffs.iter().map(|e| e.0).filter(|&id| Some(id) != skip));
-        let mut values = Vec::with_capacity(r.diffs.len());
-        let mut hw = Vec::with_capacity(r.hw_diffs.len().min(r.diffs.len()));
-        let mut kept_lens = Vec::with_capacity(lens.len());
-        let mut excluded = 0;
-        for (k, &(id, d)) in r.diffs.iter().enumerate() {
-            if Some(id) == skip {
-                excluded += 1;
-                continue;
-            }
-            values.push(d as f64 * ns);
-            kept_lens.extend(lens.get(k));
-            if let Some(h) = r.hw_diffs.get(k) {
-                hw.push(h.map_or(f64::NAN, |h| h as f64));
-            }
+        // The probes kept: all but those of the excluded id, as runs of consecutive probes
+        // copied in whole loops (a column shorter than the ids gives what it has).
+        let mut kept = Vec::with_capacity(2);
+        let mut from = 0;
+        for k in (0..r.diffs.len()).filter(|&k| Some(r.diffs[k].0) == skip) {
+            kept.push(from..k);
+            from = k + 1;
         }
+        let excluded = kept.len() as u64;
+        kept.push(from..r.diffs.len());
+        let runs = |len: usize| kept.iter().map(move |k| k.start.min(len)..k.end.min(len));
+        fn copied<T, U>(from: &[T], runs: impl Iterator<Item = std::ops::Range<usize>>, f: impl Fn(&T) -> U) -> Vec<U> {
+            let mut out = Vec::with_capacity(from.len());
+            runs.for_each(|k| out.extend(from[k].iter().map(&f)));
+            out
+        }
+        let values = copied(&r.diffs, runs(r.diffs.len()), |&(_, d)| d as f64 * ns);
+        let hw = copied(&r.hw_diffs, runs(r.hw_diffs.len()), |h| h.map_or(f64::NAN, |h| h as f64));
+        let kept_lens = copied(lens, runs(lens.len()), |&l| l);
         RunPairs {
             group,
             session,
