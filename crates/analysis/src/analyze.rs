@@ -84,6 +84,9 @@ fn analysed(dir: &ResultsDir, reductions: Reductions) -> Result<Analysed, Analys
         hops.push((name, s.programs));
     }
     let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems });
+    // Giving a study's runs back to the system (their pages unmapped) takes as long as a phase of
+    // the analysis: done aside, while the summary is finished and written.
+    std::thread::spawn(move || drop((runs, by_pair)));
     for (name, p) in summary.programs.iter_mut() {
         p.soak = soaks.remove(name);
         for (pair, programs) in &mut hops {
