@@ -9,7 +9,7 @@ use super::stats::quantile_sorted;
 use super::stats::{grid_median, grid_quantile, median};
 use super::uncertainty;
 use crate::hwcheck::hw_clock_check;
-use crate::runs::RunPairs;
+use crate::runs::{HwColumn, RunPairs};
 use crate::stats::{Counted, keyed, quantiles_select};
 use crate::{modes, noise};
 use latency_plan::Analysis;
@@ -60,8 +60,8 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             excluded: rs.iter().map(|r| r.excluded).sum(),
             runs: rs.len() as u32,
             hw_median_ns: {
-                let slices: Vec<&[f64]> = rs.iter().map(|r| r.hw.as_slice()).collect();
-                let c = Counted::of(&slices);
+                let narrow: Option<Vec<&[i32]>> = rs.iter().map(|r| r.hw.narrow()).collect();
+                let c = narrow.and_then(|n| Counted::of(&n, HwColumn::NONE));
                 let median = match &c {
                     Some(c) => (c.len() > 0).then(|| c.median()),
                     None => {
@@ -442,7 +442,7 @@ mod tests {
             level: None,
             ids: std::sync::Arc::from([1, 2, 3]),
             values: vec![0.0; 3],
-            hw: Vec::new(),
+            hw: HwColumn::default(),
             lens: vec![64, 1500, 1500],
             counts: Default::default(),
             excluded: 0,

@@ -19,9 +19,9 @@ pub struct RunPairs {
     pub(crate) ids: Ids,
     /// D (ns) of each probe of `ids`.
     pub(crate) values: Vec<f64>,
-    /// The hardware-clock differential R (ns) of each probe of `ids`, NaN where it has none
-    /// (reflect data); empty for a run without hardware stamps.
-    pub(crate) hw: Vec<f64>,
+    /// The hardware-clock differential R (ns) of each probe of `ids` (reflect data); empty for a
+    /// run without hardware stamps.
+    pub(crate) hw: HwColumn,
     /// Frame length of each probe of `ids` as sent (empty without frame lengths).
     pub(crate) lens: Vec<u16>,
     pub(crate) counts: latency_results::pairs::Counts,
@@ -112,7 +112,7 @@ impl RunPairs {
             out
         }
         let values = copied(&r.diffs, runs(r.diffs.len()), |&(_, d)| d as f64 * ns);
-        let hw = copied(&r.hw_diffs, runs(r.hw_diffs.len()), |h| h.map_or(f64::NAN, |h| h as f64));
+        let hw = HwColumn::of(runs(r.hw_diffs.len()).flat_map(|k| r.hw_diffs[k].iter().copied()), r.hw_diffs.len());
         let kept_lens = copied(lens, runs(lens.len()), |&l| l);
         RunPairs {
             group,
@@ -136,7 +136,50 @@ impl RunPairs {
 
     /// (D ns, R ns) of each probe with a hardware-clock differential, in id order.
     pub(crate) fn hw_pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        self.values.iter().zip(&self.hw).filter(|(_, r)| !r.is_nan()).map(|(&d, &r)| (d, r))
+        let hw = &self.hw;
+        let present = self.values.iter().zip(&hw.narrow).enumerate().filter(|(_, (_, h))| **h != HwColumn::NONE);
+        present.map(|(k, (&d, &h))| (d, if h == HwColumn::WIDE { hw.wide_at(k) } else { f64::from(h) }))
+    }
+}
+
+/// A run's hardware-clock differentials (whole ns), one per probe or none: in 32 bits each
+/// (half the memory of a float, and counted without conversion), those that do not fit kept
+/// aside with their place.
+#[derive(Default)]
+pub(crate) struct HwColumn {
+    narrow: Vec<i32>,
+    /// (place, R) of each R that does not fit in `narrow`, in place order.
+    wide: Vec<(usize, i64)>,
+}
+
+impl HwColumn {
+    /// A probe without a differential.
+    pub(crate) const NONE: i32 = i32::MIN;
+    /// A differential kept in `wide`.
+    const WIDE: i32 = i32::MAX;
+
+    /// The differentials `column` gives (about `len`).
+    fn of(column: impl Iterator<Item = Option<i64>>, len: usize) -> HwColumn {
+        let (mut narrow, mut wide) = (Vec::with_capacity(len), Vec::new());
+        narrow.extend(column.enumerate().map(|(k, h)| match h.map(i32::try_from) {
+            None => HwColumn::NONE,
+            Some(Ok(h)) if h != HwColumn::NONE && h != HwColumn::WIDE => h,
+            Some(_) => {
+                wide.extend(h.map(|h| (k, h)));
+                HwColumn::WIDE
+            }
+        }));
+        HwColumn { narrow, wide }
+    }
+
+    fn wide_at(&self, k: usize) -> f64 {
+        let at = self.wide.partition_point(|w| w.0 < k);
+        self.wide.get(at).map_or(f64::NAN, |w| w.1 as f64)
+    }
+
+    /// Every differential, `NONE` where a probe has none, when all fit in 32 bits.
+    pub(crate) fn narrow(&self) -> Option<&[i32]> {
+        self.wide.is_empty().then_some(self.narrow.as_slice())
     }
 }
 

@@ -130,30 +130,22 @@ impl Counted {
     /// Widest span counted.
     const SPAN: i64 = 65_536;
 
-    /// The values of `slices` other than NaN (absent values), counted (perhaps none); none when
-    /// one is not a whole number (−0 among them) or they span more than [`Counted::SPAN`].
-    pub(crate) fn of(slices: &[&[f64]]) -> Option<Counted> {
-        // As integers (`as i64`, one instruction, where `trunc` is a call on baseline x86-64),
-        // their least and greatest a chain of one-cycle steps where `f64::min` takes several.
-        let (mut low, mut high, mut whole) = (i64::MAX, i64::MIN, true);
-        for &v in slices.iter().flat_map(|s| s.iter()) {
-            let (i, present) = (v as i64, !v.is_nan());
-            whole &= !present || (i as f64 == v && v.to_bits() != (-0.0f64).to_bits());
-            low = if present { low.min(i) } else { low };
-            high = if present { high.max(i) } else { high };
-        }
+    /// The values of `slices` other than `absent`, counted (perhaps none); none when they span
+    /// more than [`Counted::SPAN`].
+    pub(crate) fn of(slices: &[&[i32]], absent: i32) -> Option<Counted> {
+        let present = || slices.iter().flat_map(|s| s.iter()).filter(move |&&v| v != absent).map(|&v| i64::from(v));
+        let (low, high) = present().fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
         if low > high {
-            return whole.then(|| Counted { low: 0, below: Vec::new() });
+            return Some(Counted { low: 0, below: Vec::new() });
         }
-        if !whole || i128::from(high) - i128::from(low) > i128::from(Counted::SPAN) {
+        if high - low > Counted::SPAN {
             return None;
         }
         // Four counts a value, taken in turn, so that a run of equal values does not wait on
         // its own last count.
-        let width = (high - low) as usize + 1;
-        let mut counts = vec![0usize; 4 * width];
-        for (k, &v) in slices.iter().flat_map(|s| s.iter()).filter(|v| !v.is_nan()).enumerate() {
-            counts[((v as i64 - low) as usize) * 4 + (k & 3)] += 1;
+        let mut counts = vec![0usize; 4 * ((high - low) as usize + 1)];
+        for (k, v) in present().enumerate() {
+            counts[(v - low) as usize * 4 + (k & 3)] += 1;
         }
         let mut below: Vec<usize> = counts.as_chunks::<4>().0.iter().map(|c| c.iter().sum()).collect();
         for k in 1..below.len() {
@@ -361,38 +353,36 @@ mod tests {
     }
 
     /// Counting reads the order statistics a sort does: whole numbers with ties, negative ones,
-    /// odd and even counts; by hand for a small one (NaN: absent); and refuses what it cannot
-    /// count.
+    /// odd and even counts; by hand for a small one (`N`: absent); and refuses a span too wide.
     #[test]
     fn counted_quantiles_and_medians_are_the_sorted_ones_to_the_bit() {
-        let c = Counted::of(&[&[3.0, -2.0], &[f64::NAN, 7.0, 3.0]]).unwrap();
+        const N: i32 = i32::MIN;
+        let c = Counted::of(&[&[3, -2], &[N, 7, 3]], N).unwrap();
         // Sorted: −2, 3, 3, 7; the median (3 + 3) / 2; p25 at h = 0.75: −2 + 0.75 × 5.
         assert_eq!((c.median(), c.quantiles(&[0.25, 1.0])), (3.0, vec![1.75, 7.0]));
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5);
         let levels = [0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0];
         for n in [1, 2, 17, 1_000, 4_097] {
-            let x: Vec<f64> = (0..n).map(|_| f64::from(rand::Rng::random_range(&mut rng, -40..400))).collect();
-            let c = Counted::of(&[&x]).unwrap();
-            let mut sorted = x.clone();
+            let x: Vec<i32> = (0..n).map(|_| rand::Rng::random_range(&mut rng, -40..400)).collect();
+            let c = Counted::of(&[&x], N).unwrap();
+            let mut sorted: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            let mut unsorted = sorted.clone();
             sorted.sort_unstable_by(f64::total_cmp);
-            assert_eq!(c.median().to_bits(), median(&mut x.clone()).to_bits(), "{n}");
+            assert_eq!(c.median().to_bits(), median(&mut unsorted).to_bits(), "{n}");
             for (q, p) in c.quantiles(&levels).into_iter().zip(levels) {
                 assert_eq!(q.to_bits(), quantile_sorted(&sorted, p).to_bits(), "{n} p{p}");
             }
         }
-        for refused in [vec![1.0, 0.5], vec![-0.0, 1.0], vec![0.0, 1e6], vec![f64::INFINITY], vec![2.0, 2f64.powi(70)]]
-        {
-            assert!(Counted::of(&[&refused]).is_none(), "{refused:?}");
-        }
-        let none = Counted::of(&[&[], &[f64::NAN]]).unwrap();
+        assert!(Counted::of(&[&[0, 70_000]], N).is_none());
+        let none = Counted::of(&[&[], &[N]], N).unwrap();
         assert!(none.len() == 0 && none.median().is_nan() && none.quantiles(&[0.5])[0].is_nan());
         // Counted apart and merged: the counts of the whole, by hand.
-        let parts = [Counted::of(&[&[5.0, 9.0]]), Counted::of(&[&[]]), Counted::of(&[&[-3.0, 5.0, 5.0]])];
+        let parts = [Counted::of(&[&[5, 9]], N), Counted::of(&[&[]], N), Counted::of(&[&[-3, 5, 5]], N)];
         let all = Counted::merged(&parts).unwrap();
         // Sorted: −3, 5, 5, 5, 9.
         assert_eq!((all.len(), all.median(), all.quantiles(&[0.0, 0.9])), (5, 5.0, vec![-3.0, 7.4]));
-        assert!(Counted::merged(&[Counted::of(&[&[0.0]]), Counted::of(&[&[70_000.0]])]).is_none());
-        assert!(Counted::merged(&[Counted::of(&[&[0.0]]), Counted::of(&[&[0.5]])]).is_none());
+        assert!(Counted::merged(&[Counted::of(&[&[0]], N), Counted::of(&[&[70_000]], N)]).is_none());
+        assert!(Counted::merged(&[Counted::of(&[&[0]], N), None]).is_none());
     }
 
     #[test]

@@ -251,20 +251,20 @@ fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
     let d: Vec<f64> = (0..20_000).map(|i| 150.0 + 10.0 * stats::normal(&mut r) + (i % 7) as f64).collect();
     // R = D + C with C independent of D: the re-paired convolution matches R.
     let indep: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 6.0 * stats::normal(&mut r))).collect();
-    let measured = |pairs: &[(f64, f64)]| Counted::of(&[&pairs.iter().map(|p| p.1).collect::<Vec<_>>()]);
-    let ok = hw_clock_check(|| indep.iter().copied(), measured(&indep), 1.0, &mut r).unwrap();
+    let ok = hw_clock_check(|| indep.iter().copied(), None, 1.0, &mut r).unwrap();
     assert!(ok.pass, "{:?}", ok.levels);
     assert_eq!(ok.levels.len(), 6);
     // C that grows with D (R stretched around its median): re-pairing breaks the dependence,
     // so the synthesised tails are narrower than the measured ones.
     let corr: Vec<(f64, f64)> = d.iter().map(|&x| (x, x + 0.8 * (x - 150.0) + 2.0 * stats::normal(&mut r))).collect();
-    let bad = hw_clock_check(|| corr.iter().copied(), measured(&corr), 1.0, &mut r).unwrap();
+    let bad = hw_clock_check(|| corr.iter().copied(), None, 1.0, &mut r).unwrap();
     assert!(!bad.pass && bad.max_diff_ns > 5.0, "{:?}", bad.levels);
     assert_eq!((ok.pairs, bad.pairs), (20_000, 20_000));
     // R in whole ns (a hardware clock's): its quantiles counted are those selected.
     let whole: Vec<(f64, f64)> = indep.iter().map(|&(d, r)| (d, r.round())).collect();
+    let ns: Vec<i32> = whole.iter().map(|p| p.1 as i32).collect();
     let (counted, selected) = (
-        hw_clock_check(|| whole.iter().copied(), measured(&whole), 1.0, &mut r.clone()).unwrap(),
+        hw_clock_check(|| whole.iter().copied(), Counted::of(&[&ns], i32::MIN), 1.0, &mut r.clone()).unwrap(),
         hw_clock_check(|| whole.iter().copied(), None, 1.0, &mut r.clone()).unwrap(),
     );
     assert_eq!(format!("{counted:?}"), format!("{selected:?}"));
@@ -334,6 +334,18 @@ fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_firs
     // A run without hardware stamps has none.
     let none = reduction(&[1, 2, 3, 4], Vec::new(), Some(1));
     assert_eq!(RunPairs::of(0, 1, &none, 2e9, false, false, &shared).hw_pairs().count(), 0);
+    // Differentials beyond 32 bits (and at its ends) are kept aside, exactly; then the run's
+    // differentials are not counted but selected.
+    let far = [i64::from(i32::MAX), i64::from(i32::MIN), -(1 << 40), i64::MAX];
+    let r = reduction(
+        &[1, 2, 3, 4, 5, 6],
+        vec![Some(far[0]), Some(9), Some(far[1]), None, Some(far[2]), Some(far[3])],
+        None,
+    );
+    let wide = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
+    let hw: Vec<f64> = wide.hw_pairs().map(|p| p.1).collect();
+    assert_eq!(hw, [far[0] as f64, 9.0, far[1] as f64, far[2] as f64, far[3] as f64]);
+    assert!(wide.hw.narrow().is_none() && all.hw.narrow().is_some());
 }
 
 #[test]
