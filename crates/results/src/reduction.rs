@@ -14,7 +14,7 @@
 //! ([`ReductionHeader`]), then the columns, each a list of unsigned numbers: probe ids as gaps
 //! from the previous one, differentials zigzag-encoded, hardware-clock differentials
 //! zigzag-encoded plus one (0 = none), frame lengths as zigzag gaps from the previous one; last,
-//! the CRC-32 (u32). A column is cut in blocks of [`BLOCK`] numbers (the last may be shorter),
+//! the CRC-32 (u32). A column is cut in blocks of 128 numbers (the last may be shorter),
 //! each written as its least number (LEB128), the bytes of each number's excess over it (0, 1,
 //! 2, 4 or 8: one byte), and those excesses at that width: a block of equal numbers (the gaps of
 //! consecutive ids) takes two bytes, one of nearby differentials a byte or two a number, and a
