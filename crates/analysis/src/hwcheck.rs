@@ -32,7 +32,7 @@ pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     synth.shuffle(rng);
     synth.iter_mut().zip(pairs()).for_each(|(c, (d, _))| *c += d);
     let fractions = HW_LEVELS.map(|l| l / 100.0);
-    // The measured R: counted (whole ns over a narrow span), else selected.
+    // The measured R: counted (in 32 bits, over a narrow span), else selected.
     let m = measured.map(|c| c.quantiles(&fractions)).unwrap_or_else(|| {
         let mut values: Vec<f64> = Vec::with_capacity(n);
         values.extend(pairs().map(|p| p.1));

@@ -47,7 +47,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
     let grid = input.grid;
     let mut sessions = Vec::new();
     let mut calibrated: Vec<Vec<(u64, f64)>> = Vec::new();
-    // Each session's hardware-clock differentials counted, where whole ns over a narrow span.
+    // Each session's hardware-clock differentials counted, where all fit in 32 bits and span little.
     let mut hw_counted = Vec::new();
     for (&(s, est), rs) in input.sessions.iter().zip(&input.runs) {
         let cal: Vec<(u64, f64)> = est.iter().map(|&(id, x)| (id, x - delta)).collect();
