@@ -85,8 +85,9 @@ fn analysed(dir: &ResultsDir, reductions: Reductions) -> Result<Analysed, Analys
     }
     let mut summary = summarize(&index, &runs, &entries, Some(&prov), Unusable { failed_runs: failed, problems });
     // Giving a study's runs back to the system (their pages unmapped) takes as long as a phase of
-    // the analysis: done aside, while the summary is finished and written.
-    std::thread::spawn(move || drop((runs, by_pair)));
+    // the analysis: done aside, while the summary is finished and written (where no thread can be
+    // started, the runs go with the refused closure, here).
+    let _aside = std::thread::Builder::new().spawn(move || drop((runs, by_pair)));
     for (name, p) in summary.programs.iter_mut() {
         p.soak = soaks.remove(name);
         for (pair, programs) in &mut hops {
