@@ -13,13 +13,17 @@ pub const QUANTILE_DEFINITION: &str =
 
 /// Quantile `p` ∈ [0, 1] of an ascending sample; NaN for an empty one.
 pub fn quantile_sorted(x: &[f64], p: f64) -> f64 {
-    if x.is_empty() {
-        return f64::NAN;
-    }
-    let h = (x.len() - 1) as f64 * p.clamp(0.0, 1.0);
+    interpolated(x.len(), p, |k| x[k])
+}
+
+/// Quantile `p` of `n` values in ascending order, `at(k)` the k-th (the definition above); NaN
+/// for none.
+fn interpolated(n: usize, p: f64, at: impl Fn(usize) -> f64) -> f64 {
+    let Some(last) = n.checked_sub(1) else { return f64::NAN };
+    let h = last as f64 * p.clamp(0.0, 1.0);
     let lo = h.floor() as usize;
-    let hi = (lo + 1).min(x.len() - 1);
-    x[lo] + (h - lo as f64) * (x[hi] - x[lo])
+    let (at_lo, at_hi) = (at(lo), at((lo + 1).min(last)));
+    at_lo + (h - lo as f64) * (at_hi - at_lo)
 }
 
 /// [`quantile_sorted`] of a sample in any order, by selection rather than a full sort (it
@@ -191,15 +195,7 @@ impl Counted {
 
     /// [`quantiles_select`] at each of `ps` (NaN without values).
     pub(crate) fn quantiles(&self, ps: &[f64]) -> Vec<f64> {
-        let Some(last) = self.len().checked_sub(1) else { return vec![f64::NAN; ps.len()] };
-        ps.iter()
-            .map(|&p| {
-                let h = last as f64 * p.clamp(0.0, 1.0);
-                let lo = h.floor() as usize;
-                let (at_lo, at_hi) = (self.at(lo), self.at((lo + 1).min(last)));
-                at_lo + (h - lo as f64) * (at_hi - at_lo)
-            })
-            .collect()
+        ps.iter().map(|&p| interpolated(self.len(), p, |k| self.at(k))).collect()
     }
 
     /// [`median`] (NaN without values).
