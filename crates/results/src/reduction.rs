@@ -154,8 +154,11 @@ impl Reduction {
         }
         let n = usize::try_from(header.matched).map_err(|_| "too many probes")?;
         // A run pairs at most its records; every block takes at least two bytes.
+        if header.matched > header.run.records {
+            return Err(format!("{n} probes announced for a run of {} records", header.run.records));
+        }
         let columns = 2 + usize::from(header.hw) + usize::from(header.lens);
-        if header.matched > header.run.records || n.div_ceil(BLOCK).saturating_mul(2 * columns) > rest.len() {
+        if n.div_ceil(BLOCK).saturating_mul(2 * columns) > rest.len() {
             return Err(format!("{n} probes announced, {} bytes of columns", rest.len()));
         }
         let mut diffs = vec![(0u64, 0i64); n];
@@ -402,6 +405,15 @@ mod tests {
             Reduction::decode(&old.encode()).unwrap_err(),
             format!("layout version {}, this build reads {FORMAT}", FORMAT + 1)
         );
+        // Well-checksummed files announcing more probes than the run has records, or than their
+        // columns can hold (two bytes a block at least).
+        let mut more = example();
+        more.header.matched = 10;
+        assert_eq!(Reduction::decode(&more.encode()).unwrap_err(), "10 probes announced for a run of 9 records");
+        more.header.run.records = 100_000;
+        more.header.matched = 100_000;
+        let err = Reduction::decode(&more.encode()).unwrap_err();
+        assert!(err.starts_with("100000 probes announced, ") && err.ends_with(" bytes of columns"), "{err}");
     }
 
     #[test]
