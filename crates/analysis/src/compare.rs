@@ -181,7 +181,7 @@ fn predicted_half(b: &ProgramSummary, sessions: usize, runs: Option<u32>) -> Opt
         return None;
     }
     let var = v.session_ns2 / m + (v.run_ns2 + v.probe_ns2) / (m * r);
-    Some(crate::uncertainty::t975(v.design.sessions - 1.0) * var.sqrt())
+    Some(crate::student::t975(v.design.sessions - 1.0) * var.sqrt())
 }
 
 /// The number of runs of most of `p`'s sessions.

@@ -15,7 +15,7 @@
 use serde::Serialize;
 
 use super::components::{Components, Design};
-use super::uncertainty::t975;
+use super::student::t975;
 
 /// What one more repetition costs, seconds of testbed time (from the schedule's predictions).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

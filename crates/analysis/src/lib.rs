@@ -31,6 +31,7 @@ mod runs;
 pub mod soak;
 mod soak_headline;
 pub mod stats;
+pub mod student;
 mod study;
 mod summarize;
 #[cfg(test)]

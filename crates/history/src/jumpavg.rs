@@ -77,7 +77,7 @@ fn bits(s: &Stats, max_value: f64, unit: f64, prev_avg: Option<f64>) -> f64 {
     bits += (1.0 - 1.0 / (max + 2.0)).log2();
     // The values lie on a sphere of n − 2 dimensions, radius² = stdev² · n.
     let ln = std::f64::consts::LN_2 + std::f64::consts::PI.ln() * ((n - 1.0) / 2.0)
-        - latency_analysis::uncertainty::ln_gamma((n - 1.0) / 2.0)
+        - latency_analysis::student::ln_gamma((n - 1.0) / 2.0)
         + (stdev + 1.0).ln() * (n - 2.0)
         + n.ln() * ((n - 2.0) / 2.0);
     bits + ln / std::f64::consts::LN_2

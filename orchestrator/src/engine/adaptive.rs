@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use latency_analysis::modes;
 use latency_analysis::stats;
-use latency_analysis::uncertainty;
+use latency_analysis::student;
 use latency_plan::Adaptive;
 use latency_plan::ModeSettings;
 use latency_results::ResultsDir;
@@ -66,7 +66,7 @@ fn ci_width(x: &[f64]) -> Option<f64> {
         let n = x.len() as f64;
         let mean = x.iter().sum::<f64>() / n;
         let sd = (x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-        2.0 * uncertainty::t975(n - 1.0) * sd / n.sqrt()
+        2.0 * student::t975(n - 1.0) * sd / n.sqrt()
     })
 }
 
