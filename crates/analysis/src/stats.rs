@@ -120,14 +120,18 @@ pub fn median(x: &mut [f64]) -> f64 {
     }
 }
 
-/// A sample of whole numbers within a narrow span (hardware-clock differentials, whole ns),
-/// counted: its order statistics read from the counts, the values a sort puts at those ranks, so
-/// its quantiles and median are [`quantiles_select`]'s and [`median`]'s to the bit.
+/// A sample of whole numbers of a unit within a narrow span (hardware-clock differentials, whole
+/// ns; a run's differentials, whole TSC ticks), counted: its order statistics read from the
+/// counts, each the whole number times the unit, the value a sort puts at that rank (the product
+/// keeps the order), so its quantiles and median are [`quantiles_select`]'s and [`median`]'s to
+/// the bit.
 pub(crate) struct Counted {
-    /// The smallest value.
+    /// The smallest value, in units.
     low: i64,
     /// Values up to `low + k`, for each k.
     below: Vec<usize>,
+    /// The unit the values are whole numbers of (1 for whole ns).
+    unit: f64,
 }
 
 impl Counted {
@@ -140,7 +144,7 @@ impl Counted {
         let present = || slices.iter().flat_map(|s| s.iter()).filter(move |&&v| v != absent).map(|&v| i64::from(v));
         let (low, high) = present().fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
         if low > high {
-            return Some(Counted { low: 0, below: Vec::new() });
+            return Some(Counted { low: 0, below: Vec::new(), unit: 1.0 });
         }
         if high - low > Counted::SPAN {
             return None;
@@ -151,17 +155,27 @@ impl Counted {
         for (k, v) in present().enumerate() {
             counts[(v - low) as usize * 4 + (k & 3)] += 1;
         }
-        let mut below: Vec<usize> = counts.as_chunks::<4>().0.iter().map(|c| c.iter().sum()).collect();
-        for k in 1..below.len() {
-            below[k] += below[k - 1];
-        }
-        Some(Counted { low, below })
+        Some(Counted::of_counts(low, counts.as_chunks::<4>().0.iter().map(|c| c.iter().sum()), 1.0))
+    }
+
+    /// The sample holding `count` values `low + k` (units of `unit`), k = 0, 1, … in turn.
+    pub(crate) fn of_counts(low: i64, count: impl Iterator<Item = usize>, unit: f64) -> Counted {
+        let mut sum = 0;
+        let below = count.map(|c| {
+            sum += c;
+            sum
+        });
+        Counted { low, below: below.collect(), unit }
     }
 
     /// The samples of `parts` together; none when one is none or together they span more than
     /// [`Counted::SPAN`].
     pub(crate) fn merged(parts: &[Option<Counted>]) -> Option<Counted> {
         let parts: Vec<&Counted> = parts.iter().map(Option::as_ref).collect::<Option<_>>()?;
+        let unit = parts.first().map_or(1.0, |c| c.unit);
+        if parts.iter().any(|c| c.unit.to_bits() != unit.to_bits()) {
+            return None;
+        }
         let present = || parts.iter().filter(|c| !c.below.is_empty());
         let low = present().map(|c| c.low).min().unwrap_or(0);
         let high = present().map(|c| c.low + c.below.len() as i64 - 1).max().unwrap_or(-1);
@@ -180,7 +194,7 @@ impl Counted {
         for k in 1..counts.len() {
             counts[k] += counts[k - 1];
         }
-        Some(Counted { low, below: counts })
+        Some(Counted { low, below: counts, unit })
     }
 
     /// How many values it holds.
@@ -190,7 +204,7 @@ impl Counted {
 
     /// The value at `rank` (0-based) in ascending order.
     fn at(&self, rank: usize) -> f64 {
-        (self.low + self.below.partition_point(|&b| b <= rank) as i64) as f64
+        (self.low + self.below.partition_point(|&b| b <= rank) as i64) as f64 * self.unit
     }
 
     /// [`quantiles_select`] at each of `ps` (NaN without values).
