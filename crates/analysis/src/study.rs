@@ -43,9 +43,10 @@ pub(crate) fn analyse_runs(
     let tick_ns = 1e9 / index.tsc_hz;
     let grid_of = |gi: usize| estimate_grid(tick_ns, odd.get(&gi).copied().unwrap_or(false));
 
-    // Null calibration per trace.
-    let mut nulls: BTreeMap<String, (usize, NullSummary)> = BTreeMap::new();
-    for (gi, g) in index.groups.iter().enumerate().filter(|(_, g)| g.kind == SessionKind::Null) {
+    // Null calibration per trace, the traces in parallel.
+    let null_groups: Vec<usize> =
+        (0..index.groups.len()).filter(|&gi| index.groups[gi].kind == SessionKind::Null).collect();
+    let calibrations = load::par_map(&null_groups, |&gi| {
         let mut pooled = Vec::new();
         let mut sessions = Vec::new();
         for ((_, s), est) in sessions_of(gi) {
@@ -54,16 +55,20 @@ pub(crate) fn analyse_runs(
             sessions.push((*s, grid_median(&mut v, grid_of(gi))));
         }
         if pooled.is_empty() {
-            continue;
+            return None;
         }
         let lo = sessions.iter().map(|s| s.1).fold(f64::INFINITY, f64::min);
         let hi = sessions.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
         let offset_ns = grid_median(&mut pooled, grid_of(gi));
         let offset_raw_ns = median(&mut pooled);
-        nulls.insert(
-            g.trace.clone(),
-            (gi, NullSummary { group: g.program.clone(), offset_ns, offset_raw_ns, sessions, spread_ns: hi - lo }),
-        );
+        let g = &index.groups[gi];
+        Some(NullSummary { group: g.program.clone(), offset_ns, offset_raw_ns, sessions, spread_ns: hi - lo })
+    });
+    let mut nulls: BTreeMap<String, (usize, NullSummary)> = BTreeMap::new();
+    for (&gi, n) in null_groups.iter().zip(calibrations) {
+        if let Some(n) = n {
+            nulls.insert(index.groups[gi].trace.clone(), (gi, n));
+        }
     }
 
     let mut inputs = Vec::new();
