@@ -144,6 +144,12 @@ pub fn paired_runs(
 ) -> Vec<Result<RunAndPairs, Unreadable>> {
     let exclude = index.analysis.exclude_first_after_gap;
     let shared = crate::runs::SharedIds::default();
+    // The files asked of the disk ahead of the threads that read them, in the order they do (a
+    // study copied from its testbed is not in the cache yet).
+    let _ahead = std::thread::Builder::new().spawn({
+        let paths: Vec<PathBuf> = files.iter().flat_map(|f| [f.reduction.clone(), f.path.clone()]).collect();
+        move || latency_results::read_ahead(paths)
+    });
     par_map(files, |f| {
         let group = &index.groups[f.group];
         let of = |r: &Reduction| {

@@ -154,6 +154,20 @@ fn too_large(max: u64, what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("larger than {limit}: not a {what}"))
 }
 
+/// Ask the system to start reading each of `paths` whole into its cache, and return: the reads
+/// that follow (perhaps on other threads) then wait less on the disk. A hint: a path that cannot
+/// be opened, or is not a regular file, is passed over. Files are opened as [`open_regular`]
+/// opens them (never blocking on a FIFO).
+pub fn read_ahead<P: AsRef<Path>>(paths: impl IntoIterator<Item = P>) {
+    use std::os::unix::fs::OpenOptionsExt;
+    for path in paths {
+        let Ok(f) = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) else { continue };
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            let _ = rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::WillNeed);
+        }
+    }
+}
+
 /// Read a whole regular file of at most `max` bytes (see [`open_regular`]).
 pub fn read_capped(path: &Path, max: u64, what: &str) -> io::Result<Vec<u8>> {
     use io::Read;
@@ -252,6 +266,25 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
             assert_eq!(e.to_string(), format!("{kind}, not a run file"));
         }
+    }
+
+    #[test]
+    fn reading_ahead_passes_over_special_files_without_waiting_on_them() {
+        // A FIFO opened to read without O_NONBLOCK waits for a writer: reading ahead must not.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("run.parquet");
+        mkfifo(&fifo);
+        let run = dir.path().join("run=1.parquet");
+        fs::write(&run, b"PAR1 records PAR1").unwrap();
+        let paths =
+            [fifo, dir.path().join("absent"), dir.path().to_path_buf(), PathBuf::from("/dev/zero"), run.clone()];
+        let (done, waited) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            read_ahead(&paths);
+            done.send(()).unwrap();
+        });
+        waited.recv_timeout(Duration::from_secs(5)).expect("reading ahead waited on a special file");
+        assert_eq!(read_capped(&run, 1 << 20, "run file").unwrap(), b"PAR1 records PAR1");
     }
 
     #[test]

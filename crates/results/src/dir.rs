@@ -175,7 +175,7 @@ impl ResultsDir {
     }
 }
 
-pub use latency_files::{is_partial, open_regular, read_capped};
+pub use latency_files::{is_partial, open_regular, read_ahead, read_capped};
 
 /// Write `path` atomically ([`latency_files::write_atomic`]), failing as the results folder does.
 pub fn write_atomic(
