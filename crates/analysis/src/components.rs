@@ -19,24 +19,24 @@
 //! then `T_session²/n + (T_run² + V_probe)/(n r)`, and each level's share of it says where more
 //! repetitions would narrow the interval (see [`Components::shares`]).
 
-use super::stats::{Counted, quantiles_select};
+use super::stats::{Column, Counted, quantiles_select};
 pub use latency_results::summary::{Components, Design, Shares};
 
-/// A run's probe ids and the value of each.
-pub type Run<'a> = (&'a [u64], &'a [f64]);
+/// A run's probe ids and the value of each (a run's differentials: whole TSC ticks).
+pub(crate) type Run<'a> = (&'a [u64], &'a Column);
 
 /// The components of quantile `p` from per-run values: for each session, each run's probe ids and
 /// values. None without two sessions that each have two runs of at least two probes (no level can
-/// be separated then). `tick`: the unit the values are whole numbers of, where they are (the TSC
-/// tick, ns, of a run's differentials): such runs are counted rather than selected in.
-pub fn of_quantile(sessions: &[Vec<Run>], p: f64, tick: Option<f64>) -> Option<Components> {
-    of_quantiles(sessions, &[p], tick).map(|mut c| c.remove(0))
+/// be separated then).
+pub(crate) fn of_quantile(sessions: &[Vec<Run>], p: f64) -> Option<Components> {
+    of_quantiles(sessions, &[p]).map(|mut c| c.remove(0))
 }
 
 /// [`of_quantile`] at each of `ps` (ascending; none gives none), from one pass over the runs: each
-/// run's values counted in whole ticks, or else its values and each half's copied once and every
-/// quantile selected in them (the same order statistics: the same quantiles to the bit).
-pub fn of_quantiles(sessions: &[Vec<Run>], ps: &[f64], tick: Option<f64>) -> Option<Vec<Components>> {
+/// run counted in whole ticks, or else (values over a wide span) its values and each half's copied
+/// once and every quantile selected in them (the same order statistics: the same quantiles to the
+/// bit).
+pub(crate) fn of_quantiles(sessions: &[Vec<Run>], ps: &[f64]) -> Option<Vec<Components>> {
     let levels = ps.len();
     if levels == 0 {
         return None;
@@ -46,12 +46,11 @@ pub fn of_quantiles(sessions: &[Vec<Run>], ps: &[f64], tick: Option<f64>) -> Opt
     let mut half_diffs = vec![Vec::new(); levels];
     let (mut runs, mut probes) = (0usize, 0usize);
     let (mut all, mut odd, mut even) = (Vec::new(), Vec::new(), Vec::new());
-    let mut ticks = Vec::new();
     for s in sessions {
         let mut thetas = vec![Vec::new(); levels];
         for &(ids, values) in s.iter().filter(|r| r.1.len() >= 2) {
             probes += values.len();
-            if let Some([whole, odd, even]) = tick.and_then(|t| counted(ids, values, t, &mut ticks)) {
+            if let Some([whole, odd, even]) = values.narrow().and_then(|t| counted(ids, t, values.unit())) {
                 for (t, q) in thetas.iter_mut().zip(whole.quantiles(ps)) {
                     t.push(q);
                 }
@@ -64,14 +63,14 @@ pub fn of_quantiles(sessions: &[Vec<Run>], ps: &[f64], tick: Option<f64>) -> Opt
                 continue;
             }
             all.clear();
-            all.extend_from_slice(values);
-            for (t, q) in thetas.iter_mut().zip(quantiles_select(&mut all, ps)) {
-                t.push(q);
-            }
+            all.extend(values.iter());
             odd.clear();
             even.clear();
-            for (&id, &v) in ids.iter().zip(values) {
+            for (&id, &v) in ids.iter().zip(&all) {
                 if id % 2 == 1 { odd.push(v) } else { even.push(v) }
+            }
+            for (t, q) in thetas.iter_mut().zip(quantiles_select(&mut all, ps)) {
+                t.push(q);
             }
             if !odd.is_empty() && !even.is_empty() {
                 let (o, e) = (quantiles_select(&mut odd, ps), quantiles_select(&mut even, ps));
@@ -108,35 +107,26 @@ pub fn of_quantiles(sessions: &[Vec<Run>], ps: &[f64], tick: Option<f64>) -> Opt
     Some(components.collect())
 }
 
-/// A run's values counted in whole ticks of `tick`: the whole run, its odd ids, its even ids;
-/// none when a value is not a whole number of ticks (made so: the product of one by `tick` is
-/// not the value), or when the values span more ticks than the run has probes (selecting is then
-/// the quicker). `ticks`: room for the run's ticks.
-fn counted(ids: &[u64], values: &[f64], tick: f64, ticks: &mut Vec<i32>) -> Option<[Counted; 3]> {
-    // Rounded to the nearest whole by adding and taking away 1.5 · 2⁵² (exact below 2⁵¹), in
-    // vector code where `round` is a call.
-    const ROUND: f64 = 6_755_399_441_055_744.0;
-    let per_ns = 1.0 / tick;
-    ticks.clear();
-    ticks.extend(values.iter().map(|&v| ((v * per_ns + ROUND) - ROUND) as i32));
-    let whole = values.iter().zip(ticks.iter()).all(|(&v, &t)| (f64::from(t) * tick).to_bits() == v.to_bits());
-    let (low, high) = ticks.iter().fold((i32::MAX, i32::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+/// A run's whole numbers `whole` of `unit` counted: the whole run, its odd ids, its even ids; none
+/// when they span more than the run has values (selecting is then the quicker).
+fn counted(ids: &[u64], whole: &[i32], unit: f64) -> Option<[Counted; 3]> {
+    let (low, high) = whole.iter().fold((i32::MAX, i32::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)));
     let span = i64::from(high) - i64::from(low) + 1;
-    if !whole || span > values.len() as i64 {
+    if span > whole.len() as i64 {
         return None;
     }
-    // Two counts a tick for each half, taken in turn (a run of equal values does not wait on its
-    // own last count).
+    // Two counts a value for each half, taken in turn (a run of equal values does not wait on
+    // its own last count).
     let mut counts = vec![0usize; 4 * span as usize];
-    for (k, (&id, &t)) in ids.iter().zip(ticks.iter()).enumerate() {
+    for (k, (&id, &t)) in ids.iter().zip(whole).enumerate() {
         counts[(t - low) as usize * 4 + (id % 2 * 2) as usize + (k & 1)] += 1;
     }
-    let per_tick = counts.as_chunks::<4>().0;
+    let per_value = counts.as_chunks::<4>().0;
     let low = i64::from(low);
     Some([
-        Counted::of_counts(low, per_tick.iter().map(|c| c.iter().sum()), tick),
-        Counted::of_counts(low, per_tick.iter().map(|c| c[2] + c[3]), tick),
-        Counted::of_counts(low, per_tick.iter().map(|c| c[0] + c[1]), tick),
+        Counted::of_counts(low, per_value.iter().map(|c| c.iter().sum()), unit),
+        Counted::of_counts(low, per_value.iter().map(|c| c[2] + c[3]), unit),
+        Counted::of_counts(low, per_value.iter().map(|c| c[0] + c[1]), unit),
     ])
 }
 
@@ -151,18 +141,18 @@ fn variance(x: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::stats::normal;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    /// Probes N(0, σ_p²) + run shift N(0, σ_r²) + session shift N(0, σ_s²).
+    /// Probes N(0, σ_p²) + run shift N(0, σ_r²) + session shift N(0, σ_s²), in whole fm.
     struct Study {
         ids: Vec<u64>,
-        values: Vec<Vec<Vec<f64>>>,
+        values: Vec<Vec<Column>>,
     }
 
     impl Study {
         fn runs(&self) -> Vec<Vec<Run<'_>>> {
-            self.values.iter().map(|runs| runs.iter().map(|v| (self.ids.as_slice(), v.as_slice())).collect()).collect()
+            self.values.iter().map(|runs| runs.iter().map(|v| (self.ids.as_slice(), v)).collect()).collect()
         }
     }
 
@@ -174,7 +164,8 @@ mod tests {
                 (0..r)
                     .map(|_| {
                         let run = s + sd[1] * normal(&mut rng);
-                        (1..=probes).map(|_| run + sd[2] * normal(&mut rng)).collect()
+                        let fm = (1..=probes).map(|_| Some(((run + sd[2] * normal(&mut rng)) * 1e6).round() as i64));
+                        Column::of(fm, probes as usize, 1e-6)
                     })
                     .collect()
             })
@@ -191,7 +182,7 @@ mod tests {
         let mut sum = [0.0; 3];
         for seed in 1..=10 {
             let data = study(200, 5, 2000, [2.0, 1.0, 10.0], seed);
-            let c = of_quantile(&data.runs(), 0.5, None).unwrap();
+            let c = of_quantile(&data.runs(), 0.5).unwrap();
             assert_eq!(c.design, Design { sessions: 200.0, runs: 5.0, probes: 2000.0 });
             for (s, v) in sum.iter_mut().zip([c.session_ns2, c.run_ns2, c.probe_ns2]) {
                 *s += v / 10.0;
@@ -207,7 +198,7 @@ mod tests {
     fn a_level_that_adds_nothing_is_estimated_near_zero_not_inflated_by_the_levels_below() {
         // No session effect: the uncorrected session variance would be σ_r²/r + V_probe/r ≈ 0.2.
         let data = study(200, 5, 2000, [0.0, 1.0, 10.0], 5);
-        let c = of_quantile(&data.runs(), 0.5, None).unwrap();
+        let c = of_quantile(&data.runs(), 0.5).unwrap();
         assert!(c.session_ns2 < 0.1, "{c:?}");
         let shares = c.shares();
         assert!((shares.session + shares.run + shares.probe - 1.0).abs() < 1e-12);
@@ -250,50 +241,45 @@ mod tests {
     }
 
     #[test]
-    fn runs_counted_in_whole_ticks_give_the_selected_components_to_the_bit() {
-        // Differentials of whole TSC ticks (1/2.6 GHz), as runs have: counted, they give the
-        // components selection gives, every bit; a value off the grid, or a span wider than the
-        // run, is selected in (the same again).
+    fn a_runs_quantiles_counted_in_whole_ticks_are_those_selected_to_the_bit() {
+        // Differentials of whole TSC ticks (1/2.6 GHz), as runs have: the whole run's quantiles
+        // and each half's (odd and even ids), counted, are those selected in the same values.
         let tick = 1e9 / 2.6e9;
-        let data = study(4, 3, 500, [3.0, 2.0, 6.0], 9);
-        let mut on_grid = Study { ids: data.ids.clone(), values: data.values.clone() };
-        for v in on_grid.values.iter_mut().flatten().flatten() {
-            *v = f64::from((*v / tick).round() as i32 + 1_000) * tick;
-        }
-        let off_grid = {
-            let mut s = Study { ids: on_grid.ids.clone(), values: on_grid.values.clone() };
-            s.values[1][2][7] += tick / 3.0;
-            s.values[2][0][0] = 1e6 * tick;
-            s
-        };
-        let levels = [0.05, 0.5, 0.99];
-        for s in [&on_grid, &off_grid] {
-            let counted = of_quantiles(&s.runs(), &levels, Some(tick)).unwrap();
-            let selected = of_quantiles(&s.runs(), &levels, None).unwrap();
-            for (c, v) in counted.iter().zip(&selected) {
-                let bits = |c: &Components| [c.session_ns2, c.run_ns2, c.probe_ns2].map(f64::to_bits);
-                assert_eq!(bits(c), bits(v));
-                assert_eq!(c.design, v.design);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let levels = [0.0, 0.05, 0.5, 0.99, 1.0];
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for n in [2usize, 3, 17, 500, 4_001] {
+            let ids: Vec<u64> = (0..n as u64).map(|k| 3 * k + 1).collect();
+            // Spanning fewer ticks than there are probes (counted).
+            let whole: Vec<i32> = (0..n).map(|_| 900 + rng.random_range(0..n as i32)).collect();
+            let counts = counted(&ids, &whole, tick).expect("a narrow span");
+            let floats = |odd: Option<u64>| -> Vec<f64> {
+                let kept = ids.iter().zip(&whole).filter(|(id, _)| odd.is_none_or(|o| *id % 2 == o));
+                kept.map(|(_, &t)| f64::from(t) * tick).collect()
+            };
+            for (c, mut v) in counts.iter().zip([floats(None), floats(Some(1)), floats(Some(0))]) {
+                assert_eq!(c.len(), v.len());
+                let (got, want) = (c.quantiles(&levels), quantiles_select(&mut v, &levels));
+                assert_eq!(bits(&got), bits(&want), "{n} probes");
             }
         }
-        // Counted, a run's quantiles are those of its values sorted (2 4 4 5 ticks; odd ids 2 4,
-        // even 4 5): the median 4 ticks, p99 at h = 2.97 ticks 4 + 0.97 × 1.
-        let (ids, values) = ([1, 2, 3, 4], [2.0, 4.0, 4.0, 5.0].map(|t| t * tick));
-        let [whole, odd, even] = counted(&ids, &values, tick, &mut Vec::new()).unwrap();
+        // By hand: 2 4 4 5 ticks (odd ids 2 4, even 4 5): the median 4 ticks, p99 at h = 2.97
+        // ticks 4 + 0.97 × 1; the halves' medians 3 and 4.5.
+        let [all, odd, even] = counted(&[1, 2, 3, 4], &[2, 4, 4, 5], tick).unwrap();
         let near = |got: f64, ticks: f64| (got - ticks * tick).abs() < 1e-12;
-        let [median, p99] = whole.quantiles(&[0.5, 0.99])[..] else { unreachable!() };
+        let [median, p99] = all.quantiles(&[0.5, 0.99])[..] else { unreachable!() };
         assert!(near(median, 4.0) && near(p99, 4.0 + 0.97), "{median} {p99}");
-        assert_eq!(odd.len() + even.len(), 4);
+        assert_eq!((odd.len(), even.len()), (2, 2));
         assert!(near(odd.quantiles(&[0.5])[0], 3.0) && near(even.quantiles(&[0.5])[0], 4.5));
-        assert!(counted(&ids, &[0.0, 1.5 * tick, 0.0, 0.0], tick, &mut Vec::new()).is_none());
-        assert!(counted(&ids, &[0.0, 9.0 * tick, 0.0, 0.0], tick, &mut Vec::new()).is_none());
+        // Values spanning more ticks than the run has: selected instead.
+        assert!(counted(&[1, 2, 3, 4], &[0, 9, 0, 0], tick).is_none());
     }
 
     #[test]
     fn one_session_or_one_run_each_separates_nothing() {
         let data = study(1, 5, 100, [1.0, 1.0, 1.0], 1);
-        assert!(of_quantile(&data.runs(), 0.5, None).is_none());
+        assert!(of_quantile(&data.runs(), 0.5).is_none());
         let data = study(5, 1, 100, [1.0, 1.0, 1.0], 1);
-        assert!(of_quantile(&data.runs(), 0.5, None).is_none());
+        assert!(of_quantile(&data.runs(), 0.5).is_none());
     }
 }

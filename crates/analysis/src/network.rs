@@ -6,13 +6,15 @@
 
 use wide::f64x4;
 
+use crate::stats::Column;
+
 /// A run's values as the per-probe estimates read them: each less `shift`.
 #[derive(Clone, Copy)]
 pub(crate) struct Shifted<'a> {
     /// Probe ids (a run's ascending).
     pub(crate) ids: &'a [u64],
-    /// The value of each.
-    pub(crate) values: &'a [f64],
+    /// The differential of each.
+    pub(crate) d: &'a Column,
     pub(crate) shift: f64,
 }
 
@@ -82,14 +84,16 @@ impl Network {
 
 /// Per-probe medians of lists that hold the same ids in the same ascending order, each list's
 /// values less its shift: probe k's median is that of the k-th value of every list, in id
-/// order. None unless the ids line up so, or when a value is NaN or −0 (where the network's
-/// minimum and maximum would not order as `f64::total_cmp` does).
+/// order. None unless the ids line up so and every value is in 32 bits (the others are read
+/// apart), or when a value is NaN or −0 (where the network's minimum and maximum would not order
+/// as `f64::total_cmp` does).
 pub(crate) fn aligned_medians(lists: &[Shifted]) -> Option<Vec<f64>> {
     let first = lists.first()?.ids;
     let same = |ids: &[u64]| std::ptr::eq(ids, first) || ids == first;
-    if !lists.iter().all(|l| same(l.ids) && l.values.len() == first.len()) || !first.is_sorted_by(|a, b| a < b) {
+    if !lists.iter().all(|l| same(l.ids) && l.d.len() == first.len()) || !first.is_sorted_by(|a, b| a < b) {
         return None;
     }
+    let narrow: Vec<&[i32]> = lists.iter().map(|l| l.d.narrow()).collect::<Option<_>>()?;
     // Read in the same pass as the values: whether one is NaN or −0.
     let mut unordered = false;
     let network = Network::median_of(lists.len());
@@ -98,8 +102,9 @@ pub(crate) fn aligned_medians(lists: &[Shifted]) -> Option<Vec<f64>> {
     let blocks = first.len() / 4;
     let negative_zero = f64x4::splat(-0.0).to_bits();
     for b in 0..blocks {
-        for (v, l) in v.iter_mut().zip(lists) {
-            *v = f64x4::new(l.values.as_chunks::<4>().0[b]) - f64x4::splat(l.shift);
+        for ((v, l), narrow) in v.iter_mut().zip(lists).zip(&narrow) {
+            let whole = f64x4::new(narrow.as_chunks::<4>().0[b].map(f64::from));
+            *v = whole * f64x4::splat(l.d.unit()) - f64x4::splat(l.shift);
             unordered |= v.is_nan().any() || v.to_bits().simd_eq(negative_zero).any();
         }
         out.extend_from_slice(&network.medians(&mut v).to_array());
@@ -107,7 +112,7 @@ pub(crate) fn aligned_medians(lists: &[Shifted]) -> Option<Vec<f64>> {
     let mut one: Vec<f64> = Vec::with_capacity(lists.len());
     for k in 4 * blocks..first.len() {
         one.clear();
-        one.extend(lists.iter().map(|l| l.values[k] - l.shift));
+        one.extend(lists.iter().map(|l| l.d.at(k) - l.shift));
         unordered |= one.iter().any(|v| v.is_nan() || v.to_bits() == (-0.0f64).to_bits());
         out.push(crate::stats::median(&mut one));
     }
@@ -140,24 +145,35 @@ mod tests {
         }
     }
 
+    /// A column of whole numbers of `unit`.
+    fn column(whole: &[i64], unit: f64) -> Column {
+        Column::of(whole.iter().map(|&t| Some(t)), whole.len(), unit)
+    }
+
     #[test]
     fn aligned_medians_are_those_of_each_probes_values_sorted_by_hand() {
-        // Three runs of five probes, the second run shifted by 1.
-        let ids = [1, 2, 3, 4, 5];
-        let list = |values: &'static [f64], shift: f64| Shifted { ids: &[1, 2, 3, 4, 5], values, shift };
-        let (a, b, c) = (&[5.0, -1.0, 7.0, 0.0, 2.5], &[3.0, 4.0, 9.0, -2.0, 3.5], &[1.0, 2.0, 8.0, 1.0, 2.5]);
+        // Three runs of five probes in half units, the second run shifted by 1.
+        fn list(d: &Column, shift: f64) -> Shifted<'_> {
+            Shifted { ids: &[1, 2, 3, 4, 5], d, shift }
+        }
+        let half = |whole: &[i64]| column(whole, 0.5);
+        // 5 −1 7 0 2.5; 3 4 9 −2 3.5; 1 2 8 1 2.5.
+        let (a, b, c) = (&half(&[10, -2, 14, 0, 5]), &half(&[6, 8, 18, -4, 7]), &half(&[2, 4, 16, 2, 5]));
         let got = aligned_medians(&[list(a, 0.0), list(b, 1.0), list(c, 0.0)]).unwrap();
         // Probe 1: {5, 2, 1} → 2; 2: {−1, 3, 2} → 2; 3: {7, 8, 8} → 8; 4: {0, −3, 1} → 0;
         // 5: {2.5, 2.5, 2.5} → 2.5.
         assert_eq!(got, [2.0, 2.0, 8.0, 0.0, 2.5]);
         let two = aligned_medians(&[list(a, 0.0), list(c, 0.0)]).unwrap();
         assert_eq!(two, [3.0, 0.5, 7.5, 0.5, 2.5]);
-        // Ids that do not line up, ids not ascending, and a −0 are left to the general path.
-        let other = Shifted { ids: &ids[1..], values: &a[1..], shift: 0.0 };
+        // Ids that do not line up, ids not ascending, a value beyond 32 bits and a NaN are left
+        // to the general path.
+        let shorter = half(&[-2, 14, 0, 5]);
+        let other = Shifted { ids: &[2, 3, 4, 5], d: &shorter, shift: 0.0 };
         assert!(aligned_medians(&[list(a, 0.0), other]).is_none());
-        let descending = Shifted { ids: &[5, 4, 3, 2, 1], values: a, shift: 0.0 };
+        let descending = Shifted { ids: &[5, 4, 3, 2, 1], d: a, shift: 0.0 };
         assert!(aligned_medians(&[descending, descending]).is_none());
-        assert!(aligned_medians(&[list(a, 0.0), list(&[-0.0, 0.0, 0.0, 0.0, 0.0], 0.0)]).is_none());
+        assert!(aligned_medians(&[list(a, 0.0), list(&half(&[0, 1 << 40, 0, 0, 0]), 0.0)]).is_none());
+        assert!(aligned_medians(&[list(a, 0.0), list(c, f64::NAN)]).is_none());
     }
 
     #[test]
@@ -166,23 +182,23 @@ mod tests {
         for runs in 1..=20 {
             let probes = rng.random_range(0..40u64);
             let ids: Vec<u64> = (0..probes).map(|id| 3 * id + 1).collect();
-            let values: Vec<Vec<f64>> = (0..runs)
-                .map(|_| (0..probes).map(|_| f64::from(rng.random_range(-50..50i32)) * 0.34).collect())
-                .collect();
+            let whole: Vec<Vec<i64>> =
+                (0..runs).map(|_| (0..probes).map(|_| rng.random_range(-50..50i64)).collect()).collect();
+            let columns: Vec<Column> = whole.iter().map(|w| column(w, 0.34)).collect();
             // Every other run with its own copy of the ids, as runs of other sessions have.
             let copies: Vec<Vec<u64>> = (0..runs).map(|_| ids.clone()).collect();
-            let lists: Vec<Shifted> = values
+            let lists: Vec<Shifted> = columns
                 .iter()
                 .enumerate()
-                .map(|(r, v)| Shifted {
+                .map(|(r, d)| Shifted {
                     ids: if r % 2 == 0 { &ids } else { &copies[r] },
-                    values: v,
+                    d,
                     shift: rng.random_range(-2.0..2.0),
                 })
                 .collect();
             let got = aligned_medians(&lists).unwrap();
             for (k, m) in got.iter().enumerate() {
-                let mut v: Vec<f64> = lists.iter().map(|l| l.values[k] - l.shift).collect();
+                let mut v: Vec<f64> = whole.iter().zip(&lists).map(|(w, l)| w[k] as f64 * 0.34 - l.shift).collect();
                 assert_eq!(m.to_bits(), crate::stats::median(&mut v).to_bits(), "{runs} runs, probe {k}");
             }
         }

@@ -351,7 +351,7 @@ fn hist_quantile(hist: &[f64], start: f64, bin: f64, p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::normal;
+    use crate::stats::{Column, normal};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -360,16 +360,18 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(21);
         for runs in [1, 2, 3, 10, 25, 50] {
             let ids: Vec<u64> = (1..=37).collect();
-            let values: Vec<Vec<f64>> = (0..runs)
-                .map(|_| (0..37).map(|_| f64::from(rng.random_range(-500..500i32)) * 0.346).collect())
-                .collect();
+            let column = |whole: &[i64]| Column::of(whole.iter().map(|&t| Some(t)), whole.len(), 0.346);
+            let whole: Vec<Vec<i64>> =
+                (0..runs).map(|_| (0..37).map(|_| rng.random_range(-500..500i64)).collect()).collect();
+            let columns: Vec<Column> = whole.iter().map(|w| column(w)).collect();
             let aligned: Vec<Shifted> = (0..runs)
-                .map(|r| Shifted { ids: &ids, values: &values[r], shift: f64::from(r as u32 / 10) * 1.7 - 0.6 })
+                .map(|r| Shifted { ids: &ids, d: &columns[r], shift: f64::from(r as u32 / 10) * 1.7 - 0.6 })
                 .collect();
             // The same runs with the first one's probes listed backwards: grouped by probe.
-            let (backwards, back_values): (Vec<u64>, Vec<f64>) = ids.iter().zip(&values[0]).rev().unzip();
+            let (backwards, back_whole): (Vec<u64>, Vec<i64>) = ids.iter().zip(&whole[0]).rev().unzip();
+            let back = column(&back_whole);
             let mut grouped = aligned.clone();
-            grouped[0] = Shifted { ids: &backwards, values: &back_values, shift: aligned[0].shift };
+            grouped[0] = Shifted { ids: &backwards, d: &back, shift: aligned[0].shift };
             let (a, g) = (aligned_pooled(&aligned).unwrap(), grouped_pooled(&grouped));
             assert!(aligned_pooled(&grouped).is_none());
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

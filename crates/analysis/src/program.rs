@@ -9,8 +9,8 @@ use super::stats::quantile_sorted;
 use super::stats::{grid_median, grid_quantile, median};
 use super::uncertainty;
 use crate::hwcheck::hw_clock_check;
-use crate::runs::{HwColumn, RunPairs};
-use crate::stats::{Counted, keyed, quantiles_select};
+use crate::runs::RunPairs;
+use crate::stats::{Column, Counted, keyed, quantiles_select};
 use crate::{modes, noise};
 use latency_plan::Analysis;
 use latency_results::index::Group;
@@ -61,7 +61,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
             runs: rs.len() as u32,
             hw_median_ns: {
                 let narrow: Option<Vec<&[i32]>> = rs.iter().map(|r| r.hw.narrow()).collect();
-                let c = narrow.and_then(|n| Counted::of(&n, HwColumn::NONE));
+                let c = narrow.and_then(|n| Counted::of(&n, Column::NONE));
                 let median = match &c {
                     Some(c) => (c.len() > 0).then(|| c.median()),
                     None => {
@@ -194,7 +194,7 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
         rng.get_word_pos() + dense.iter().map(|d| uncertainty::words_drawn(d.2, resamples)).sum::<u128>(),
     );
     let (variance, intervals, hw_check) = std::thread::scope(|scope| {
-        let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs, input.tick_ns));
+        let variance = scope.spawn(|| variance_of(&members_of[main], &input.runs, &input.null_runs));
         // Wherever there are reflections, none without (`analysis.hw_clock_check` only makes the
         // plan ask for reflect data).
         let hw_check = scope.spawn(move || {
@@ -253,20 +253,18 @@ pub(super) fn analyse(input: &Input<'_>, rng: &mut ChaCha8Rng) -> Option<Program
 /// The variance components of the calibrated median and p99 of a mode's sessions (`members`):
 /// those of the program's differentials plus those of the null calibration's median, which every
 /// calibrated estimate subtracts (each level adds, the two sides being independent bring-ups);
-/// the program's alone without a null calibration. The runs' differentials are whole TSC ticks
-/// (`tick_ns`), counted so.
-fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPairs]], tick_ns: f64) -> Option<Variance> {
+/// the program's alone without a null calibration.
+fn variance_of(members: &[usize], runs: &[&[&RunPairs]], null_runs: &[&[&RunPairs]]) -> Option<Variance> {
     fn per_run<'a>(sessions: &[&'a [&'a RunPairs]]) -> Vec<Vec<crate::components::Run<'a>>> {
-        sessions.iter().map(|s| s.iter().map(|r| (&*r.ids, r.values.as_slice())).collect()).collect()
+        sessions.iter().map(|s| s.iter().map(|r| (&*r.ids, &r.d)).collect()).collect()
     }
     let mine: Vec<&[&RunPairs]> = members.iter().map(|&i| runs[i]).collect();
     let (program, null) = (per_run(&mine), per_run(null_runs));
-    let [median, p99]: [Components; 2] =
-        crate::components::of_quantiles(&program, &[0.5, 0.99], Some(tick_ns))?.try_into().ok()?;
+    let [median, p99]: [Components; 2] = crate::components::of_quantiles(&program, &[0.5, 0.99])?.try_into().ok()?;
     if null.is_empty() {
         return Some(Variance { median, p99 });
     }
-    let null_median = crate::components::of_quantile(&null, 0.5, Some(tick_ns))?;
+    let null_median = crate::components::of_quantile(&null, 0.5)?;
     Some(Variance { median: median.plus(&null_median), p99: p99.plus(&null_median) })
 }
 
@@ -443,8 +441,8 @@ mod tests {
             session: 1,
             level: None,
             ids: std::sync::Arc::from([1, 2, 3]),
-            values: vec![0.0; 3],
-            hw: HwColumn::default(),
+            d: Column::of([0, 0, 0].into_iter().map(Some), 3, 1.0),
+            hw: Column::default(),
             lens: vec![64, 1500, 1500],
             counts: Default::default(),
             excluded: 0,

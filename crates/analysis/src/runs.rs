@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::network::Shifted;
-use crate::stats::median;
+use crate::stats::{Column, median};
 use latency_results::reduction::{Reduction, RunIdentity};
 
 /// One run, paired.
@@ -17,11 +17,11 @@ pub struct RunPairs {
     /// Probe ids in ascending order, the first probe after the gap already removed when
     /// excluded; one list for the runs of a session that paired the same probes ([`SharedIds`]).
     pub(crate) ids: Ids,
-    /// D (ns) of each probe of `ids`.
-    pub(crate) values: Vec<f64>,
-    /// The hardware-clock differential R (ns) of each probe of `ids` (reflect data); empty for a
-    /// run without hardware stamps.
-    pub(crate) hw: HwColumn,
+    /// D of each probe of `ids`: whole TSC ticks, read in ns.
+    pub(crate) d: Column,
+    /// The hardware-clock differential R (whole ns) of each probe of `ids` (reflect data); empty
+    /// for a run without hardware stamps.
+    pub(crate) hw: Column,
     /// Frame length of each probe of `ids` as sent (empty without frame lengths).
     pub(crate) lens: Vec<u16>,
     pub(crate) counts: latency_results::pairs::Counts,
@@ -111,15 +111,15 @@ impl RunPairs {
             runs.for_each(|k| out.extend(from[k].iter().map(&f)));
             out
         }
-        let values = copied(&r.diffs, runs(r.diffs.len()), |&(_, d)| d as f64 * ns);
-        let hw = HwColumn::of(runs(r.hw_diffs.len()).flat_map(|k| r.hw_diffs[k].iter().copied()), r.hw_diffs.len());
+        let d = Column::of(runs(r.diffs.len()).flat_map(|k| r.diffs[k].iter().map(|e| Some(e.1))), r.diffs.len(), ns);
+        let hw = Column::of(runs(r.hw_diffs.len()).flat_map(|k| r.hw_diffs[k].iter().copied()), r.hw_diffs.len(), 1.0);
         let kept_lens = copied(lens, runs(lens.len()), |&l| l);
         RunPairs {
             group,
             session,
             level: r.header.run.level.clone(),
             ids,
-            values,
+            d,
             hw,
             lens: kept_lens,
             counts: r.header.counts,
@@ -131,55 +131,12 @@ impl RunPairs {
 
     /// Its values, each less `shift`, as the per-probe estimates read them.
     pub(crate) fn shifted(&self, shift: f64) -> Shifted<'_> {
-        Shifted { ids: &self.ids, values: &self.values, shift }
+        Shifted { ids: &self.ids, d: &self.d, shift }
     }
 
     /// (D ns, R ns) of each probe with a hardware-clock differential, in id order.
     pub(crate) fn hw_pairs(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        let hw = &self.hw;
-        let present = self.values.iter().zip(&hw.narrow).enumerate().filter(|(_, (_, h))| **h != HwColumn::NONE);
-        present.map(|(k, (&d, &h))| (d, if h == HwColumn::WIDE { hw.wide_at(k) } else { f64::from(h) }))
-    }
-}
-
-/// A run's hardware-clock differentials (whole ns), one per probe or none: in 32 bits each
-/// (half the memory of a float, and counted without conversion), those that do not fit kept
-/// aside with their place.
-#[derive(Default)]
-pub(crate) struct HwColumn {
-    narrow: Vec<i32>,
-    /// (place, R) of each R that does not fit in `narrow`, in place order.
-    wide: Vec<(usize, i64)>,
-}
-
-impl HwColumn {
-    /// A probe without a differential.
-    pub(crate) const NONE: i32 = i32::MIN;
-    /// A differential kept in `wide`.
-    const WIDE: i32 = i32::MAX;
-
-    /// The differentials `column` gives (about `len`).
-    fn of(column: impl Iterator<Item = Option<i64>>, len: usize) -> HwColumn {
-        let (mut narrow, mut wide) = (Vec::with_capacity(len), Vec::new());
-        narrow.extend(column.enumerate().map(|(k, h)| match h.map(i32::try_from) {
-            None => HwColumn::NONE,
-            Some(Ok(h)) if h != HwColumn::NONE && h != HwColumn::WIDE => h,
-            Some(_) => {
-                wide.extend(h.map(|h| (k, h)));
-                HwColumn::WIDE
-            }
-        }));
-        HwColumn { narrow, wide }
-    }
-
-    fn wide_at(&self, k: usize) -> f64 {
-        let at = self.wide.partition_point(|w| w.0 < k);
-        self.wide.get(at).map_or(f64::NAN, |w| w.1 as f64)
-    }
-
-    /// Every differential, `NONE` where a probe has none, when all fit in 32 bits.
-    pub(crate) fn narrow(&self) -> Option<&[i32]> {
-        self.wide.is_empty().then_some(self.narrow.as_slice())
+        (0..self.hw.len()).filter(|&k| self.hw.has(k)).map(|k| (self.d.at(k), self.hw.at(k)))
     }
 }
 
@@ -212,7 +169,7 @@ pub(crate) struct ByProbe {
 
 impl ByProbe {
     pub(crate) fn new(lists: &[Shifted]) -> ByProbe {
-        let all = || lists.iter().flat_map(|l| l.ids.iter().zip(l.values).map(move |(&id, &v)| (id, v - l.shift)));
+        let all = || lists.iter().flat_map(|l| l.ids.iter().zip(l.d.iter()).map(move |(&id, v)| (id, v - l.shift)));
         let max_id = all().map(|(id, _)| id).max().unwrap_or(0);
         if max_id >= 1 << 22 {
             // Sparse ids: sort (stable, so each group keeps input order).

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::hwcheck::hw_clock_check;
-use crate::stats::Counted;
+use crate::stats::{Column, Counted};
 use latency_plan::Analysis;
 use latency_proto::{Port, RecordBuilder};
 use latency_results::SessionKind;
@@ -274,12 +274,12 @@ fn hardware_clock_check_passes_independent_noise_and_fails_correlated_noise() {
 fn values_group_by_probe_in_input_order_with_dense_or_sparse_ids() {
     // Each list as (probe id, value) pairs and its shift.
     let groups = |lists: &[(&[(u64, f64)], f64)]| -> Vec<(u64, Vec<f64>)> {
-        let split: Vec<(Vec<u64>, Vec<f64>)> = lists.iter().map(|(l, _)| l.iter().copied().unzip()).collect();
-        let shifted: Vec<crate::network::Shifted> = split
-            .iter()
-            .zip(lists)
-            .map(|((ids, values), &(_, shift))| crate::network::Shifted { ids, values, shift })
-            .collect();
+        // Whole values, in a column of unit 1.
+        let column = |l: &[(u64, f64)]| Column::of(l.iter().map(|p| Some(p.1 as i64)), l.len(), 1.0);
+        let split: Vec<(Vec<u64>, Column)> =
+            lists.iter().map(|(l, _)| (l.iter().map(|p| p.0).collect(), column(l))).collect();
+        let shifted: Vec<crate::network::Shifted> =
+            split.iter().zip(lists).map(|((ids, d), &(_, shift))| crate::network::Shifted { ids, d, shift }).collect();
         crate::runs::ByProbe::new(&shifted).iter_mut().map(|(id, v)| (id, v.to_vec())).collect()
     };
     let a = [(3, 1.0), (1, 2.0), (3, 3.0)];
@@ -346,6 +346,12 @@ fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_firs
     let hw: Vec<f64> = wide.hw_pairs().map(|p| p.1).collect();
     assert_eq!(hw, [far[0] as f64, 9.0, far[1] as f64, far[2] as f64, far[3] as f64]);
     assert!(wide.hw.narrow().is_none() && all.hw.narrow().is_some());
+    // So are differentials D beyond 32 bits: 2⁴⁰ ticks of 0.5 ns, exactly.
+    let mut r = reduction(&[1, 2, 3], Vec::new(), None);
+    r.diffs[1].1 = 1 << 40;
+    let far = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
+    assert_eq!(far.d.iter().collect::<Vec<_>>(), [50.0, 549_755_813_888.0, 150.0]);
+    assert!(far.d.narrow().is_none() && all.d.narrow().is_some());
 }
 
 #[test]
@@ -359,9 +365,9 @@ fn the_runs_of_a_session_that_paired_the_same_probes_keep_one_list_of_ids() {
     assert!(Arc::ptr_eq(&a.ids, &b.ids));
     // Other ids, or the same once the first probe after the gap is left out: their own lists.
     let c = run(1, &[1, 2, 4], None);
-    assert_eq!((&*c.ids, c.values.as_slice()), (&[1, 2, 4][..], &[100.0, 200.0, 400.0][..]));
+    assert_eq!((&*c.ids, c.d.iter().collect::<Vec<_>>()), (&[1, 2, 4][..], vec![100.0, 200.0, 400.0]));
     let d = run(1, &[1, 2, 3], Some(1));
-    assert_eq!((&*d.ids, d.values.as_slice()), (&[2, 3][..], &[200.0, 300.0][..]));
+    assert_eq!((&*d.ids, d.d.iter().collect::<Vec<_>>()), (&[2, 3][..], vec![200.0, 300.0]));
     assert!(!Arc::ptr_eq(&a.ids, &c.ids) && !Arc::ptr_eq(&c.ids, &d.ids));
     assert_eq!(&*a.ids, [1, 2, 3]);
 }
