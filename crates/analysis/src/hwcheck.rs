@@ -22,20 +22,23 @@ pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     tolerance_ns: f64,
     rng: &mut ChaCha8Rng,
 ) -> Option<HwCheck> {
-    let n = pairs().count();
+    // The pairs are read by `for_each` (loops within loops where they are the runs' probes), not
+    // one by one.
+    // The residuals shuffled, then each made D + C in place (the synthesised values).
+    let mut synth: Vec<f64> = Vec::with_capacity(measured.as_ref().map_or_else(|| pairs().count(), Counted::len));
+    pairs().for_each(|(d, r)| synth.push(r - d));
+    let n = synth.len();
     if n == 0 {
         return None;
     }
-    // The residuals shuffled, then each made D + C in place (the synthesised values).
-    let mut synth: Vec<f64> = Vec::with_capacity(n);
-    synth.extend(pairs().map(|(d, r)| r - d));
     synth.shuffle(rng);
-    synth.iter_mut().zip(pairs()).for_each(|(c, (d, _))| *c += d);
+    let mut at = synth.iter_mut();
+    pairs().for_each(|(d, _)| at.next().into_iter().for_each(|c| *c += d));
     let fractions = HW_LEVELS.map(|l| l / 100.0);
     // The measured R: counted (in 32 bits, over a narrow span), else selected.
     let m = measured.map(|c| c.quantiles(&fractions)).unwrap_or_else(|| {
         let mut values: Vec<f64> = Vec::with_capacity(n);
-        values.extend(pairs().map(|p| p.1));
+        pairs().for_each(|p| values.push(p.1));
         quantiles_select(&mut values, &fractions)
     });
     let s = quantiles_select(&mut synth, &fractions);

@@ -33,12 +33,33 @@ pub fn quantile_select(x: &mut [f64], p: f64) -> f64 {
 }
 
 /// [`quantile_select`] at each of `ps` (ascending), each selection made in what the previous one
-/// left above it.
+/// left above it; in a large sample, among the values made integers in the same order
+/// ([`total_key`], in place and back).
 pub fn quantiles_select(x: &mut [f64], ps: &[f64]) -> Vec<f64> {
     debug_assert!(ps.windows(2).all(|w| w[0] <= w[1]), "levels ascending");
     if x.is_empty() {
         return vec![f64::NAN; ps.len()];
     }
+    if x.len() < KEYED {
+        return select_in(x, ps, f64::total_cmp, |x| x.iter().copied().min_by(f64::total_cmp), |v| v);
+    }
+    let keys: &mut [i64] = pulp::bytemuck::cast_slice_mut(x);
+    keys.iter_mut().for_each(|k| *k = total_key(f64::from_bits(*k as u64)));
+    let value = |k| f64::from_bits(total_key_inverse(k) as u64);
+    let q = select_in(keys, ps, i64::cmp, |x| x.iter().copied().min(), value);
+    keys.iter_mut().for_each(|k| *k = total_key_inverse(*k));
+    q
+}
+
+/// [`quantiles_select`] in `x` ordered by `cmp` (`least`: the least of some), each order statistic
+/// made a float by `value`.
+fn select_in<T: Copy>(
+    x: &mut [T],
+    ps: &[f64],
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    least: impl Fn(&[T]) -> Option<T>,
+    value: impl Fn(T) -> f64,
+) -> Vec<f64> {
     // x[..placed] holds the smallest values, x[placed - 1] at its place in the order.
     let mut placed = 0;
     ps.iter()
@@ -46,14 +67,28 @@ pub fn quantiles_select(x: &mut [f64], ps: &[f64]) -> Vec<f64> {
             let h = (x.len() - 1) as f64 * p.clamp(0.0, 1.0);
             let lo = h.floor() as usize;
             if lo >= placed {
-                x[placed..].select_nth_unstable_by(lo - placed, f64::total_cmp);
+                x[placed..].select_nth_unstable_by(lo - placed, &cmp);
                 placed = lo + 1;
             }
-            let at_lo = x[lo];
-            let at_hi = x[lo + 1..].iter().copied().min_by(f64::total_cmp).unwrap_or(at_lo);
+            let at_lo = value(x[lo]);
+            let at_hi = least(&x[lo + 1..]).map_or(at_lo, &value);
             at_lo + (h - lo as f64) * (at_hi - at_lo)
         })
         .collect()
+}
+
+/// Samples from this size on are selected in as integers ([`total_key`]).
+const KEYED: usize = 1 << 12;
+
+/// A float's bits as an integer in the order of `f64::total_cmp`.
+fn total_key(v: f64) -> i64 {
+    let bits = v.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
+/// The bits of the float whose [`total_key`] is `k`.
+fn total_key_inverse(k: i64) -> i64 {
+    k ^ (((k >> 63) as u64) >> 1) as i64
 }
 
 /// Quantile `p` of an ascending sample of values that lie on a grid of step `grid` (stamps of a
@@ -431,6 +466,36 @@ mod tests {
                 proptest::prop_assert_eq!(got.to_bits(), quantile_sorted(&sorted, *q).to_bits(), "p{}", q);
             }
         }
+    }
+
+    #[test]
+    fn quantiles_of_a_large_sample_selected_as_integers_are_the_sorted_ones_to_the_bit() {
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(8);
+        let levels = [0.0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0];
+        let n = 70_001;
+        let normal_sample: Vec<f64> = (0..n).map(|_| 100.0 + 3.0 * normal(&mut rng)).collect();
+        let ties: Vec<f64> = (0..n).map(|_| f64::from(rand::Rng::random_range(&mut rng, 0..5u8))).collect();
+        let signs: Vec<f64> = (0..n).map(|k| [0.0, -0.0, 1.5, -2.0, f64::NAN, -f64::NAN][k % 6]).collect();
+        let mut ascending = normal_sample.clone();
+        ascending.sort_unstable_by(f64::total_cmp);
+        let descending: Vec<f64> = ascending.iter().rev().copied().collect();
+        for x in [normal_sample, ties, signs, ascending, descending] {
+            let mut sorted = x.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            let mut selected = x.clone();
+            let got = quantiles_select(&mut selected, &levels);
+            for (q, p) in got.iter().zip(levels) {
+                assert_eq!(q.to_bits(), quantile_sorted(&sorted, p).to_bits(), "p{p}");
+            }
+            // Reordered, the same values (every bit) are left.
+            selected.sort_unstable_by(f64::total_cmp);
+            assert!(selected.iter().zip(&sorted).all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+        // The integers keep the floats' order, every bit pattern its own.
+        let order =
+            [f64::NEG_INFINITY, -1e300, -1.0, -f64::MIN_POSITIVE, -0.0, 0.0, 5e-324, 1.0, f64::INFINITY, f64::NAN];
+        assert!(order.windows(2).all(|w| total_key(w[0]) < total_key(w[1])));
+        assert!(order.iter().all(|&v| total_key_inverse(total_key(v)) == v.to_bits() as i64));
     }
 
     /// Counting reads the order statistics a sort does: whole numbers with ties, negative ones,
