@@ -177,14 +177,17 @@ impl Column {
     /// The values `column` gives (about `len`), each a whole number of `unit`.
     pub(crate) fn of(column: impl Iterator<Item = Option<i64>>, len: usize, unit: f64) -> Column {
         let (mut narrow, mut wide) = (Vec::with_capacity(len), Vec::new());
-        narrow.extend(column.enumerate().map(|(k, v)| match v.map(i32::try_from) {
-            None => Column::NONE,
-            Some(Ok(v)) if v != Column::NONE && v != Column::WIDE => v,
-            Some(_) => {
-                wide.extend(v.map(|v| (k, v)));
-                Column::WIDE
-            }
-        }));
+        // Read by `for_each`: loops within loops where `column` is runs of probes.
+        column.enumerate().for_each(|(k, v)| {
+            narrow.push(match v.map(i32::try_from) {
+                None => Column::NONE,
+                Some(Ok(v)) if v != Column::NONE && v != Column::WIDE => v,
+                Some(_) => {
+                    wide.extend(v.map(|v| (k, v)));
+                    Column::WIDE
+                }
+            })
+        });
         Column { narrow, wide, unit }
     }
 
