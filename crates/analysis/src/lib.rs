@@ -15,6 +15,7 @@
 //!    bound margins; 8. hardware-clock check on reflect data; 9. bootstrap CIs.
 
 mod analyze;
+mod chacha;
 pub mod compare;
 pub mod components;
 pub mod design;

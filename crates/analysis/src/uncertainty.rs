@@ -17,9 +17,9 @@
 //! travels with the probe (resampling every level of a hierarchy overstates the variance). Every
 //! interval is at least one TSC tick wide: no estimate is known better than the clock's step.
 
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::chacha::Words;
 use super::noise::{Simex, extrapolate};
 use super::stats::grid_quantile;
 use super::student::{Z975, t975};
@@ -104,6 +104,7 @@ pub fn probe_se(
     let resample = |range: std::ops::Range<u32>| {
         let mut rng = rng.clone();
         rng.set_word_pos(start + u128::from(range.start) * words);
+        let mut rng = Words::of(&rng);
         let mut w = [vec![0f32; probes], vec![0f32; probes]];
         let mut value = vec![0f64; terms.len()];
         let mut draws = vec![Vec::with_capacity(range.len()); estimates.len()];
@@ -250,7 +251,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// Fill `w` with Poisson(1) draws, two from each 32-bit uniform: 16 bits each, looked up in a
 /// table of the inverse distribution function (probabilities to 1/65,536, counts capped at 8).
 /// The words are drawn a block at a time, in the order one at a time would draw them.
-fn poisson_weights(w: &mut [f32], rng: &mut ChaCha8Rng) {
+fn poisson_weights(w: &mut [f32], rng: &mut Words) {
     /// P(X ≤ k) × 2¹⁶, k = 0..7.
     const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
     /// The count of each 16-bit uniform: how many of `CDF` it is not below.
@@ -278,7 +279,7 @@ fn poisson_weights(w: &mut [f32], rng: &mut ChaCha8Rng) {
         }
     }
     if let [last] = last {
-        *last = count(rng.random());
+        *last = count(rng.next());
     }
 }
 
@@ -342,7 +343,7 @@ pub fn per_session_quantiles(sessions: &[Vec<f64>], p: f64, grid: f64) -> Vec<f6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
 
     #[test]
     fn the_resamples_leave_the_generator_where_drawing_their_weights_one_by_one_does() {
@@ -356,9 +357,10 @@ mod tests {
         let terms = [linear(&values, 0, n, &simex, 0, 0.5, 1.0, 1.0)];
         let estimates = [Estimate { extrapolated: None, terms: vec![0] }];
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let mut one_by_one = rng.clone();
+        let mut one_by_one = Words::Plain(Box::new(rng.clone()));
         let mut w = vec![0f32; n];
         (0..resamples).for_each(|_| poisson_weights(&mut w, &mut one_by_one));
+        let Words::Plain(mut one_by_one) = one_by_one else { unreachable!() };
         probe_se(&terms, &estimates, &[masses(&values, n)], n, resamples, &mut rng);
         assert_eq!(rng.get_word_pos(), one_by_one.get_word_pos());
         assert_eq!(rng.random::<u64>(), one_by_one.random::<u64>());
@@ -401,8 +403,8 @@ mod tests {
             [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535].iter().filter(|&&c| h >= c).count() as f32
         };
         for n in [1, 2, 127, 128, 129, 300] {
-            let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
-            let mut one = rng.clone();
+            let mut one = ChaCha8Rng::seed_from_u64(n as u64);
+            let mut rng = Words::of(&one);
             let mut w = vec![f32::NAN; n];
             poisson_weights(&mut w, &mut rng);
             let want: Vec<f32> = (0..n.div_ceil(2))
@@ -413,16 +415,15 @@ mod tests {
                 .take(n)
                 .collect();
             assert_eq!(w, want, "{n} weights");
-            assert_eq!(rng.get_word_pos(), one.get_word_pos());
+            assert_eq!(rng.next(), one.random::<u32>());
         }
     }
 
     #[test]
     fn poisson_weights_have_mean_and_variance_one() {
-        let mut rng = ChaCha8Rng::seed_from_u64(8);
         let n = 200_000;
         let mut w = vec![0f32; n];
-        poisson_weights(&mut w, &mut rng);
+        poisson_weights(&mut w, &mut Words::of(&ChaCha8Rng::seed_from_u64(8)));
         let x: Vec<f64> = w.iter().map(|&v| f64::from(v)).collect();
         let mean = x.iter().sum::<f64>() / n as f64;
         let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
