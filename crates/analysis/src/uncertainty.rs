@@ -166,6 +166,31 @@ pub fn words_drawn(probes: usize, resamples: u32) -> u128 {
     if resamples < 2 || probes == 0 { 0 } else { u128::from(resamples) * probes.div_ceil(2) as u128 }
 }
 
+/// The Poisson(1) counts of the 16-bit halves of `words` (low half first), as [`poisson_weights`]'
+/// table gives them, into `out`: thirty-two halves in one AVX-512 register, each compared with
+/// the eight steps of [`CDF`] at once (a lane at or above a step counts one more).
+#[cfg(target_arch = "x86_64")]
+fn counts_v4(simd: pulp::x86::V4, words: &[[u32; 16]], out: &mut [[f32; 32]]) {
+    simd.vectorize(
+        #[inline(always)]
+        || {
+            let (f, bw) = (simd.avx512f, simd.avx512bw);
+            let steps = CDF.map(|c| f._mm512_set1_epi16(c as u16 as i16));
+            for (w, out) in words.iter().zip(out) {
+                let halves: std::arch::x86_64::__m512i = pulp::bytemuck::cast(*w);
+                let mut count = f._mm512_setzero_si512();
+                for &step in &steps {
+                    // All ones (−1) in each lane at or above the step: taken away, one more.
+                    count = bw._mm512_sub_epi16(count, bw._mm512_movm_epi16(bw._mm512_cmpge_epu16_mask(halves, step)));
+                }
+                let low = f._mm512_cvtepi32_ps(f._mm512_cvtepu16_epi32(f._mm512_castsi512_si256(count)));
+                let high = f._mm512_cvtepi32_ps(f._mm512_cvtepu16_epi32(f._mm512_extracti64x4_epi64::<1>(count)));
+                *out = pulp::bytemuck::cast([low, high]);
+            }
+        },
+    );
+}
+
 /// `outs[r][j] = Σ_i a_r,i b_j,i` for each of two `a` (two resamples' weights, of one length)
 /// and each of `bs`, four `b` at a time ([`dot2x4`]), each sum as [`dot`] makes it.
 fn dots(a: [&[f32]; 2], bs: &[&[f32]], outs: [&mut [f32]; 2]) {
@@ -248,12 +273,14 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// P(X ≤ k) × 2¹⁶ for Poisson(1), k = 0..7.
+const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
+
 /// Fill `w` with Poisson(1) draws, two from each 32-bit uniform: 16 bits each, looked up in a
-/// table of the inverse distribution function (probabilities to 1/65,536, counts capped at 8).
-/// The words are drawn a block at a time, in the order one at a time would draw them.
+/// table of the inverse distribution function (probabilities to 1/65,536, counts capped at 8),
+/// or, in AVX-512 registers, compared with its eight steps at once ([`counts_v4`]). The words
+/// are drawn a block at a time, in the order one at a time would draw them.
 fn poisson_weights(w: &mut [f32], rng: &mut Words) {
-    /// P(X ≤ k) × 2¹⁶, k = 0..7.
-    const CDF: [u32; 8] = [24_109, 48_218, 60_273, 64_291, 65_296, 65_497, 65_530, 65_535];
     /// The count of each 16-bit uniform: how many of `CDF` it is not below.
     static TABLE: [u8; 1 << 16] = {
         let mut t = [0u8; 1 << 16];
@@ -269,12 +296,22 @@ fn poisson_weights(w: &mut [f32], rng: &mut Words) {
         t
     };
     let count = |half: u32| f32::from(TABLE[(half & 0xffff) as usize]);
+    #[cfg(target_arch = "x86_64")]
+    let simd = pulp::x86::V4::try_new();
     let mut words = [0u32; 64];
     let (pairs, last) = w.as_chunks_mut::<2>();
     for block in pairs.chunks_mut(words.len()) {
         let words = &mut words[..block.len()];
         rng.fill(words);
-        for (pair, &u) in block.iter_mut().zip(words.iter()) {
+        #[allow(unused_mut)]
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = simd {
+            let (sixteens, _) = words.as_chunks::<16>();
+            counts_v4(simd, sixteens, block.as_flattened_mut().as_chunks_mut::<32>().0);
+            done = 16 * sixteens.len();
+        }
+        for (pair, &u) in block[done..].iter_mut().zip(&words[done..]) {
             *pair = [count(u), count(u >> 16)];
         }
     }
@@ -417,6 +454,22 @@ mod tests {
             assert_eq!(w, want, "{n} weights");
             assert_eq!(rng.next(), one.random::<u32>());
         }
+    }
+
+    /// Every 16-bit half compared in AVX-512 registers counts as the steps say, by hand.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_half_word_counted_in_vector_registers_counts_as_the_steps_say() {
+        let Some(simd) = pulp::x86::V4::try_new() else { return };
+        // Halves 2k (low) and 2k + 1 (high) in word k: every half once, in order.
+        let words: Vec<[u32; 16]> =
+            (0..1u32 << 15).map(|k| (2 * k) | (2 * k + 1) << 16).collect::<Vec<_>>().as_chunks::<16>().0.to_vec();
+        let mut out = vec![[f32::NAN; 32]; words.len()];
+        counts_v4(simd, &words, &mut out);
+        for (h, &c) in out.as_flattened().iter().enumerate() {
+            assert_eq!(c, CDF.iter().filter(|&&step| h as u32 >= step).count() as f32, "half {h}");
+        }
+        assert_eq!((out[0][0], out[2047][31]), (0.0, 8.0));
     }
 
     #[test]
