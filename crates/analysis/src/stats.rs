@@ -33,8 +33,8 @@ pub fn quantile_select(x: &mut [f64], p: f64) -> f64 {
 }
 
 /// [`quantile_select`] at each of `ps` (ascending), each selection made in what the previous one
-/// left above it; in a large sample, among the values made integers in the same order
-/// ([`total_key`], in place and back).
+/// left above it; in a large sample, among the values' bits made integers in the order of
+/// `f64::total_cmp` (in place, and back after).
 pub fn quantiles_select(x: &mut [f64], ps: &[f64]) -> Vec<f64> {
     debug_assert!(ps.windows(2).all(|w| w[0] <= w[1]), "levels ascending");
     if x.is_empty() {

@@ -245,16 +245,18 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    fn mkfifo(path: &Path) {
-        let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    /// A new folder with a FIFO named as a run file in it.
+    fn with_fifo() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("run.parquet");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
         assert!(status.success());
+        (dir, fifo)
     }
 
     #[test]
     fn special_files_are_refused_at_once_and_never_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("run.parquet");
-        mkfifo(&fifo);
+        let (dir, fifo) = with_fifo();
         let zero = dir.path().join("zero.parquet");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
         for (path, kind) in
@@ -271,9 +273,7 @@ mod tests {
     #[test]
     fn reading_ahead_passes_over_special_files_without_waiting_on_them() {
         // A FIFO opened to read without O_NONBLOCK waits for a writer: reading ahead must not.
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("run.parquet");
-        mkfifo(&fifo);
+        let (dir, fifo) = with_fifo();
         let run = dir.path().join("run=1.parquet");
         fs::write(&run, b"PAR1 records PAR1").unwrap();
         let paths =
@@ -312,11 +312,9 @@ mod tests {
 
     #[test]
     fn an_output_never_replaces_a_device_a_fifo_or_a_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("out.xml");
-        mkfifo(&fifo);
+        let (dir, fifo) = with_fifo();
         let link = dir.path().join("pipe.xml");
-        std::os::unix::fs::symlink("out.xml", &link).unwrap();
+        std::os::unix::fs::symlink("run.parquet", &link).unwrap();
         let mut cases = vec![
             (fifo.clone(), fifo.clone(), Kind::Fifo),
             (link.clone(), fifo.clone(), Kind::Fifo),
