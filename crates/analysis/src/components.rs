@@ -19,7 +19,8 @@
 //! then `T_session²/n + (T_run² + V_probe)/(n r)`, and each level's share of it says where more
 //! repetitions would narrow the interval (see [`Components::shares`]).
 
-use super::stats::{Column, Counted, quantiles_select};
+use super::column::Column;
+use super::stats::{Counted, quantiles_select};
 pub use latency_results::summary::{Components, Design, Shares};
 
 /// A run's probe ids and the value of each (a run's differentials: whole TSC ticks).

@@ -16,6 +16,7 @@
 
 mod analyze;
 mod chacha;
+mod column;
 pub mod compare;
 pub mod components;
 pub mod design;

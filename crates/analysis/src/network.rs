@@ -6,7 +6,7 @@
 
 use wide::f64x4;
 
-use crate::stats::Column;
+use crate::column::Column;
 
 /// A run's values as the per-probe estimates read them: each less `shift`.
 #[derive(Clone, Copy)]

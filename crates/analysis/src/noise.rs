@@ -351,7 +351,8 @@ fn hist_quantile(hist: &[f64], start: f64, bin: f64, p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Column, normal};
+    use crate::column::Column;
+    use crate::stats::normal;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 

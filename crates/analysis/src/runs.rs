@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::column::Column;
 use crate::network::Shifted;
-use crate::stats::{Column, median};
+use crate::stats::median;
 use latency_results::reduction::{Reduction, RunIdentity};
 
 /// One run, paired.

@@ -44,10 +44,10 @@ pub fn quantiles_select(x: &mut [f64], ps: &[f64]) -> Vec<f64> {
         return select_in(x, ps, f64::total_cmp, |x| x.iter().copied().min_by(f64::total_cmp), |v| v);
     }
     let keys: &mut [i64] = pulp::bytemuck::cast_slice_mut(x);
-    keys.iter_mut().for_each(|k| *k = total_key(f64::from_bits(*k as u64)));
-    let value = |k| f64::from_bits(total_key_inverse(k) as u64);
+    keys.iter_mut().for_each(|k| *k = total_order(*k));
+    let value = |k| f64::from_bits(total_order(k) as u64);
     let q = select_in(keys, ps, i64::cmp, |x| x.iter().copied().min(), value);
-    keys.iter_mut().for_each(|k| *k = total_key_inverse(*k));
+    keys.iter_mut().for_each(|k| *k = total_order(*k));
     q
 }
 
@@ -77,18 +77,14 @@ fn select_in<T: Copy>(
         .collect()
 }
 
-/// Samples from this size on are selected in as integers ([`total_key`]).
+/// Samples from this size on are selected in as integers ([`total_order`]).
 const KEYED: usize = 1 << 12;
 
-/// A float's bits as an integer in the order of `f64::total_cmp`.
-fn total_key(v: f64) -> i64 {
-    let bits = v.to_bits() as i64;
+/// A float's bits (as an integer) made an integer in the order of `f64::total_cmp`, and such an
+/// integer made the float's bits again: one map both ways (the bits below the sign of a negative
+/// number flipped).
+fn total_order(bits: i64) -> i64 {
     bits ^ (((bits >> 63) as u64) >> 1) as i64
-}
-
-/// The bits of the float whose [`total_key`] is `k`.
-fn total_key_inverse(k: i64) -> i64 {
-    k ^ (((k >> 63) as u64) >> 1) as i64
 }
 
 /// Quantile `p` of an ascending sample of values that lie on a grid of step `grid` (stamps of a
@@ -152,80 +148,6 @@ pub fn median(x: &mut [f64]) -> f64 {
     } else {
         let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         0.5 * (lower + upper)
-    }
-}
-
-/// A column of whole numbers of a unit, one per probe or none: each in 32 bits (half the memory
-/// of a float, and counted as it is), those that do not fit kept aside with their place; made
-/// floats (times the unit) where read. A run's differentials D (whole TSC ticks) and its
-/// hardware-clock differentials R (whole ns).
-#[derive(Default)]
-pub(crate) struct Column {
-    narrow: Vec<i32>,
-    /// (place, value) of each value that does not fit in `narrow`, in place order.
-    wide: Vec<(usize, i64)>,
-    /// What one is, ns.
-    unit: f64,
-}
-
-impl Column {
-    /// A probe without a value.
-    pub(crate) const NONE: i32 = i32::MIN;
-    /// A value kept in `wide`.
-    const WIDE: i32 = i32::MAX;
-
-    /// The values `column` gives (about `len`), each a whole number of `unit`.
-    pub(crate) fn of(column: impl Iterator<Item = Option<i64>>, len: usize, unit: f64) -> Column {
-        let (mut narrow, mut wide) = (Vec::with_capacity(len), Vec::new());
-        // Read by `for_each`: loops within loops where `column` is runs of probes.
-        column.enumerate().for_each(|(k, v)| {
-            narrow.push(match v.map(i32::try_from) {
-                None => Column::NONE,
-                Some(Ok(v)) if v != Column::NONE && v != Column::WIDE => v,
-                Some(_) => {
-                    wide.extend(v.map(|v| (k, v)));
-                    Column::WIDE
-                }
-            })
-        });
-        Column { narrow, wide, unit }
-    }
-
-    /// Places.
-    pub(crate) fn len(&self) -> usize {
-        self.narrow.len()
-    }
-
-    /// What one is, ns.
-    pub(crate) fn unit(&self) -> f64 {
-        self.unit
-    }
-
-    /// Every value, `NONE` where a probe has none, when all fit in 32 bits.
-    pub(crate) fn narrow(&self) -> Option<&[i32]> {
-        self.wide.is_empty().then_some(self.narrow.as_slice())
-    }
-
-    /// Whether place `k` holds a value.
-    pub(crate) fn has(&self, k: usize) -> bool {
-        self.narrow[k] != Column::NONE
-    }
-
-    /// The value at place `k` times the unit (NaN where there is none).
-    pub(crate) fn at(&self, k: usize) -> f64 {
-        match self.narrow[k] {
-            Column::NONE => f64::NAN,
-            Column::WIDE => {
-                let at = self.wide.partition_point(|w| w.0 < k);
-                self.wide.get(at).map_or(f64::NAN, |w| w.1 as f64 * self.unit)
-            }
-            v => f64::from(v) * self.unit,
-        }
-    }
-
-    /// Every value times the unit, in place order (NaN where there is none).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = f64> + '_ {
-        (0..self.len()).map(|k| self.at(k))
     }
 }
 
@@ -497,8 +419,9 @@ mod tests {
         // The integers keep the floats' order, every bit pattern its own.
         let order =
             [f64::NEG_INFINITY, -1e300, -1.0, -f64::MIN_POSITIVE, -0.0, 0.0, 5e-324, 1.0, f64::INFINITY, f64::NAN];
-        assert!(order.windows(2).all(|w| total_key(w[0]) < total_key(w[1])));
-        assert!(order.iter().all(|&v| total_key_inverse(total_key(v)) == v.to_bits() as i64));
+        let key = |v: f64| total_order(v.to_bits() as i64);
+        assert!(order.windows(2).all(|w| key(w[0]) < key(w[1])));
+        assert!(order.iter().all(|&v| total_order(key(v)) == v.to_bits() as i64));
     }
 
     /// Counting reads the order statistics a sort does: whole numbers with ties, negative ones,

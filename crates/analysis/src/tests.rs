@@ -1,8 +1,9 @@
 //! Tests of the pipeline against hand-computed numbers, properties, and the simulator's model.
 
 use super::*;
+use crate::column::Column;
 use crate::hwcheck::hw_clock_check;
-use crate::stats::{Column, Counted};
+use crate::stats::Counted;
 use latency_plan::Analysis;
 use latency_proto::{Port, RecordBuilder};
 use latency_results::SessionKind;
