@@ -4,7 +4,7 @@
 //! words 12–13, the 64-bit stream in words 14–15). Elsewhere rand_chacha's own code makes them.
 //! The resamples' weights draw most of the analysis' random words.
 
-use rand::RngCore;
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// Words of a generator's stream from its place when made.
@@ -58,7 +58,7 @@ impl Words {
     /// Fill `out` with the next words.
     pub(crate) fn fill(&mut self, mut out: &mut [u32]) {
         match self {
-            Words::Plain(rng) => out.iter_mut().for_each(|w| *w = rng.next_u32()),
+            Words::Plain(rng) => rng.fill(out),
             Words::Wide(wide) => {
                 while !out.is_empty() {
                     if wide.given == wide.made.len() {
@@ -155,7 +155,7 @@ fn quarter(a: pulp::core_arch::x86::Avx512f, x: &mut [std::arch::x86_64::__m512i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
+    use rand::{RngCore, SeedableRng};
 
     #[test]
     fn the_words_are_rand_chachas_word_for_word() {

@@ -22,9 +22,8 @@ pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     tolerance_ns: f64,
     rng: &mut ChaCha8Rng,
 ) -> Option<HwCheck> {
-    // The pairs are read by `for_each` (loops within loops where they are the runs' probes), not
-    // one by one.
-    // The residuals shuffled, then each made D + C in place (the synthesised values).
+    // The residuals shuffled, then each made D + C in place (the synthesised values); the pairs
+    // read by `for_each` (loops within loops where they are the runs' probes), not one by one.
     let mut synth: Vec<f64> = Vec::with_capacity(measured.as_ref().map_or_else(|| pairs().count(), Counted::len));
     pairs().for_each(|(d, r)| synth.push(r - d));
     let n = synth.len();
@@ -33,7 +32,11 @@ pub(crate) fn hw_clock_check<I: Iterator<Item = (f64, f64)>>(
     }
     synth.shuffle(rng);
     let mut at = synth.iter_mut();
-    pairs().for_each(|(d, _)| at.next().into_iter().for_each(|c| *c += d));
+    pairs().for_each(|(d, _)| {
+        if let Some(c) = at.next() {
+            *c += d;
+        }
+    });
     let fractions = HW_LEVELS.map(|l| l / 100.0);
     // The measured R: counted (in 32 bits, over a narrow span), else selected.
     let m = measured.map(|c| c.quantiles(&fractions)).unwrap_or_else(|| {
