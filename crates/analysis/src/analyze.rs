@@ -36,6 +36,8 @@ pub struct Analysed {
     pub summary: Summary,
     /// The run files used, by path relative to the folder.
     pub hashed: latency_results::rocrate::Hashed,
+    /// The journal as the analysis read it.
+    pub journal: Vec<latency_results::event::Entry>,
 }
 
 fn analysed(dir: &ResultsDir, reductions: Reductions) -> Result<Analysed, AnalysisError> {
@@ -49,7 +51,7 @@ fn analysed(dir: &ResultsDir, reductions: Reductions) -> Result<Analysed, Analys
     let (files, mut problems) = load::run_files(dir, &index.groups, &entries)?;
     if !files.is_empty() && files.iter().all(|f| f.records == 0 && f.histogram) {
         let summary = soak_headline::summary(dir, &index, &entries, &prov, problems)?;
-        return Ok(Analysed { summary, hashed: Default::default() });
+        return Ok(Analysed { summary, hashed: Default::default(), journal: entries });
     }
     let port_pairs = &index.analysis.port_pairs;
     let others: Vec<latency_plan::PortPair> = port_pairs.values().copied().collect();
@@ -97,7 +99,7 @@ fn analysed(dir: &ResultsDir, reductions: Reductions) -> Result<Analysed, Analys
         }
     }
     summary.inputs_sha256 = latency_results::summary::inputs_sha256(dir)?;
-    Ok(Analysed { summary, hashed })
+    Ok(Analysed { summary, hashed, journal: entries })
 }
 
 /// Whether `summary` still describes the folder: same inputs, and no run file changed since it

@@ -45,9 +45,18 @@ pub type Hashed = BTreeMap<String, String>;
 pub fn write(dir: &Path, hashed: &Hashed) -> Result<(), ResultsError> {
     let prov = Provenance::read_file(&dir.join("provenance.json"))?;
     let entries = journal::read(&dir.join("journal.jsonl"))?;
+    write_of(dir, &prov, &entries, hashed)
+}
+
+/// [`write`] with the folder's provenance and journal as the caller has just read them (under the
+/// folder's lock).
+pub fn write_of(dir: &Path, prov: &Provenance, entries: &[Entry], hashed: &Hashed) -> Result<(), ResultsError> {
     let files = files(dir, hashed)?;
-    let text = serde_json::to_string_pretty(&metadata(&prov, &entries, &files))
-        .map_err(|source| ResultsError::Json { path: dir.join(FILE), what: "RO-Crate metadata".into(), source })?;
+    let text = serde_json::to_string_pretty(&metadata(prov, entries, &files)).map_err(|source| ResultsError::Json {
+        path: dir.join(FILE),
+        what: "RO-Crate metadata".into(),
+        source,
+    })?;
     crate::write_file(&dir.join(FILE), (text + "\n").as_bytes(), true)
 }
 

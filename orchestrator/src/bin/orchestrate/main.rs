@@ -318,7 +318,9 @@ fn export(dir: &Path, out: &Path) -> Result<(), Failure> {
 fn analyze(dir: &Path) -> Result<(), Failure> {
     let (rd, _lock) = open_locked(dir)?;
     let analysed = analyze_dir(&rd)?;
-    write_crate(&rd, &analysed.hashed)?;
+    // The provenance and journal the analysis read, not read again.
+    let read = analysed.summary.provenance.as_ref().map(|p| (p, analysed.journal.as_slice()));
+    write_crate(&rd, &analysed.hashed, read)?;
     if analysed.summary.health.problems.is_empty() {
         Ok(())
     } else {
@@ -347,16 +349,20 @@ fn report_dir(
     for w in written {
         progress(format_args!("report: {}", w.display()));
     }
-    write_crate(rd, hashed)
+    write_crate(rd, hashed, None)
 }
 
 /// The folder's `ro-crate-metadata.json`, made again from its provenance, journal and files (those
-/// in `hashed` not read again).
+/// in `hashed` not read again; `read`: the provenance and journal the caller has just read).
 pub(crate) fn write_crate(
     rd: &latency_results::ResultsDir,
     hashed: &latency_results::rocrate::Hashed,
+    read: Option<(&latency_results::provenance::Provenance, &[latency_results::event::Entry])>,
 ) -> Result<(), Failure> {
-    latency_results::rocrate::write(rd.root(), hashed)?;
+    match read {
+        Some((prov, journal)) => latency_results::rocrate::write_of(rd.root(), prov, journal, hashed)?,
+        None => latency_results::rocrate::write(rd.root(), hashed)?,
+    }
     progress(format_args!("RO-Crate: {}", rd.root().join(latency_results::rocrate::FILE).display()));
     Ok(())
 }
