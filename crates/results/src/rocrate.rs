@@ -48,7 +48,7 @@ pub fn write(dir: &Path, hashed: &Hashed) -> Result<(), ResultsError> {
     write_of(dir, &prov, &entries, hashed)
 }
 
-/// [`write`] with the folder's provenance and journal as the caller has just read them (under the
+/// [`write()`] with the folder's provenance and journal as the caller has just read them (under the
 /// folder's lock).
 pub fn write_of(dir: &Path, prov: &Provenance, entries: &[Entry], hashed: &Hashed) -> Result<(), ResultsError> {
     let files = files(dir, hashed)?;
