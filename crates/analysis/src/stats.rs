@@ -222,10 +222,7 @@ impl Counted {
                 previous = b;
             }
         }
-        for k in 1..counts.len() {
-            counts[k] += counts[k - 1];
-        }
-        Some(Counted { low, below: counts, unit })
+        Some(Counted::of_counts(low, counts.into_iter(), unit))
     }
 
     /// How many values it holds.
