@@ -6,7 +6,7 @@
 //! (the frames read from memory). Only the drains are timed: the sending, and anything else the
 //! interface received, is not. Needs root and `ip`: the benchmark re-runs itself inside a
 //! private network namespace. Run with `cargo bench -p latency-agent --bench backend_poll` (part
-//! of `make bench-agent`).
+//! of `make bench-agent`); `-- af_xdp` (any word of a backend's name) times that backend alone.
 
 use std::hint::black_box;
 use std::process::Command;
@@ -43,6 +43,7 @@ fn main() {
             Command::new("ip")
                 .args(["netns", "exec", &ns])
                 .arg(std::env::current_exe().expect("the benchmark binary"))
+                .args(std::env::args().skip(1))
                 .env(INSIDE, "1")
                 .status()
         });
@@ -60,7 +61,11 @@ fn main() {
         })
         .collect();
     let tx = PacketSender::open("s0").expect("sender on s0");
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for backend in ["af_packet", "af_xdp"] {
+        if !only.is_empty() && !only.iter().any(|w| backend.contains(w.as_str())) {
+            continue;
+        }
         let mut port = match backend {
             "af_packet" => KernelPort::af_packet("r0", false),
             _ => KernelPort::af_xdp("r0", false, None),

@@ -247,8 +247,8 @@ impl PacketRing {
     ///
     /// No system call: the status words are read in the shared ring. The frames are taken 32 at a
     /// time (`STAMP_BATCH`), as the DPDK backend takes a burst: the status words of the waiting
-    /// ones are read, each is stamped (one fenced TSC read after another, all after those reads),
-    /// then they are handed over. So a stamp never waits for the handling of the frames before
+    /// ones are read, each is stamped (one TSC read after another, the first fenced so that all
+    /// follow those reads: `stamp_batch`), then they are handed over. So a stamp never waits for the handling of the frames before
     /// it. As its status word is read, the start of each waiting frame's packet is prefetched, and
     /// the next line a few frames ahead of the one handed over, so that a ring holding many frames
     /// is drained without waiting on memory for each; no slot the kernel has yet to fill is
@@ -275,9 +275,7 @@ impl PacketRing {
                 seen += 1;
             }
             // Each stamp follows the status reads: the fence before it waits for them.
-            for s in &mut stamps[..seen] {
-                *s = super::rdtsc_fenced();
-            }
+            super::stamp_batch(&mut stamps[..seen]);
             // The frames' contents are read after their status words.
             fence(Ordering::Acquire);
             if let Some(ticks_per_ns) = self.arrival {

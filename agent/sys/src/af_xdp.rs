@@ -479,7 +479,7 @@ impl XdpSocket {
     ///
     /// No system call unless busy polling finds the ring empty; the rings' indexes are read and
     /// written once per call, not per frame. The frames are taken 32 at a time (`STAMP_BATCH`), as
-    /// the DPDK backend takes a burst: each is stamped (one fenced TSC read after another), then
+    /// the DPDK backend takes a burst: each is stamped (one TSC read after another, the first fenced: `stamp_batch`), then
     /// they are handed over, so that a stamp never waits for the handling of the frames before it.
     /// While a frame is handled, the packet eight descriptors on is prefetched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
@@ -509,9 +509,7 @@ impl XdpSocket {
         let mut k = 0;
         while k < n {
             let batch = (n - k).min(super::STAMP_BATCH as u32) as usize;
-            for s in &mut stamps[..batch] {
-                *s = super::rdtsc_fenced();
-            }
+            super::stamp_batch(&mut stamps[..batch]);
             for &tsc in &stamps[..batch] {
                 // SAFETY: slots cons..cons+n were published by the kernel (producer read with
                 // Acquire) and are ours until the consumer index moves past them.
