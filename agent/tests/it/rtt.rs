@@ -87,13 +87,14 @@ fn originate_and_reflect_account_for_every_probe_between_two_namespaces() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    match event(String::from_utf8_lossy(&o.stdout).trim()) {
-        AgentEvent::Rtt { sent, received, duplicates, file: f, .. } => {
+    let seconds = match event(String::from_utf8_lossy(&o.stdout).trim()) {
+        AgentEvent::Rtt { sent, received, duplicates, file: f, seconds, .. } => {
             assert_eq!((sent, received, duplicates), (n, n, 0));
             assert_eq!(f, file);
+            seconds
         }
         other => panic!("expected rtt: {other:?}"),
-    }
+    };
     Command::new("kill").args(["-TERM", &reflector.id().to_string()]).status().unwrap();
     match event(&events.next().unwrap().unwrap()) {
         AgentEvent::Reflected { reflected, .. } => assert_eq!(reflected, n),
@@ -102,16 +103,19 @@ fn originate_and_reflect_account_for_every_probe_between_two_namespaces() {
     assert!(reflector.wait().unwrap().success());
 
     // Echoes as the pipeline copies, transmissions as the bypass copies: every probe once each,
-    // and every round trip positive and below 10 ms (at 20 kpps, ~0.15 s for the whole run).
+    // and every round trip positive and below 0.1 s (at 20 kpps the whole run takes ~0.15 s): the
+    // echoes' poller spins on the sender's core, so a round trip can hold a scheduler slice or two
+    // of a loaded machine (22 ms seen), never a run's length.
     let per_port = read_run(&file);
     check_run(&per_port, n);
     let sent: std::collections::HashMap<u64, u64> = per_port[1].iter().copied().collect();
+    // The TSC's rate: the sends' span over the seconds the agent timed it.
+    let tsc_hz = (per_port[1].last().unwrap().1 - per_port[1][0].1) as f64 / seconds;
     for &(id, echo) in &per_port[0] {
         let rtt = echo as i64 - sent[&id] as i64;
-        assert!(rtt > 0 && rtt < 30_000_000, "probe {id}: round trip {rtt} ticks");
+        assert!(rtt > 0 && (rtt as f64) < 0.1 * tsc_hz, "probe {id}: round trip {rtt} ticks");
     }
-    let span = per_port[1].last().unwrap().1 - per_port[1][0].1;
-    assert!(span > 0, "paced sends");
+    assert!(tsc_hz > 1e8, "paced sends: {tsc_hz} ticks a second");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
