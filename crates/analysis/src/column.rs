@@ -21,20 +21,39 @@ impl Column {
     const WIDE: i32 = i32::MAX;
 
     /// The values `column` gives (about `len`), each a whole number of `unit`.
+    #[cfg(test)]
     pub(crate) fn of(column: impl Iterator<Item = Option<i64>>, len: usize, unit: f64) -> Column {
-        let (mut narrow, mut wide) = (Vec::with_capacity(len), Vec::new());
-        // Read by `for_each`: loops within loops where `column` is runs of probes.
-        column.enumerate().for_each(|(k, v)| {
-            narrow.push(match v.map(i32::try_from) {
-                None => Column::NONE,
-                Some(Ok(v)) if v != Column::NONE && v != Column::WIDE => v,
-                Some(_) => {
-                    wide.extend(v.map(|v| (k, v)));
-                    Column::WIDE
-                }
-            })
-        });
-        Column { narrow, wide, unit }
+        let mut c = Column::with_capacity(len, unit);
+        column.for_each(|v| c.push(v));
+        c
+    }
+
+    /// An empty column of whole numbers of `unit`, room made for `len`.
+    pub(crate) fn with_capacity(len: usize, unit: f64) -> Column {
+        Column { narrow: Vec::with_capacity(len), wide: Vec::new(), unit }
+    }
+
+    /// Add `values` at the next places.
+    pub(crate) fn extend(&mut self, values: &[i64]) {
+        if values.iter().all(|&v| v > i64::from(Column::NONE) && v < i64::from(Column::WIDE)) {
+            self.narrow.extend(values.iter().map(|&v| v as i32));
+        } else {
+            values.iter().for_each(|&v| self.push(Some(v)));
+        }
+    }
+
+    /// Add `v` at the next place.
+    #[inline]
+    pub(crate) fn push(&mut self, v: Option<i64>) {
+        let narrow = match v.map(i32::try_from) {
+            None => Column::NONE,
+            Some(Ok(v)) if v != Column::NONE && v != Column::WIDE => v,
+            Some(_) => {
+                self.wide.extend(v.map(|v| (self.narrow.len(), v)));
+                Column::WIDE
+            }
+        };
+        self.narrow.push(narrow);
     }
 
     /// Places.

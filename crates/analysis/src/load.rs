@@ -12,7 +12,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::error::AnalysisError;
-use crate::runs::RunPairs;
+use crate::runs::{Making, RunPairs};
 use latency_plan::PortPair;
 use latency_plan::digest;
 use latency_results::ResultsDir;
@@ -152,20 +152,27 @@ pub fn paired_runs(
     });
     par_map(files, |f| {
         let group = &index.groups[f.group];
-        let of = |r: &Reduction| {
-            RunPairs::of(f.group, f.session, r, index.tsc_hz, exclude, group.bound_model.is_some(), &shared)
+        let making = Making {
+            group: f.group,
+            session: f.session,
+            tsc_hz: index.tsc_hz,
+            exclude_first: exclude,
+            lens: group.bound_model.is_some(),
+            shared: &shared,
         };
+        let of = |r: &Reduction| RunPairs::of(r, &making);
         let id = f.identity(group);
         let kept = match reductions {
-            Reductions::Kept => Reduction::read_of(&f.reduction, &id),
+            Reductions::Kept => RunPairs::read(&f.reduction, &id, &making),
             Reductions::Ignored => None,
         };
-        if let Some(r) = kept.as_ref().filter(|_| others.is_empty()) {
-            return checked_file(f).map(|()| (of(r), Vec::new()));
+        let was_kept = kept.is_some();
+        if let Some(run) = kept.filter(|_| others.is_empty()) {
+            return checked_file(f).map(|()| (run, Vec::new()));
         }
         let batches = read_verified(f, group)?;
         let headline = Reduction::of(pairs::pair(&batches), id.clone());
-        if kept.is_none() && reductions == Reductions::Kept {
+        if !was_kept && reductions == Reductions::Kept {
             // Derived data: a folder that cannot be written to is analysed all the same.
             let _ = headline.write(&f.reduction);
         }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::column::Column;
 use crate::network::Shifted;
 use crate::stats::median;
-use latency_results::reduction::{Reduction, RunIdentity};
+use latency_results::reduction::{Columns, Reduction, ReductionHeader, RunIdentity};
 
 /// One run, paired.
 pub struct RunPairs {
@@ -54,7 +54,8 @@ pub fn pair_ports_of(
 ) -> RunPairs {
     let p = latency_results::pairs::pair_ports(batches, ports);
     let r = Reduction::of(p, RunIdentity::default());
-    RunPairs::of(group, session, &r, tsc_hz, exclude_first, true, &SharedIds::default())
+    let shared = SharedIds::default();
+    RunPairs::of(&r, &Making { group, session, tsc_hz, exclude_first, lens: true, shared: &shared })
 }
 
 /// Probe-id lists kept once for the runs that paired the same probes (the runs of a session
@@ -66,68 +67,170 @@ pub(crate) struct SharedIds(Mutex<HashMap<(usize, u32), Ids>>);
 type Ids = Arc<[u64]>;
 
 impl SharedIds {
-    /// The list of `ids` (ascending), the one kept for `group` and `session` when it holds the same.
-    fn of(&self, group: usize, session: u32, ids: impl Iterator<Item = u64> + Clone) -> Ids {
-        let key = (group, session);
-        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&key).cloned();
-        if let Some(kept) = kept.filter(|k| k.iter().copied().eq(ids.clone())) {
-            return kept;
-        }
-        let ids: Ids = ids.collect();
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key, ids.clone());
+    /// The list kept for `group` and `session`, if any.
+    fn kept(&self, group: usize, session: u32) -> Option<Ids> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).get(&(group, session)).cloned()
+    }
+
+    /// Keep `ids` as the list of `group` and `session`.
+    fn keep(&self, group: usize, session: u32, ids: Ids) -> Ids {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert((group, session), ids.clone());
         ids
     }
 }
 
-impl RunPairs {
-    /// A run's reduction in the analysis' units: differentials in ns, the first probe after the
-    /// gap left out when `exclude_first`, frame lengths kept only when `lens` (the analysis
-    /// reads them only for a per-probe bound); its ids the ones `shared` keeps where the same.
-    pub(crate) fn of(
-        group: usize,
-        session: u32,
-        r: &Reduction,
-        tsc_hz: f64,
-        exclude_first: bool,
-        lens: bool,
-        shared: &SharedIds,
-    ) -> RunPairs {
-        let ns = 1e9 / tsc_hz;
-        let skip = if exclude_first { r.header.first_id } else { None };
-        let lens = if lens { r.lens.as_slice() } else { &[] };
-        let ids = shared.of(group, session, r.diffs.iter().map(|e| e.0).filter(|&id| Some(id) != skip));
-        // The probes kept: all but those of the excluded id, as runs of consecutive probes
-        // copied in whole loops (a column shorter than the ids gives what it has).
-        let mut kept = Vec::with_capacity(2);
-        let mut from = 0;
-        for k in (0..r.diffs.len()).filter(|&k| Some(r.diffs[k].0) == skip) {
-            kept.push(from..k);
-            from = k + 1;
+/// What [`RunPairs`] are made of and for: a run of a session of a group, its differentials made
+/// ns at `tsc_hz`, the first probe after the gap left out when `exclude_first`, frame lengths kept
+/// only when `lens` (the analysis reads them only for a per-probe bound), its ids the ones
+/// `shared` keeps where the same.
+pub(crate) struct Making<'a> {
+    pub(crate) group: usize,
+    pub(crate) session: u32,
+    pub(crate) tsc_hz: f64,
+    pub(crate) exclude_first: bool,
+    pub(crate) lens: bool,
+    pub(crate) shared: &'a SharedIds,
+}
+
+/// A run's columns made as [`RunPairs`] keeps them while its reduction is read or walked
+/// ([`Columns`]): D in 32 bits straight from the reduction's numbers, the ids compared with the
+/// session's list as they come (copied only where they differ).
+struct Columned<'a> {
+    making: &'a Making<'a>,
+    skip: Option<u64>,
+    /// The places of the probe left out (the first after the gap).
+    excluded: Vec<usize>,
+    /// The session's list while the run's ids are the same so far, and how many are.
+    same: Option<Ids>,
+    matched: usize,
+    /// The run's ids, once they differ from the session's list.
+    ids: Vec<u64>,
+    d: Column,
+    hw: Column,
+    lens: Vec<u16>,
+}
+
+impl Columns for Columned<'_> {
+    fn header(&mut self, h: &ReductionHeader) {
+        let (n, m) = (h.matched as usize, self.making);
+        self.skip = if m.exclude_first { h.first_id } else { None };
+        self.same = m.shared.kept(m.group, m.session);
+        self.d = Column::with_capacity(n, 1e9 / m.tsc_hz);
+        self.hw = Column::with_capacity(if h.hw { n } else { 0 }, 1.0);
+        self.lens = Vec::with_capacity(if m.lens && h.lens { n } else { 0 });
+    }
+
+    fn ids(&mut self, from: usize, ids: &[u64]) {
+        let skipped = self.skip.is_some_and(|s| ids.contains(&s));
+        if let Some(same) = self.same.as_ref().filter(|_| !skipped) {
+            // The session's list, a block at a time while the same.
+            if same.get(self.matched..self.matched + ids.len()) == Some(ids) {
+                self.matched += ids.len();
+                return;
+            }
+        } else if self.same.is_none() && !skipped {
+            self.ids.extend_from_slice(ids);
+            return;
         }
-        let excluded = kept.len() as u64;
-        kept.push(from..r.diffs.len());
-        let runs = |len: usize| kept.iter().map(move |k| k.start.min(len)..k.end.min(len));
-        fn copied<T, U>(from: &[T], runs: impl Iterator<Item = std::ops::Range<usize>>, f: impl Fn(&T) -> U) -> Vec<U> {
-            let mut out = Vec::with_capacity(from.len());
-            runs.for_each(|k| out.extend(from[k].iter().map(&f)));
-            out
+        for (k, &id) in (from..).zip(ids) {
+            if Some(id) == self.skip {
+                self.excluded.push(k);
+                continue;
+            }
+            if let Some(same) = &self.same {
+                if same.get(self.matched) == Some(&id) {
+                    self.matched += 1;
+                    continue;
+                }
+                self.ids.extend_from_slice(&same[..self.matched]);
+                self.same = None;
+            }
+            self.ids.push(id);
         }
-        let d = Column::of(runs(r.diffs.len()).flat_map(|k| r.diffs[k].iter().map(|e| Some(e.1))), r.diffs.len(), ns);
-        let hw = Column::of(runs(r.hw_diffs.len()).flat_map(|k| r.hw_diffs[k].iter().copied()), r.hw_diffs.len(), 1.0);
-        let kept_lens = copied(lens, runs(lens.len()), |&l| l);
+    }
+
+    fn diffs(&mut self, from: usize, diffs: &[i64]) {
+        let excluded = &self.excluded;
+        let d = &mut self.d;
+        kept(excluded, from, diffs, |v| d.extend(v));
+    }
+
+    fn hw(&mut self, from: usize, hw: &[Option<i64>]) {
+        let (excluded, column) = (&self.excluded, &mut self.hw);
+        kept(excluded, from, hw, |v| v.iter().for_each(|&h| column.push(h)));
+    }
+
+    fn lens(&mut self, from: usize, lens: &[u16]) {
+        if self.making.lens {
+            let (excluded, out) = (&self.excluded, &mut self.lens);
+            kept(excluded, from, lens, |v| out.extend_from_slice(v));
+        }
+    }
+}
+
+/// Hand `take` the runs of `values` (places `from` on) not at an `excluded` place.
+fn kept<T>(excluded: &[usize], from: usize, values: &[T], mut take: impl FnMut(&[T])) {
+    let mut start = 0;
+    for &k in excluded.iter().filter(|&&k| (from..from + values.len()).contains(&k)) {
+        take(&values[start..k - from]);
+        start = k - from + 1;
+    }
+    take(&values[start..]);
+}
+
+impl<'a> Columned<'a> {
+    fn new(making: &'a Making<'a>) -> Columned<'a> {
+        Columned {
+            making,
+            skip: None,
+            excluded: Vec::new(),
+            same: None,
+            matched: 0,
+            ids: Vec::new(),
+            d: Column::default(),
+            hw: Column::default(),
+            lens: Vec::new(),
+        }
+    }
+
+    /// The run, once every column is read.
+    fn made(self, header: ReductionHeader) -> RunPairs {
+        let m = self.making;
+        let ids = match self.same {
+            Some(same) if self.matched == same.len() => same,
+            Some(same) => m.shared.keep(m.group, m.session, same[..self.matched].into()),
+            None => m.shared.keep(m.group, m.session, self.ids.into()),
+        };
         RunPairs {
-            group,
-            session,
-            level: r.header.run.level.clone(),
+            group: m.group,
+            session: m.session,
+            level: header.run.level.clone(),
             ids,
-            d,
-            hw,
-            lens: kept_lens,
-            counts: r.header.counts,
-            excluded,
-            pacing_pps: r.bypass_pps(tsc_hz),
-            pacing_inferred: r.pacing_inferred(),
+            d: self.d,
+            hw: self.hw,
+            lens: self.lens,
+            counts: header.counts,
+            excluded: self.excluded.len() as u64,
+            pacing_pps: header.bypass_pps(m.tsc_hz),
+            pacing_inferred: header.pacing_inferred(),
         }
+    }
+}
+
+impl RunPairs {
+    /// A run's reduction in the analysis' units ([`Making`]).
+    pub(crate) fn of(r: &Reduction, making: &Making) -> RunPairs {
+        let mut columns = Columned::new(making);
+        r.columns_into(&mut columns);
+        columns.made(r.header.clone())
+    }
+
+    /// The run's reduction kept at `path` in the analysis' units ([`Making`]), if it is one of
+    /// the run `id` names ([`Reduction::read_into`]); its columns read straight into the run's.
+    pub(crate) fn read(path: &std::path::Path, id: &RunIdentity, making: &Making) -> Option<RunPairs> {
+        let mut columns = Columned::new(making);
+        let header = Reduction::read_into(path, id, &mut columns)?;
+        Some(columns.made(header))
     }
 
     /// Its values, each less `shift`, as the per-probe estimates read them.

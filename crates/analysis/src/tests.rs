@@ -310,7 +310,7 @@ fn reduction(ids: &[u64], hw: Vec<Option<i64>>, first: Option<u64>) -> latency_r
     use latency_results::reduction::{FORMAT, Reduction, ReductionHeader, RunIdentity};
     let header = ReductionHeader {
         format: FORMAT,
-        run: RunIdentity::default(),
+        run: RunIdentity { records: ids.len() as u64, ..RunIdentity::default() },
         counts: Default::default(),
         first_id: first,
         bypass_span: (0, 0),
@@ -322,19 +322,39 @@ fn reduction(ids: &[u64], hw: Vec<Option<i64>>, first: Option<u64>) -> latency_r
     Reduction { header, diffs: ids.iter().map(|&id| (id, 100 * id as i64)).collect(), hw_diffs: hw, lens: Vec::new() }
 }
 
+/// Run `r` of `session` made ready for the analysis, at `tsc_hz`, the first probe after the gap
+/// left out when `exclude`: once from the reduction in memory and once read from its file (its
+/// columns decoded straight into the run's), the two the same.
+fn run_of(r: &latency_results::reduction::Reduction, session: u32, tsc_hz: f64, exclude: bool) -> RunPairs {
+    let (a, b) = (crate::runs::SharedIds::default(), crate::runs::SharedIds::default());
+    let making = |shared| crate::runs::Making { group: 0, session, tsc_hz, exclude_first: exclude, lens: true, shared };
+    let of = RunPairs::of(r, &making(&a));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.pairs");
+    r.write(&path).unwrap();
+    let read = RunPairs::read(&path, &r.header.run, &making(&b)).expect("the reduction read back");
+    let values = |c: &crate::column::Column| c.iter().map(f64::to_bits).collect::<Vec<_>>();
+    assert_eq!((&*of.ids, values(&of.d), values(&of.hw)), (&*read.ids, values(&read.d), values(&read.hw)));
+    assert_eq!((&of.lens, of.excluded, of.counts), (&read.lens, read.excluded, read.counts));
+    of
+}
+
 #[test]
 fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_first_after_the_gap() {
     // TSC at 2 GHz: 0.5 ns a tick. Probe 1 comes first after the gap; probe 3 has no reflection.
     let r = reduction(&[1, 2, 3, 4], vec![Some(55), Some(110), None, Some(-7)], Some(1));
-    let shared = crate::runs::SharedIds::default();
-    let kept = RunPairs::of(0, 1, &r, 2e9, true, false, &shared);
+    let kept = run_of(&r, 1, 2e9, true);
     assert_eq!(kept.hw_pairs().collect::<Vec<_>>(), [(100.0, 110.0), (200.0, -7.0)]);
     assert_eq!(kept.excluded, 1);
-    let all = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
+    let all = run_of(&r, 1, 2e9, false);
     assert_eq!(all.hw_pairs().collect::<Vec<_>>(), [(50.0, 55.0), (100.0, 110.0), (200.0, -7.0)]);
     // A run without hardware stamps has none.
     let none = reduction(&[1, 2, 3, 4], Vec::new(), Some(1));
-    assert_eq!(RunPairs::of(0, 1, &none, 2e9, false, false, &shared).hw_pairs().count(), 0);
+    assert_eq!(run_of(&none, 1, 2e9, false).hw_pairs().count(), 0);
+    // Frame lengths, the first probe's left out with it.
+    let mut sized = reduction(&[1, 2, 3, 4], Vec::new(), Some(1));
+    (sized.header.lens, sized.lens) = (true, vec![60, 61, 1518, 63]);
+    assert_eq!(run_of(&sized, 1, 2e9, true).lens, [61, 1518, 63]);
     // Differentials beyond 32 bits (and at its ends) are kept aside, exactly; then the run's
     // differentials are not counted but selected.
     let far = [i64::from(i32::MAX), i64::from(i32::MIN), -(1 << 40), i64::MAX];
@@ -343,14 +363,14 @@ fn a_runs_hardware_clock_pairs_are_its_probes_with_one_in_id_order_less_the_firs
         vec![Some(far[0]), Some(9), Some(far[1]), None, Some(far[2]), Some(far[3])],
         None,
     );
-    let wide = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
+    let wide = run_of(&r, 1, 2e9, false);
     let hw: Vec<f64> = wide.hw_pairs().map(|p| p.1).collect();
     assert_eq!(hw, [far[0] as f64, 9.0, far[1] as f64, far[2] as f64, far[3] as f64]);
     assert!(wide.hw.narrow().is_none() && all.hw.narrow().is_some());
     // So are differentials D beyond 32 bits: 2⁴⁰ ticks of 0.5 ns, exactly.
     let mut r = reduction(&[1, 2, 3], Vec::new(), None);
     r.diffs[1].1 = 1 << 40;
-    let far = RunPairs::of(0, 1, &r, 2e9, false, false, &shared);
+    let far = run_of(&r, 1, 2e9, false);
     assert_eq!(far.d.iter().collect::<Vec<_>>(), [50.0, 549_755_813_888.0, 150.0]);
     assert!(far.d.narrow().is_none() && all.d.narrow().is_some());
 }
@@ -360,7 +380,9 @@ fn the_runs_of_a_session_that_paired_the_same_probes_keep_one_list_of_ids() {
     use std::sync::Arc;
     let shared = crate::runs::SharedIds::default();
     let run = |session: u32, ids: &[u64], first: Option<u64>| {
-        RunPairs::of(0, session, &reduction(ids, Vec::new(), first), 1e9, true, false, &shared)
+        let making =
+            crate::runs::Making { group: 0, session, tsc_hz: 1e9, exclude_first: true, lens: false, shared: &shared };
+        RunPairs::of(&reduction(ids, Vec::new(), first), &making)
     };
     let (a, b) = (run(1, &[1, 2, 3], None), run(1, &[1, 2, 3], None));
     assert!(Arc::ptr_eq(&a.ids, &b.ids));

@@ -5,6 +5,9 @@
 //! run with and keeps it beside the run under `pairs/`, so that a study's summary is ready as
 //! soon as its last run lands, without decoding and pairing every run file again.
 //!
+//! A reader takes the columns through [`Columns`], a block of probes at a time, in whatever form
+//! it keeps them ([`Reduction`] as written; the analysis its 32-bit columns of ticks).
+//!
 //! A reduction is derived data: it names the run file's sha256 and is used only while that is
 //! the journal's; it carries its own checksum (CRC-32 of everything before it); a reduction that
 //! is missing, unreadable or stale is made again from the run file. It is written without fsync
@@ -59,6 +62,37 @@ pub struct ReductionHeader {
     pub lens: bool,
 }
 
+impl ReductionHeader {
+    /// The rate probes arrived at ([`Paired::bypass_pps`]).
+    pub fn bypass_pps(&self, tsc_hz: f64) -> Option<f64> {
+        crate::pairs::bypass_pps(self.bypass_span, self.bypass_ids, tsc_hz)
+    }
+
+    /// Whether the rate is inferred from probe ids ([`Paired::pacing_inferred`]).
+    pub fn pacing_inferred(&self) -> bool {
+        crate::pairs::pacing_inferred(self.bypass_span, self.bypass_ids)
+    }
+}
+
+/// What a reduction's columns are handed to as they are read ([`Reduction::decode_into`]) or
+/// walked ([`Reduction::columns_into`]): the header first, then column by column the matched
+/// probes in blocks (in probe id order; `from` is the place of a block's first probe, 0 up): their
+/// ids, their D in TSC ticks, their hardware-clock differentials (ns; only when the header says
+/// that column is there) and their frame lengths (likewise). So a reader keeps each column in the
+/// form it wants, with no copy between.
+pub trait Columns {
+    /// The header, before any column.
+    fn header(&mut self, header: &ReductionHeader);
+    /// The ids of probes `from..from + ids.len()` (ascending).
+    fn ids(&mut self, from: usize, ids: &[u64]);
+    /// Their differentials D, TSC ticks.
+    fn diffs(&mut self, from: usize, diffs: &[i64]);
+    /// Their hardware-clock differentials, ns, where both reflections were captured.
+    fn hw(&mut self, from: usize, hw: &[Option<i64>]);
+    /// Their frame lengths as sent.
+    fn lens(&mut self, from: usize, lens: &[u16]);
+}
+
 /// Which run a reduction is of (all empty for a pairing kept in memory only).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunIdentity {
@@ -107,16 +141,6 @@ impl Reduction {
         Reduction { header, diffs: paired.diffs, hw_diffs: paired.hw_diffs, lens: paired.lens }
     }
 
-    /// The rate probes arrived at ([`Paired::bypass_pps`]).
-    pub fn bypass_pps(&self, tsc_hz: f64) -> Option<f64> {
-        crate::pairs::bypass_pps(self.header.bypass_span, self.header.bypass_ids, tsc_hz)
-    }
-
-    /// Whether the rate is inferred from probe ids ([`Paired::pacing_inferred`]).
-    pub fn pacing_inferred(&self) -> bool {
-        crate::pairs::pacing_inferred(self.header.bypass_span, self.header.bypass_ids)
-    }
-
     /// The file's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let header = serde_json::to_vec(&self.header).expect("the header is plain data");
@@ -140,6 +164,15 @@ impl Reduction {
 
     /// Read a reduction's bytes; any damage (checksum, layout, version) is an error saying what.
     pub fn decode(bytes: &[u8]) -> Result<Reduction, String> {
+        let mut columns = Owned::default();
+        let header = Reduction::decode_into(bytes, &mut columns)?;
+        Ok(columns.with(header))
+    }
+
+    /// Read a reduction's bytes into `columns` ([`Columns`]) and return its header; any damage
+    /// (checksum, layout, version) is an error saying what, after which `columns` holds part of
+    /// the columns at most and is to be dropped.
+    pub fn decode_into(bytes: &[u8], columns: &mut impl Columns) -> Result<ReductionHeader, String> {
         let body = bytes.len().checked_sub(4).map(|n| &bytes[..n]).ok_or("shorter than its checksum")?;
         let crc = u32::from_le_bytes(bytes[body.len()..].try_into().map_err(|_| "no checksum")?);
         if crc32fast::hash(body) != crc {
@@ -157,30 +190,35 @@ impl Reduction {
         if header.matched > header.run.records {
             return Err(format!("{n} probes announced for a run of {} records", header.run.records));
         }
-        let columns = 2 + usize::from(header.hw) + usize::from(header.lens);
-        if n.div_ceil(BLOCK).saturating_mul(2 * columns) > rest.len() {
+        let count = 2 + usize::from(header.hw) + usize::from(header.lens);
+        if n.div_ceil(BLOCK).saturating_mul(2 * count) > rest.len() {
             return Err(format!("{n} probes announced, {} bytes of columns", rest.len()));
         }
-        let mut diffs = vec![(0u64, 0i64); n];
-        take_column(&mut rest, n, |k, gap| diffs[k].0 = gap)?;
+        columns.header(&header);
         let mut id = 0u64;
-        for d in &mut diffs {
-            id = id.wrapping_add(d.0);
-            d.0 = id;
-        }
-        take_column(&mut rest, n, |k, z| diffs[k].1 = unzigzag(z))?;
-        let mut hw_diffs = vec![None; if header.hw { n } else { 0 }];
+        take_column(&mut rest, n, |from, gaps| {
+            let mut ids = [0u64; BLOCK];
+            for (i, &gap) in ids.iter_mut().zip(gaps) {
+                id = id.wrapping_add(gap);
+                *i = id;
+            }
+            columns.ids(from, &ids[..gaps.len()]);
+        })?;
+        take_column(&mut rest, n, |from, z| columns.diffs(from, &block(z, unzigzag)))?;
         if header.hw {
-            take_column(&mut rest, n, |k, h| hw_diffs[k] = h.checked_sub(1).map(unzigzag))?;
+            take_column(&mut rest, n, |from, h| columns.hw(from, &block(h, |h| h.checked_sub(1).map(unzigzag))))?;
         }
-        let mut lens = vec![0u16; if header.lens { n } else { 0 }];
         if header.lens {
             let mut previous = 0i64;
             let mut fits = true;
-            take_column(&mut rest, n, |k, z| {
-                previous = previous.wrapping_add(unzigzag(z));
-                lens[k] = previous as u16;
-                fits &= u16::try_from(previous).is_ok();
+            take_column(&mut rest, n, |from, z| {
+                let mut lens = [0u16; BLOCK];
+                for (l, &z) in lens.iter_mut().zip(z) {
+                    previous = previous.wrapping_add(unzigzag(z));
+                    fits &= u16::try_from(previous).is_ok();
+                    *l = previous as u16;
+                }
+                columns.lens(from, &lens[..z.len()]);
             })?;
             if !fits {
                 return Err("a frame length out of range".into());
@@ -189,7 +227,17 @@ impl Reduction {
         if !rest.is_empty() {
             return Err(format!("{} bytes after the columns", rest.len()));
         }
-        Ok(Reduction { header, diffs, hw_diffs, lens })
+        Ok(header)
+    }
+
+    /// Hand its columns to `columns` ([`Columns`]), in blocks as [`Reduction::decode_into`] does.
+    pub fn columns_into(&self, columns: &mut impl Columns) {
+        columns.header(&self.header);
+        let blocks = || self.diffs.chunks(BLOCK).enumerate().map(|(b, p)| (b * BLOCK, p));
+        blocks().for_each(|(from, p)| columns.ids(from, &block(p, |p| p.0)));
+        blocks().for_each(|(from, p)| columns.diffs(from, &block(p, |p| p.1)));
+        self.hw_diffs.chunks(BLOCK).enumerate().for_each(|(b, hw)| columns.hw(b * BLOCK, hw));
+        self.lens.chunks(BLOCK).enumerate().for_each(|(b, lens)| columns.lens(b * BLOCK, lens));
     }
 
     /// Write it to `path`, replacing what is there (see the module's notes on durability).
@@ -200,9 +248,68 @@ impl Reduction {
     /// Read the reduction at `path` if it is one of the run `id` names (same run, same run-file
     /// sha256 and records); `None` when it is absent, damaged or of another run or file.
     pub fn read_of(path: &Path, id: &RunIdentity) -> Option<Reduction> {
-        let bytes = latency_files::read_capped(path, MAX_REDUCTION_BYTES, "run reduction").ok()?;
-        Reduction::decode(&bytes).ok().filter(|r| r.header.run == *id)
+        let mut columns = Owned::default();
+        let header = Reduction::read_into(path, id, &mut columns)?;
+        Some(columns.with(header))
     }
+
+    /// [`Reduction::read_of`] into `columns` ([`Columns`]): its header when it is one of the run
+    /// `id` names; `None` (`columns` then to be dropped) when it is absent, damaged or of another
+    /// run or file.
+    pub fn read_into(path: &Path, id: &RunIdentity, columns: &mut impl Columns) -> Option<ReductionHeader> {
+        let bytes = latency_files::read_capped(path, MAX_REDUCTION_BYTES, "run reduction").ok()?;
+        Reduction::decode_into(&bytes, columns).ok().filter(|h| h.run == *id)
+    }
+}
+
+/// The columns as a [`Reduction`] holds them, as they are read.
+#[derive(Default)]
+struct Owned(Vec<(u64, i64)>, Vec<Option<i64>>, Vec<u16>);
+
+impl Owned {
+    fn with(self, header: ReductionHeader) -> Reduction {
+        let Owned(diffs, hw_diffs, lens) = self;
+        Reduction { header, diffs, hw_diffs, lens }
+    }
+}
+
+impl Columns for Owned {
+    fn header(&mut self, h: &ReductionHeader) {
+        let n = h.matched as usize;
+        let (hw, lens) = (if h.hw { n } else { 0 }, if h.lens { n } else { 0 });
+        *self = Owned(Vec::with_capacity(n), Vec::with_capacity(hw), Vec::with_capacity(lens));
+    }
+
+    fn ids(&mut self, _: usize, ids: &[u64]) {
+        self.0.extend(ids.iter().map(|&id| (id, 0)));
+    }
+
+    fn diffs(&mut self, from: usize, diffs: &[i64]) {
+        self.0[from..from + diffs.len()].iter_mut().zip(diffs).for_each(|(p, &d)| p.1 = d);
+    }
+
+    fn hw(&mut self, _: usize, hw: &[Option<i64>]) {
+        self.1.extend_from_slice(hw);
+    }
+
+    fn lens(&mut self, _: usize, lens: &[u16]) {
+        self.2.extend_from_slice(lens);
+    }
+}
+
+/// `values` (at most a block) each made `f` of, as a slice of a block's array.
+#[inline(always)]
+fn block<T: Copy, U: Copy + Default>(values: &[T], f: impl Fn(T) -> U) -> impl std::ops::Deref<Target = [U]> {
+    struct Block<U>([U; BLOCK], usize);
+    impl<U> std::ops::Deref for Block<U> {
+        type Target = [U];
+        fn deref(&self) -> &[U] {
+            &self.0[..self.1]
+        }
+    }
+    let mut out = [U::default(); BLOCK];
+    out.iter_mut().zip(values).for_each(|(o, &v)| *o = f(v));
+    Block(out, values.len())
 }
 
 fn zigzag(v: i64) -> u64 {
@@ -244,22 +351,27 @@ fn put_column(out: &mut Vec<u8>, numbers: impl Iterator<Item = u64>) {
     }
 }
 
-/// Read a column of `n` numbers, handing each to `set` with its place.
-fn take_column(rest: &mut &[u8], n: usize, mut set: impl FnMut(usize, u64)) -> Result<(), String> {
+/// Read a column of `n` numbers, handing each block of them to `set` with its first's place.
+fn take_column(rest: &mut &[u8], n: usize, mut set: impl FnMut(usize, &[u64])) -> Result<(), String> {
+    let mut numbers = [0u64; BLOCK];
     for start in (0..n).step_by(BLOCK) {
         let len = BLOCK.min(n - start);
         let least = take(rest)?;
         let (&width, tail) = rest.split_first().ok_or("a truncated column")?;
         let (data, tail) = tail.split_at_checked(len * usize::from(width)).ok_or("a truncated column")?;
-        let mut put = |k: usize, excess: u64| set(start + k, least.wrapping_add(excess));
+        let out = &mut numbers[..len];
+        fn put(out: &mut [u64], least: u64, excess: impl Iterator<Item = u64>) {
+            out.iter_mut().zip(excess).for_each(|(o, e)| *o = least.wrapping_add(e));
+        }
         match width {
-            0 => (0..len).for_each(|k| put(k, 0)),
-            1 => data.iter().enumerate().for_each(|(k, &b)| put(k, u64::from(b))),
-            2 => data.as_chunks().0.iter().enumerate().for_each(|(k, &b)| put(k, u64::from(u16::from_le_bytes(b)))),
-            4 => data.as_chunks().0.iter().enumerate().for_each(|(k, &b)| put(k, u64::from(u32::from_le_bytes(b)))),
-            8 => data.as_chunks().0.iter().enumerate().for_each(|(k, &b)| put(k, u64::from_le_bytes(b))),
+            0 => out.fill(least),
+            1 => put(out, least, data.iter().map(|&b| u64::from(b))),
+            2 => put(out, least, data.as_chunks().0.iter().map(|&b| u64::from(u16::from_le_bytes(b)))),
+            4 => put(out, least, data.as_chunks().0.iter().map(|&b| u64::from(u32::from_le_bytes(b)))),
+            8 => put(out, least, data.as_chunks().0.iter().map(|&b| u64::from_le_bytes(b))),
             w => return Err(format!("a column block {w} bytes wide")),
         }
+        set(start, &numbers[..len]);
         *rest = tail;
     }
     Ok(())
@@ -372,7 +484,7 @@ mod tests {
         assert_eq!(written, [0x01, 0, 0xac, 0x02, 1, 0, 1]);
         let mut read = vec![0; numbers.len()];
         let mut rest = written.as_slice();
-        take_column(&mut rest, numbers.len(), |k, v| read[k] = v).unwrap();
+        take_column(&mut rest, numbers.len(), |k, v| read[k..k + v.len()].copy_from_slice(v)).unwrap();
         assert_eq!((read, rest), (numbers, &[][..]));
         // Every width, numbers far apart included.
         for spread in [0u64, 200, 60_000, 1 << 31, u64::MAX - 7] {
@@ -380,7 +492,7 @@ mod tests {
             let mut written = Vec::new();
             put_column(&mut written, numbers.iter().copied());
             let mut read = vec![0; numbers.len()];
-            take_column(&mut &written[..], numbers.len(), |k, v| read[k] = v).unwrap();
+            take_column(&mut &written[..], numbers.len(), |k, v| read[k..k + v.len()].copy_from_slice(v)).unwrap();
             assert_eq!(read, numbers, "spread {spread}");
         }
         for bad in [&[0x01, 3, 0][..], &[0x01, 1, 0], &[0x80]] {
