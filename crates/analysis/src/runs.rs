@@ -121,16 +121,19 @@ impl Columns for Columned<'_> {
     }
 
     fn ids(&mut self, from: usize, ids: &[u64]) {
-        let skipped = self.skip.is_some_and(|s| ids.contains(&s));
-        if let Some(same) = self.same.as_ref().filter(|_| !skipped) {
-            // The session's list, a block at a time while the same.
-            if same.get(self.matched..self.matched + ids.len()) == Some(ids) {
-                self.matched += ids.len();
-                return;
+        // A block without the probe left out: compared with the session's list, or kept, whole.
+        if !self.skip.is_some_and(|s| ids.contains(&s)) {
+            match &self.same {
+                Some(same) if same.get(self.matched..self.matched + ids.len()) == Some(ids) => {
+                    self.matched += ids.len();
+                    return;
+                }
+                None => {
+                    self.ids.extend_from_slice(ids);
+                    return;
+                }
+                Some(_) => {}
             }
-        } else if self.same.is_none() && !skipped {
-            self.ids.extend_from_slice(ids);
-            return;
         }
         for (k, &id) in (from..).zip(ids) {
             if Some(id) == self.skip {

@@ -393,4 +393,20 @@ fn the_runs_of_a_session_that_paired_the_same_probes_keep_one_list_of_ids() {
     assert_eq!((&*d.ids, d.d.iter().collect::<Vec<_>>()), (&[2, 3][..], vec![200.0, 300.0]));
     assert!(!Arc::ptr_eq(&a.ids, &c.ids) && !Arc::ptr_eq(&c.ids, &d.ids));
     assert_eq!(&*a.ids, [1, 2, 3]);
+    // Over several blocks of a reduction's columns (128 probes): the same list, one differing
+    // in its second block, one shorter, one longer, one less a probe of its second block.
+    let ids: Vec<u64> = (1..=300).map(|k| 2 * k).collect();
+    let (e, f) = (run(2, &ids, None), run(2, &ids, None));
+    assert!(Arc::ptr_eq(&e.ids, &f.ids) && *e.ids == *ids);
+    let mut other = ids.clone();
+    other[200] += 1;
+    let shorter = &ids[..150];
+    let longer: Vec<u64> = ids.iter().copied().chain([1000]).collect();
+    for (list, first) in [(&other[..], None), (shorter, None), (&longer[..], None), (&ids[..], Some(262))] {
+        let g = run(2, list, first);
+        let expected: Vec<u64> = list.iter().copied().filter(|&id| Some(id) != first).collect();
+        assert_eq!(*g.ids, *expected, "{} ids, less {first:?}", list.len());
+        assert_eq!(g.d.iter().collect::<Vec<_>>(), expected.iter().map(|&id| 100.0 * id as f64).collect::<Vec<_>>());
+        let _ = run(2, &ids, None); // The session's list made `ids` again.
+    }
 }
