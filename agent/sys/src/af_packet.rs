@@ -16,9 +16,12 @@ const FRAMES: usize = (BLOCK_SIZE / FRAME_SIZE * BLOCKS) as usize;
 /// that its IP header is 16-aligned): line 1 holds its Ethernet, IPv4 and UDP headers and the first
 /// 20 bytes of payload, where a probe starts; line 2 the next 64 bytes (an IPv6 or VLAN-tagged
 /// probe, a long LatencyLab id). Line 1 of every waiting frame is prefetched as its status word is
-/// read; line 2 a few frames ahead of the one handed over, so that a ring drained from memory does
-/// not wait on it where it is read, nor queue it behind the status words where it is not.
+/// read; line 2, of frames that are not IPv4, a few frames ahead of the one handed over, so that a
+/// ring drained from memory does not wait on it where it is read, nor queue it behind the status
+/// words where it is not, nor fetch it where no probe reaches it.
 const LINE: usize = 64;
+/// The Ethernet type of IPv4, as it lies in a frame.
+const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
 /// How many frames ahead of the one handed over line 2 is prefetched.
 const SECOND_LINE_AHEAD: usize = 4;
 
@@ -250,7 +253,7 @@ impl PacketRing {
     /// ones are read, each is stamped (one TSC read after another, the first fenced so that all
     /// follow those reads: `stamp_batch`), then they are handed over. So a stamp never waits for the handling of the frames before
     /// it. As its status word is read, the start of each waiting frame's packet is prefetched, and
-    /// the next line a few frames ahead of the one handed over, so that a ring holding many frames
+    /// the next line (where the frame is not IPv4) a few frames ahead of the one handed over, so that a ring holding many frames
     /// is drained without waiting on memory for each; no slot the kernel has yet to fill is
     /// touched.
     pub fn poll(&mut self, budget: usize, mut f: impl FnMut(&[u8], u64)) -> usize {
@@ -281,7 +284,23 @@ impl PacketRing {
             if let Some(ticks_per_ns) = self.arrival {
                 self.backdate(first, &mut stamps[..seen], ticks_per_ns);
             }
-            let second_line = |k: usize| super::prefetch(self.frame((first + k) % FRAMES).wrapping_add(2 * LINE));
+            // Line 2 of a frame whose probe may reach it: one that is not IPv4 (an IPv6 or VLAN
+            // header puts the probe 20 or 4 bytes deeper). An IPv4 probe, compact or LatencyLab's
+            // marker with an id of up to seven digits, ends in line 1.
+            let second_line = |k: usize| {
+                let frame = self.frame((first + k) % FRAMES);
+                // SAFETY: a frame the kernel gave to user space (its status read in the first
+                // pass), whose header stays put until handed back; the two bytes read lie inside
+                // its slot of the mapped ring (a frame shorter than an Ethernet header leaves
+                // older bytes there, which decide only a prefetch).
+                let ethertype = unsafe {
+                    let mac = (*frame.cast::<libc::tpacket2_hdr>()).tp_mac as usize;
+                    frame.add((mac + 12).min(FRAME_SIZE as usize - 2)).cast::<[u8; 2]>().read()
+                };
+                if ethertype != ETHERTYPE_IPV4 {
+                    super::prefetch(frame.wrapping_add(2 * LINE));
+                }
+            };
             (0..seen.min(SECOND_LINE_AHEAD)).for_each(second_line);
             for (k, &tsc) in stamps[..seen].iter().enumerate() {
                 if k + SECOND_LINE_AHEAD < seen {
