@@ -197,7 +197,7 @@ impl<'a> Columned<'a> {
     }
 
     /// The run, once every column is read.
-    fn made(self, header: ReductionHeader) -> RunPairs {
+    fn made(self, header: &ReductionHeader) -> RunPairs {
         let m = self.making;
         let ids = match self.same {
             Some(same) if self.matched == same.len() => same,
@@ -225,7 +225,7 @@ impl RunPairs {
     pub(crate) fn of(r: &Reduction, making: &Making) -> RunPairs {
         let mut columns = Columned::new(making);
         r.columns_into(&mut columns);
-        columns.made(r.header.clone())
+        columns.made(&r.header)
     }
 
     /// The run's reduction kept at `path` in the analysis' units ([`Making`]), if it is one of
@@ -233,7 +233,7 @@ impl RunPairs {
     pub(crate) fn read(path: &std::path::Path, id: &RunIdentity, making: &Making) -> Option<RunPairs> {
         let mut columns = Columned::new(making);
         let header = Reduction::read_into(path, id, &mut columns)?;
-        Some(columns.made(header))
+        Some(columns.made(&header))
     }
 
     /// Its values, each less `shift`, as the per-probe estimates read them.
