@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use latency_agent::capture::{KernelPort, RxPort};
 use latency_agent::recorder::Seen;
+use latency_proto::capture::FRAME_GROWTH;
 use latency_proto::probe::{self, ProbeFormat};
 use latency_sys::af_packet::PacketSender;
 
@@ -62,15 +63,23 @@ fn main() {
         .collect();
     let tx = PacketSender::open("s0").expect("sender on s0");
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    for backend in ["af_packet", "af_xdp"] {
+    // AF_PACKET's ring slots as the controller sizes them for this trace (its longest frame and
+    // what a program may add), and as the agent has them when not told (2 KiB).
+    let longest = frames.iter().map(Vec::len).max().unwrap_or(0) + usize::from(FRAME_GROWTH);
+    for (backend, slots) in [("af_packet", Some(longest)), ("af_packet", None), ("af_xdp", None)] {
         if !only.is_empty() && !only.iter().any(|w| backend.contains(w.as_str())) {
             continue;
         }
         let mut port = match backend {
-            "af_packet" => KernelPort::af_packet("r0", false),
+            "af_packet" => KernelPort::af_packet("r0", false, slots),
             _ => KernelPort::af_xdp("r0", false, None),
         }
         .expect("port on r0");
+        let backend = match (backend, slots) {
+            ("af_packet", Some(l)) => format!("af_packet, slots for frames of {l} B"),
+            ("af_packet", None) => "af_packet, 2 KiB slots".to_string(),
+            _ => backend.to_string(),
+        };
         // What a poller holds for the writer thread, kept from round to round as a poller keeps it.
         let mut seen: Vec<Seen> = Vec::with_capacity(PROBES as usize);
         for backlog in [true, false] {

@@ -21,9 +21,9 @@ pub trait RxPort: Send {
     fn name(&self) -> String;
 
     /// Frames the NIC or the ring dropped before the poller saw them, since the last call
-    /// (AF_PACKET: the ring's drops; AF_XDP: RX ring full or fill ring empty; DPDK: `imissed`,
-    /// `ierrors` and `rx_nombuf`). Read at the
-    /// start and the end of every run, never per packet.
+    /// (AF_PACKET: the ring's drops and the frames longer than its slots; AF_XDP: RX ring full or
+    /// fill ring empty; DPDK: `imissed`, `ierrors` and `rx_nombuf`). Read at the start and the end
+    /// of every run, never per packet.
     fn drops(&mut self) -> u64 {
         0
     }
@@ -77,9 +77,12 @@ struct Reflect {
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 impl KernelPort {
-    /// An AF_PACKET ring on `interface` (needs CAP_NET_RAW), in promiscuous mode if `promiscuous`.
-    pub fn af_packet(interface: &str, promiscuous: bool) -> io::Result<Self> {
-        latency_sys::af_packet::PacketRing::open(interface, promiscuous)
+    /// An AF_PACKET ring on `interface` (needs CAP_NET_RAW), in promiscuous mode if `promiscuous`,
+    /// its slots holding frames of up to `longest_frame` bytes whole (2 KiB slots without it;
+    /// [`latency_sys::af_packet::PacketRing::open_fitting`]).
+    pub fn af_packet(interface: &str, promiscuous: bool, longest_frame: Option<usize>) -> io::Result<Self> {
+        let longest = longest_frame.unwrap_or(latency_sys::af_packet::WHOLE_FRAME_DEFAULT);
+        latency_sys::af_packet::PacketRing::open_fitting(interface, promiscuous, longest)
             .map(|ring| KernelPort { socket: Socket::Packet(ring), reflect: None, _promiscuous: None })
             .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))
     }

@@ -17,6 +17,12 @@ use crate::fastpath::{FastPath, FastPathPolicy};
 /// Descriptors per RX and per TX queue asked for by default.
 pub const DEFAULT_RING: u16 = 512;
 
+/// Bytes a P4 program may add to a frame, which a controller allows for when it sizes the
+/// receiver's AF_PACKET ring slots from the longest frame it sends
+/// ([`CaptureOptions::longest_frame`]): a VLAN tag (4), a VXLAN encapsulation (50), the INT
+/// metadata of five transit hops (12 each).
+pub const FRAME_GROWTH: u16 = 64;
+
 /// An Ethernet MAC address, written `aa:bb:cc:dd:ee:ff` (also with `-`; either case).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MacAddr(pub [u8; 6]);
@@ -107,6 +113,14 @@ pub struct CaptureOptions {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(default)]
     pub sleep_unpinned: bool,
+    /// AF_PACKET: the longest frame the receive ports get, bytes. Each ring's slots hold it whole
+    /// (2 KiB slots without it: frames of up to 1,982 bytes); a longer frame is counted as dropped.
+    /// Shorter slots put more frames in the ring's 16 MiB, and a poller that fell behind drains
+    /// them faster (fewer cache lines to fetch from memory). A controller sets it to the longest
+    /// frame it sends plus [`FRAME_GROWTH`] unless told otherwise.
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_frame: Option<u16>,
 }
 
 impl Default for CaptureOptions {
@@ -120,14 +134,15 @@ impl Default for CaptureOptions {
             busy_poll_us: None,
             fast_path: FastPathPolicy::default(),
             sleep_unpinned: false,
+            longest_frame: None,
         }
     }
 }
 
 impl CaptureOptions {
     /// The `latency-agent capture` arguments: `--rx-ring N --tx-ring N` always, then
-    /// `--promiscuous`, `--service-core N`, `--reflect-dst-mac MAC`, `--busy-poll-us N` and
-    /// `--fast-path POLICY` when set.
+    /// `--promiscuous`, `--service-core N`, `--reflect-dst-mac MAC`, `--busy-poll-us N`,
+    /// `--fast-path POLICY`, `--sleep-unpinned` and `--longest-frame N` when set.
     pub fn args(&self) -> Vec<String> {
         let mut args = vec!["--rx-ring".into(), self.rx_ring.to_string(), "--tx-ring".into(), self.tx_ring.to_string()];
         if self.promiscuous {
@@ -147,6 +162,9 @@ impl CaptureOptions {
         }
         if self.sleep_unpinned {
             args.push("--sleep-unpinned".into());
+        }
+        if let Some(n) = self.longest_frame {
+            args.extend(["--longest-frame".into(), n.to_string()]);
         }
         args
     }
@@ -244,6 +262,7 @@ mod tests {
             service_core: Some(2),
             reflect_dst_mac: Some("0c:42:a1:de:ad:01".parse().unwrap()),
             sleep_unpinned: true,
+            longest_frame: Some(192),
             ..CaptureOptions::default()
         };
         assert_eq!(
@@ -258,7 +277,9 @@ mod tests {
                 "2",
                 "--reflect-dst-mac",
                 "0c:42:a1:de:ad:01",
-                "--sleep-unpinned"
+                "--sleep-unpinned",
+                "--longest-frame",
+                "192"
             ]
         );
         let json = serde_json::to_string(&o).unwrap();

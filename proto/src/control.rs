@@ -148,7 +148,8 @@ pub struct RunCounters {
     #[serde(default)]
     pub reflected_loops: u64,
     /// Frames the receive ports' NICs or rings dropped while the run was open, before the agent
-    /// saw them (DPDK `imissed` + `ierrors` + `rx_nombuf`; AF_PACKET ring drops).
+    /// saw them (DPDK `imissed` + `ierrors` + `rx_nombuf`; AF_PACKET ring drops and frames longer
+    /// than its slots).
     #[serde(default)]
     pub nic_drops: u64,
     /// The run file.

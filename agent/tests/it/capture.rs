@@ -49,7 +49,10 @@ fn capture_records_every_probe_once_per_port(backend: &str) {
     // would be duplicates) nor counted as non-probes, but as reflected loops.
     write_trace_with_loops(&trace, n, 25, loops);
 
-    let mut agent = start_agent(&ns, backend, &dir.join("runs"), &["--cores", "0,1", "--service-core", "1"]);
+    // AF_PACKET's slots sized for these frames (78 bytes at most), as the controller sizes them.
+    let slots: &[&str] = if backend == "af-packet" { &["--longest-frame", "78"] } else { &[] };
+    let mut agent =
+        start_agent(&ns, backend, &dir.join("runs"), &[&["--cores", "0,1", "--service-core", "1"], slots].concat());
     let (ports, hz, setup) = agent.ready();
     let kind = backend.replace('-', "_");
     assert_eq!(ports, [format!("{kind}:r0"), format!("{kind}:r1")]);

@@ -376,7 +376,17 @@ impl Inventory {
             _ => Vec::new(),
         };
         v.insert("reflect_args", list(&reflect_args));
-        let capture = latency_proto::capture::CaptureOptions { reflect_dst_mac: None, ..r.capture.clone() };
+        // AF_PACKET's ring slots hold the session's longest frame, with room for what a program
+        // adds, unless the inventory says how long.
+        let longest_frame = match backend {
+            "af-packet" => r
+                .capture
+                .longest_frame
+                .or(ctx.longest_frame.map(|l| l.saturating_add(latency_proto::capture::FRAME_GROWTH))),
+            _ => None,
+        };
+        let capture =
+            latency_proto::capture::CaptureOptions { reflect_dst_mac: None, longest_frame, ..r.capture.clone() };
         let mut capture_args = capture.args();
         if let Some(soak) = ctx.soak {
             capture_args.extend(["--histogram-interval-s".into(), soak.interval_s.to_string()]);
@@ -460,6 +470,10 @@ pub struct StepContext<'a> {
     pub soak: Option<Soak>,
     /// Capture ports the plan uses (2, or more with `port_pairs`).
     pub ports: usize,
+    /// The longest frame the session's runs send, bytes, where known: the AF_PACKET agent's ring
+    /// slots hold it and [`FRAME_GROWTH`](latency_proto::capture::FRAME_GROWTH) more, unless the
+    /// inventory's `longest_frame` says otherwise.
+    pub longest_frame: Option<u16>,
 }
 
 /// Decode an inventory file.
@@ -744,6 +758,7 @@ mod tests {
             reflect: true,
             soak: None,
             ports: 2,
+            longest_frame: Some(212),
         };
         let vars = inv.vars(&ctx);
         let word = |name: &str| match vars.get(name) {
@@ -772,10 +787,24 @@ mod tests {
             other => panic!("eal_args: {other:?}"),
         };
         assert!(!inv.receiver.eal_args.is_empty() && eal(&inv, &ctx) == inv.receiver.eal_args.len());
+        // AF_PACKET's ring slots: the session's longest frame (212 B) and 64 B for what a program
+        // adds, or the inventory's; other backends get no slot size.
+        let longest = |inv: &Inventory, ctx: &StepContext<'_>| match inv.vars(ctx).get("capture_args") {
+            Some(TemplateValue::List(a)) => {
+                a.iter().position(|w| w == "--longest-frame").map(|i| a[i + 1].parse::<u32>().unwrap())
+            }
+            other => panic!("capture_args: {other:?}"),
+        };
+        assert_eq!(longest(&inv, &ctx), None);
         inv.receiver.backend = "af-packet".into();
         assert_eq!(eal(&inv, &ctx), 0);
+        assert_eq!(longest(&inv, &ctx), Some(276));
+        assert_eq!(longest(&inv, &StepContext { longest_frame: None, ..ctx }), None);
         let dpdk = [("agent_backend", "dpdk")];
         assert_eq!(eal(&inv, &StepContext { overrides: &dpdk, ..ctx }), inv.receiver.eal_args.len());
+        assert_eq!(longest(&inv, &StepContext { overrides: &dpdk, ..ctx }), None);
+        inv.receiver.capture.longest_frame = Some(1500);
+        assert_eq!(longest(&inv, &ctx), Some(1500));
         assert_eq!(l.events("forward_s1"), "/var/tmp/r/runs/forward_s1/events.jsonl");
     }
 }

@@ -179,6 +179,8 @@ struct Stamps {
     span_ns: u64,
     /// The first record stamped before the one it follows, and by how much (ns).
     back: Option<(u64, u64)>,
+    /// The longest frame, bytes.
+    longest_frame: usize,
 }
 
 impl Stamps {
@@ -188,8 +190,10 @@ impl Stamps {
         let mut last: Option<u64> = None;
         let mut back = None;
         let mut record = 0;
+        let mut longest_frame = 0;
         while let Some(p) = reader.next_packet()? {
             record += 1;
+            longest_frame = longest_frame.max(p.data.len());
             if let Some(before) = last
                 && p.ns < before
                 && back.is_none()
@@ -198,7 +202,7 @@ impl Stamps {
             }
             last = Some(p.ns);
         }
-        Ok(Stamps { packets: reader.records(), span_ns: reader.span_ns(), back })
+        Ok(Stamps { packets: reader.records(), span_ns: reader.span_ns(), back, longest_frame })
     }
 
     /// The mean rate the stamps give, packets per second, or why they give none.
@@ -260,6 +264,8 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                     packets: u64::from(g.count),
                     span_ns: u64::from(g.count.saturating_sub(1)) * spacing,
                     back: None,
+                    // Every frame is as long as asked: a generated trace's frames hold their ids.
+                    longest_frame: g.frame_len as usize,
                 })
             }
         })
@@ -287,6 +293,12 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
             let session_name = format!("{}_s{s}", g.name);
             let bitstream_file =
                 g.bitstream.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            // The longest frame the session's runs send: the agent's rings are sized to it.
+            let longest_frame = session_levels
+                .iter()
+                .map(|l| stamps[plan.level_trace(g.trace, l.as_ref())].longest_frame)
+                .max()
+                .and_then(|l| u16::try_from(l).ok());
             // The template variables the session's first level sets: its bring-up's (a factor that
             // sets one needs `level_session_run`, one level per session).
             let first_vars: Vec<(&'static str, &str)> =
@@ -324,6 +336,7 @@ pub fn expand(plan: &Plan, inventory: Option<&Inventory>) -> Result<Schedule, Ex
                             reflect: proto.reflect,
                             soak: proto.soak,
                             ports: plan.analysis.ports(),
+                            longest_frame,
                             overrides: vars,
                         };
                         let command = inv.actions[&action].render(&inv.vars(&ctx)).map_err(|e| e.0);
@@ -576,7 +589,7 @@ mod tests {
 
     #[test]
     fn stamps_give_a_rate_or_say_why_not() {
-        let s = |packets, span_ns, back| Stamps { packets, span_ns, back };
+        let s = |packets, span_ns, back| Stamps { packets, span_ns, back, longest_frame: 0 };
         assert_eq!(s(400, 399 * 9_900_000_000, None).rate_pps(), Ok(1.0 / 9.9));
         assert_eq!(
             s(3, 3_000_000, Some((3, 2_000_000))).rate_pps(),

@@ -210,3 +210,49 @@ fn redraw_boots_every_session_and_writes_an_image_only_where_a_boot_redraws_and_
     assert_eq!(nulls_without_tables, 6);
     assert!((c.fixed_s - (3.0 * flash - 6.0 * inv.estimates_s[&Action::TableLoad])).abs() < 1e-6, "{c:?}");
 }
+
+#[test]
+fn the_agents_af_packet_rings_hold_the_longest_frame_of_the_sessions_runs() {
+    // 4 pacing × 2 frame sizes (128 and 256 B), 2 sessions × 3 runs.
+    let mut p = plan("tests/fixtures/good/sweep.yaml");
+    let mut inv = oct_inventory();
+    // The agent's slot size: the session's longest frame and 64 B, each session's runs' own
+    // frame sizes read from their levels.
+    let check = |s: &Schedule, expect_slots: bool| {
+        for x in &s.sessions {
+            let start = x.steps.iter().find(|t| t.action == Action::AgentStart).expect("the agent starts");
+            let command = start.command.as_deref().expect("rendered");
+            let longest = x
+                .runs
+                .iter()
+                .filter_map(|r| r.level.as_ref()?.get(latency_plan::FactorName::FrameSize))
+                .max()
+                .expect("a frame size");
+            let arg = format!("--longest-frame {}", longest + 64);
+            assert_eq!(command.contains(&arg), expect_slots, "{}: {command}", x.name());
+            assert_eq!(command.contains("--longest-frame"), expect_slots, "{}: {command}", x.name());
+        }
+    };
+    // DPDK (the inventory's backend) has no ring slots to size.
+    check(&expand(&p, Some(&inv)).expect("expands"), false);
+    inv.receiver.backend = "af-packet".into();
+    let s = expand(&p, Some(&inv)).expect("expands");
+    check(&s, true);
+    assert!(
+        s.sessions.iter().all(|x| x.steps.iter().any(|t| t
+            .command
+            .as_deref()
+            .unwrap_or("")
+            .contains("--longest-frame 320")))
+    );
+    // One level a session: sessions of 128 B frames get slots for 192 B.
+    p.factors.order = Order::LevelSessionRun;
+    let s = expand(&p, Some(&inv)).expect("expands");
+    check(&s, true);
+    let slots: Vec<bool> = s
+        .sessions
+        .iter()
+        .map(|x| x.steps.iter().any(|t| t.command.as_deref().unwrap_or("").contains("--longest-frame 192")))
+        .collect();
+    assert!(slots.contains(&true) && slots.contains(&false), "{slots:?}");
+}

@@ -133,8 +133,11 @@ impl Engine<'_> {
         if data.nic_drops > 0 {
             return Some(format!(
                 "the receiver's NICs or capture rings dropped {} frames before the agent saw them (DPDK imissed, \
-                 ierrors, rx_nombuf; AF_PACKET ring drops): the pollers fell behind",
-                data.nic_drops
+                 ierrors, rx_nombuf; AF_PACKET ring drops): the pollers fell behind, or (AF_PACKET) frames were \
+                 longer than the ring's slots, sized to the session's longest frame plus {} B unless the \
+                 inventory's receiver.longest_frame says otherwise",
+                data.nic_drops,
+                latency_proto::capture::FRAME_GROWTH
             ));
         }
         if data.reflected_loops > 0 {

@@ -411,7 +411,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
                 .map(|(p, tag)| {
                     let port = match backend {
                         Backend::AfXdp => KernelPort::af_xdp(p, options.promiscuous, options.busy_poll_us)?,
-                        _ => KernelPort::af_packet(p, options.promiscuous)?,
+                        _ => KernelPort::af_packet(p, options.promiscuous, options.longest_frame.map(usize::from))?,
                     };
                     xdp.extend(port.xdp_grant().cloned());
                     let port = match reflect {

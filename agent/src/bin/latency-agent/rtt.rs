@@ -90,7 +90,7 @@ pub struct ReflectArgs {
 /// Open `p`'s receive port on `interface`.
 fn rtt_port(p: &RttPort, interface: &str) -> Result<Box<dyn RxPort>, Failure> {
     let port = match p.backend {
-        Backend::AfPacket => KernelPort::af_packet(interface, false),
+        Backend::AfPacket => KernelPort::af_packet(interface, false, None),
         Backend::AfXdp => KernelPort::af_xdp(interface, false, None),
         Backend::Dpdk => return Err(Failure::Usage("originate and reflect take --backend af-packet or af-xdp".into())),
     };

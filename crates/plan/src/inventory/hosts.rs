@@ -241,6 +241,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
     let busy_poll_us = m.optional(d, "busy_poll_us", |d, v| d.uint(v, 1..=1_000_000));
     let fast_path = m.or(d, "fast_path", FastPathPolicy::default(), fast_path_policy);
     let sleep_unpinned = m.or(d, "sleep_unpinned", false, Decoder::boolean);
+    let longest_frame = m.optional(d, "longest_frame", |d, v| d.uint(v, 62..=i64::from(u16::MAX)));
     // Without literal `eal_args`, the EAL arguments are built from the inventory's own facts.
     let eal = match eal {
         Some(given) => given,
@@ -303,6 +304,7 @@ pub(super) fn decode_receiver(d: &mut Decoder, n: &Node) -> Option<Receiver> {
             busy_poll_us: busy_poll_us?,
             fast_path: fast_path?,
             sleep_unpinned: sleep_unpinned?,
+            longest_frame: longest_frame?,
         },
     })
 }
