@@ -3,8 +3,10 @@
 //! probe's id, stamp and length appended to what it hands the writer thread), as a poller does; ns/packet for AF_PACKET and AF_XDP, beside the target, in two
 //! cases: each burst drained as it arrives, as a poller that keeps up does (the frames still in
 //! the caches), and the whole ring drained 20 ms after it filled, as a poller fallen behind does
-//! (the frames read from memory). Only the drains are timed: the sending, and anything else the
-//! interface received, is not. Needs root and `ip`: the benchmark re-runs itself inside a
+//! (the frames read from memory). AF_PACKET is timed with the ring slots a controller gives a
+//! study of these frames (their length and `FRAME_GROWTH` more) and with the agent's default of
+//! 2 KiB. Only the drains are timed: the sending, and anything else the interface received, is
+//! not. Needs root and `ip`: the benchmark re-runs itself inside a
 //! private network namespace. Run with `cargo bench -p latency-agent --bench backend_poll` (part
 //! of `make bench-agent`); `-- af_xdp` (any word of a backend's name) times that backend alone.
 

@@ -102,6 +102,14 @@ impl KernelPort {
         Ok(KernelPort { socket: Socket::Xdp(Box::new(socket)), reflect: None, _promiscuous: promiscuous })
     }
 
+    /// The longest frame an AF_PACKET ring's slots hold whole.
+    pub fn longest_frame(&self) -> Option<usize> {
+        match &self.socket {
+            Socket::Packet(ring) => Some(ring.longest_frame()),
+            Socket::Xdp(_) => None,
+        }
+    }
+
     /// What the kernel granted an AF_XDP socket.
     pub fn xdp_grant(&self) -> Option<&latency_proto::capture::XdpGrant> {
         match &self.socket {

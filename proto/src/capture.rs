@@ -222,6 +222,10 @@ pub struct CaptureSetup {
     /// What the kernel granted each AF_XDP socket (AF_XDP backend only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub af_xdp: Vec<XdpGrant>,
+    /// The longest frame the AF_PACKET rings' slots hold whole, bytes (AF_PACKET backend only;
+    /// longer frames count as dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub af_packet_longest_frame: Option<u32>,
     /// The fast path as read back at start, with the policy's findings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fast_path: Option<FastPath>,

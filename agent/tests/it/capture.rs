@@ -72,8 +72,11 @@ fn capture_records_every_probe_once_per_port(backend: &str) {
         let grants: Vec<_> =
             setup.af_xdp.iter().map(|g| (g.port.as_str(), g.queue, g.native, g.zero_copy, g.rx_ring)).collect();
         assert_eq!(grants, [("r0", 0, true, false, 4096), ("r1", 0, true, false, 4096)], "{setup:?}");
+        assert_eq!(setup.af_packet_longest_frame, None, "{setup:?}");
     } else {
         assert!(setup.af_xdp.is_empty(), "{setup:?}");
+        // 66 bytes of the kernel's before the frame, 78 bytes of frame: slots of 192 bytes.
+        assert_eq!(setup.af_packet_longest_frame, Some(126), "{setup:?}");
     }
     // The writer and the control threads (main, command reader) on the service core; the pollers
     // on theirs.

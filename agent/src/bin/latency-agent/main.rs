@@ -403,6 +403,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         )));
     }
     let mut xdp = Vec::new();
+    let mut packet_longest = None;
     let (rx, rings): (Vec<Box<dyn RxPort>>, Vec<PortRings>) = match backend {
         Backend::AfPacket | Backend::AfXdp => (
             ports
@@ -414,6 +415,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
                         _ => KernelPort::af_packet(p, options.promiscuous, options.longest_frame.map(usize::from))?,
                     };
                     xdp.extend(port.xdp_grant().cloned());
+                    packet_longest = packet_longest.or(port.longest_frame());
                     let port = match reflect {
                         Some((r, mac)) => port.reflect_to(r, tag, format, mac)?,
                         None => port,
@@ -450,6 +452,7 @@ fn capture(args: &CaptureArgs) -> Result<(), Failure> {
         service_core: options.service_core,
         reflect_dst_mac: reflect.map(|(_, mac)| mac),
         af_xdp: xdp,
+        af_packet_longest_frame: packet_longest.map(|l| l as u32),
         fast_path: None,
     };
     let (kind, interfaces) = match backend {
